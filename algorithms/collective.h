@@ -1,0 +1,35 @@
+#pragma once
+// The operations Weft runs, described by what a schedule needs to know about them.
+
+#include <cstddef>
+
+namespace weft::algorithms {
+
+enum class Collective : int {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAllToAll,
+  kGather,
+  kScatter,
+  kSend,
+  kRecv,
+};
+
+/// "AllReduce", "AllGather", ... for logs and messages.
+const char* collectiveName(Collective collective);
+
+/// One rank's view of one operation. Counts follow the API: `count` is per rank for AllGather
+/// (send count), ReduceScatter (receive count), AllToAll, Gather and Scatter; the whole buffer for
+/// AllReduce, Broadcast and Reduce; the message for Send and Recv.
+struct OpShape {
+  Collective collective = Collective::kAllReduce;
+  size_t count = 0;
+  int root = 0;  // root for rooted collectives; the peer for Send and Recv
+  int nranks = 1;
+  int rank = 0;
+};
+
+}  // namespace weft::algorithms

@@ -1,0 +1,1 @@
+#include "algorithms/datatype.h"

@@ -1,0 +1,58 @@
+#pragma once
+// Element types and reduction operators, as the algorithms and kernels see them.
+// The numeric values equal NCCL's ncclDataType_t and built-in ncclRedOp_t.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace weft::algorithms {
+
+enum class DataType : int {
+  kInt8 = 0,
+  kUint8 = 1,
+  kInt32 = 2,
+  kUint32 = 3,
+  kInt64 = 4,
+  kUint64 = 5,
+  kFloat16 = 6,
+  kFloat32 = 7,
+  kFloat64 = 8,
+  kBfloat16 = 9,
+  kFloat8e4m3 = 10,
+  kFloat8e5m2 = 11,
+};
+inline constexpr int kNumDataTypes = 12;
+
+/// Bytes per element; 0 for a value outside the enum.
+size_t dataTypeSize(DataType type);
+/// "int8", "float32", ... as nccl-tests prints them; "unknown" outside the enum.
+const char* dataTypeName(DataType type);
+bool isFloatingPoint(DataType type);
+
+/// How partial results are combined.
+enum class RedOpKind : int {
+  kSum = 0,
+  kProd = 1,
+  kMax = 2,
+  kMin = 3,
+  kPreMulSum = 4,  // each rank's input is multiplied by `scalar`, then summed
+};
+
+/// A reduction, resolved for one data type and rank count. ncclAvg becomes kPreMulSum with scalar
+/// 1/nranks for floating types, and kSum with `divisor` = nranks for integers (truncating division of
+/// the final sum).
+struct Reduction {
+  DataType type = DataType::kFloat32;
+  RedOpKind kind = RedOpKind::kSum;
+  /// For kPreMulSum: the multiplier, stored in `type`'s own encoding (little-endian, low bytes).
+  alignas(8) unsigned char scalar[8] = {};
+  /// For integer average: the final sum is divided by this (1 means no division).
+  uint64_t divisor = 1;
+};
+
+/// Builds the Reduction for a built-in op (0..4 as ncclRedOp_t) over `nranks` ranks.
+Reduction makeBuiltinReduction(DataType type, int op, int nranks);
+/// Builds a PreMulSum from a scalar given in `type`'s own encoding.
+Reduction makePreMulSum(DataType type, const void* scalar);
+
+}  // namespace weft::algorithms

@@ -1,0 +1,21 @@
+#pragma once
+// Schedules: pure functions from one rank's view of an operation to its step program.
+
+#include <span>
+#include <vector>
+
+#include "algorithms/collective.h"
+#include "algorithms/step.h"
+
+namespace weft::algorithms {
+
+/// The ring of one channel: ring[i] is the rank at position i; rank ring[i] sends to ring[i+1].
+using Ring = std::vector<int>;
+
+/// Builds `shape.rank`'s program for `shape` using ring algorithms for collectives over the given
+/// channels' rings (at least one; every ring holds every rank once), and direct lanes for
+/// AllToAll, Gather, Scatter, Send and Recv. The data of a collective is split into contiguous
+/// parts, one per channel. Clears and refills `program` (its capacity is reused).
+void buildRingProgram(const OpShape& shape, std::span<const Ring> rings, Program* program);
+
+}  // namespace weft::algorithms

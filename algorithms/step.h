@@ -1,0 +1,53 @@
+#pragma once
+// Step programs: what a schedule produces and an executor runs.
+// A schedule turns one operation into the lanes of steps that this rank performs. A step moves `count` elements: it may receive from one peer, combine with a local input,
+// write a local output and send to one peer. Schedules are pure: no I/O, no clocks.
+//
+// The executor streams each step through the connection's slots in pieces of at most
+// `slotElements`; sender and receiver cut a step the same way, so piece i of a send matches
+// piece i of the corresponding receive.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace weft::algorithms {
+
+/// Which user buffer a slice refers to.
+enum class BufferKind : uint8_t { kNone, kSend, kRecv };
+
+/// A range of a user buffer, in elements from the buffer's start.
+struct BufferSlice {
+  BufferKind buffer = BufferKind::kNone;
+  size_t offset = 0;  // elements
+  bool present() const { return buffer != BufferKind::kNone; }
+};
+
+struct Step {
+  int recvPeer = -1;   // rank to receive from, or -1
+  int sendPeer = -1;   // rank to send to, or -1
+  BufferSlice src;     // local input
+  BufferSlice dst;     // local output
+  size_t count = 0;    // elements moved by this step
+  /// src is this rank's reduction input: it is scaled by the op (PreMulSum) and, when a receive is
+  /// present, combined with the received data. When false, data passes through unchanged and a
+  /// step must not have both a receive and a src.
+  bool contribute = false;
+  /// Apply the op's final transform (integer average division) to the result of this step.
+  bool finalize = false;
+};
+
+/// A sequence of steps run in order. Lanes of one program progress independently of each other
+/// (a ring channel is one lane; an all-to-all has one lane per peer and direction). A lane's
+/// connections are those of its channel: (channel, peer, direction).
+struct Lane {
+  int channel = 0;
+  std::vector<Step> steps;
+};
+
+/// The program of one rank for one operation.
+struct Program {
+  std::vector<Lane> lanes;
+};
+
+}  // namespace weft::algorithms

@@ -1,0 +1,35 @@
+#pragma once
+// The one registry of Weft's configuration knobs. Every knob is declared here, once:
+//   X(Id, "ENV_NAME", Kind, "default", "one-line meaning")
+// Knobs NCCL has keep NCCL's name and meaning; knobs NCCL lacks are named WEFT_*.
+// Kind is Int (decimal, or with a K/M/G suffix), String, or Bool (0/1).
+
+#define WEFT_KNOB_LIST(X)                                                                          \
+  X(Debug, "NCCL_DEBUG", String, "", "log level: VERSION, WARN, INFO or TRACE (empty: silent)")    \
+  X(DebugSubsys, "NCCL_DEBUG_SUBSYS", String, "INIT,BOOTSTRAP,ENV",                                \
+    "comma list of subsystems to log (INIT, COLL, P2P, SHM, NET, GRAPH, TUNING, ENV, ALLOC, "      \
+    "BOOTSTRAP, ALL); ^ excludes")                                                                 \
+  X(DebugFile, "NCCL_DEBUG_FILE", String, "", "write the log to this file; %h is the host, %p the pid") \
+  X(ConfFile, "NCCL_CONF_FILE", String, "", "read knobs from this file before ~/.nccl.conf and /etc/nccl.conf") \
+  X(CommId, "NCCL_COMM_ID", String, "", "host:port where rank 0 hosts the bootstrap root (launch without MPI)") \
+  X(CommSecret, "WEFT_COMM_SECRET", String, "",                                                    \
+    "secret that bootstrap peers present when NCCL_COMM_ID is used (default: a fixed value)")      \
+  X(SocketIfname, "NCCL_SOCKET_IFNAME", String, "",                                                \
+    "network interfaces to use: prefix list, ^ excludes, = exact names (default: skip lo, docker*)") \
+  X(SocketFamily, "NCCL_SOCKET_FAMILY", String, "", "address family to use: AF_INET or AF_INET6")  \
+  X(HostId, "NCCL_HOSTID", String, "", "host identity (default: hostname and boot id)")            \
+  X(ShmDisable, "NCCL_SHM_DISABLE", Bool, "0", "1: ranks of one host talk over the network, not shared memory") \
+  X(ShmDir, "WEFT_SHM_DIR", String, "/dev/shm", "folder that holds shared-memory segments")       \
+  X(P2pDisable, "NCCL_P2P_DISABLE", Bool, "0", "1: no direct GPU peer-to-peer (CUDA IPC) transport") \
+  X(IbDisable, "NCCL_IB_DISABLE", Bool, "0", "1: no InfiniBand/RoCE verbs transport")              \
+  X(Net, "NCCL_NET", String, "", "network transport to use: IB or Socket")                        \
+  X(BuffSize, "NCCL_BUFFSIZE", Int, "4194304", "bytes of buffering per connection (split in slots)") \
+  X(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "fewest channels a communicator uses")            \
+  X(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "1", "most channels a communicator uses")              \
+  X(CommBlocking, "NCCL_COMM_BLOCKING", Int, "1", "0: communicators are nonblocking by default")   \
+  X(Timeout, "WEFT_TIMEOUT", Int, "0", "seconds without progress before a call fails (0: wait forever)") \
+  X(SocketConnectTimeout, "WEFT_SOCKET_CONNECT_TIMEOUT", Int, "60",                                 \
+    "seconds to keep retrying a TCP connect to a peer or the bootstrap root")                      \
+  X(BootstrapHandshakeTimeout, "WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT", Int, "5",                       \
+    "seconds an incoming bootstrap connection has to present the secret")                          \
+  X(SpinCount, "WEFT_SPIN_COUNT", Int, "1000", "idle polls before a waiting rank yields the CPU")

@@ -1,0 +1,54 @@
+#include "src/base/peer_info.h"
+
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "src/base/knobs.h"
+#include "src/base/numa.h"
+
+namespace weft {
+namespace {
+
+uint64_t fnv1a(const char* text) {
+  uint64_t hash = 1469598103934665603ull;
+  for (const char* p = text; *p; ++p) hash = (hash ^ static_cast<unsigned char>(*p)) * 1099511628211ull;
+  return hash;
+}
+
+}  // namespace
+
+bool PeerInfo::sameHost(const PeerInfo& other) const {
+  return hostHash == other.hostHash && strncmp(hostId, other.hostId, sizeof(hostId)) == 0;
+}
+
+std::string localHostId() {
+  std::string configured = knobs::getString(knobs::KnobId::kHostId);
+  if (!configured.empty()) return configured;
+  char host[256] = "";
+  gethostname(host, sizeof(host) - 1);
+  std::string bootId;
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::getline(in, bootId);
+  return std::string(host) + ":" + bootId;
+}
+
+Status describeLocalPeer(int rank, PeerInfo* info) {
+  *info = PeerInfo{};
+  info->rank = rank;
+  info->pid = getpid();
+  std::string hostId = localHostId();
+  snprintf(info->hostId, sizeof(info->hostId), "%s", hostId.c_str());
+  info->hostHash = fnv1a(info->hostId);
+  gethostname(info->hostname, sizeof(info->hostname) - 1);
+  std::string shmDir = knobs::getString(knobs::KnobId::kShmDir);
+  struct stat st {};
+  if (stat(shmDir.c_str(), &st) == 0) info->shmDevice = st.st_dev;
+  info->numaNode = numaNodeOfAffinity();
+  return Status::ok();
+}
+
+}  // namespace weft

@@ -1,0 +1,33 @@
+#pragma once
+// What each rank tells the others about itself at init (all-gathered over the bootstrap).
+// A plain, fixed-size struct: it travels over the wire as bytes between processes of one build.
+
+#include <cstdint>
+#include <string>
+
+#include "src/base/status.h"
+
+namespace weft {
+
+struct PeerInfo {
+  int32_t rank = -1;
+  int32_t pid = 0;
+  int32_t numaNode = -1;      // NUMA node of the rank's CPU affinity; -1 if unknown
+  int32_t cudaDevice = -1;    // -1 on host memory
+  uint64_t hostHash = 0;      // hash of hostId, for fast comparison
+  uint64_t shmDevice = 0;     // st_dev of the shared-memory folder (WEFT_SHM_DIR)
+  char hostId[128] = {};      // NCCL_HOSTID, or hostname + boot id
+  char hostname[64] = {};     // for messages
+
+  bool sameHost(const PeerInfo& other) const;
+};
+
+/// Fills the calling process's PeerInfo for `rank`: host identity (NCCL_HOSTID, or the hostname
+/// and /proc/sys/kernel/random/boot_id), pid, the shm folder's device, the NUMA node of the
+/// calling thread's CPU affinity.
+Status describeLocalPeer(int rank, PeerInfo* info);
+
+/// The host id used for this process: NCCL_HOSTID, else "<hostname>:<boot id>".
+std::string localHostId();
+
+}  // namespace weft

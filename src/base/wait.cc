@@ -1,0 +1,62 @@
+#include "src/base/wait.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include "src/base/knobs.h"
+
+namespace weft {
+namespace {
+
+constexpr int kYieldLimit = 64;  // idle polls spent yielding after spinning, before sleeping
+constexpr long kSleepNanos = 20'000;
+
+inline void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+double defaultTimeoutSeconds() { return static_cast<double>(knobs::getInt(knobs::KnobId::kTimeout)); }
+
+Waiter::Waiter(const WaitContext* context)
+    : context_(context),
+      spinLimit_(static_cast<int>(knobs::getInt(knobs::KnobId::kSpinCount))),
+      lastProgress_(std::chrono::steady_clock::now()) {}
+
+void Waiter::progressed() {
+  idleCount_ = 0;
+  if (context_ && context_->timeoutSeconds > 0) lastProgress_ = std::chrono::steady_clock::now();
+}
+
+Status Waiter::idle() {
+  ++idleCount_;
+  if (context_ && context_->check) WEFT_RETURN_IF_ERROR(context_->check());
+  if (idleCount_ <= spinLimit_) {
+    cpuRelax();
+    return Status::ok();
+  }
+  if (context_ && context_->timeoutSeconds > 0) {
+    double idleSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - lastProgress_).count();
+    if (idleSeconds > context_->timeoutSeconds) {
+      return remoteError("no progress for %.0f s while waiting for %s (WEFT_TIMEOUT=%.0f): a peer may be "
+                         "stuck or not calling the same operation",
+                         idleSeconds, context_->what.empty() ? "a peer" : context_->what.c_str(),
+                         context_->timeoutSeconds);
+    }
+  }
+  if (idleCount_ <= spinLimit_ + kYieldLimit) {
+    sched_yield();
+    return Status::ok();
+  }
+  timespec pause{0, kSleepNanos};
+  nanosleep(&pause, nullptr);
+  return Status::ok();
+}
+
+}  // namespace weft
