@@ -25,7 +25,8 @@ inline constexpr int kNumDataTypes = 12;
 
 /// Bytes per element; 0 for a value outside the enum.
 size_t dataTypeSize(DataType type);
-/// "int8", "float32", ... as nccl-tests prints them; "unknown" outside the enum.
+/// "int8", "half", "float", "bfloat16", "f8e4m3", ... as nccl-tests prints them; "unknown"
+/// outside the enum.
 const char* dataTypeName(DataType type);
 bool isFloatingPoint(DataType type);
 
@@ -39,8 +40,8 @@ enum class RedOpKind : int {
 };
 
 /// A reduction, resolved for one data type and rank count. ncclAvg becomes kPreMulSum with scalar
-/// 1/nranks for floating types, and kSum with `divisor` = nranks for integers (truncating division of
-/// the final sum).
+/// 1/nranks for floating types (the double 1.0 / nranks rounded to nearest even in the type), and
+/// kSum with `divisor` = nranks for integers (truncating division of the final sum).
 struct Reduction {
   DataType type = DataType::kFloat32;
   RedOpKind kind = RedOpKind::kSum;

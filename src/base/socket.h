@@ -74,6 +74,8 @@ class Socket {
   Status recvAll(void* data, size_t size, const WaitContext& context);
 
   SocketAddress localAddress() const;
+  /// The connected peer's address; known even after the peer reset the connection when this
+  /// socket came from connect() or tryAccept().
   SocketAddress peerAddress() const;
   int fd() const { return fd_; }
   bool valid() const { return fd_ >= 0; }
@@ -81,6 +83,7 @@ class Socket {
 
  private:
   int fd_ = -1;
+  SocketAddress peer_;  // cached by connect()/tryAccept(): getpeername fails after a reset
 };
 
 }  // namespace weft::net

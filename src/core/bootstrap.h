@@ -24,15 +24,25 @@ struct UniqueId {
   std::array<uint8_t, 128> bytes{};
 };
 
-/// Fills `id` for a new communicator. Without NCCL_COMM_ID it starts the root listener thread in
-/// this process (which ends once every rank has joined, or at process exit); with NCCL_COMM_ID it
-/// only encodes that address (rank 0 will host the root).
-Status createUniqueId(UniqueId* id);
+/// Where the root of a new id lives.
+enum class RootPlacement {
+  kFromEnvironment,  // NCCL_COMM_ID if set (rank 0 will host the root there), else this process
+  kThisProcess,      // always this process (communicators made from others, e.g. by a split)
+};
+
+/// Fills `id` for a new communicator. With the root in this process, it starts the root listener
+/// thread (which ends once every rank has joined, or at process exit); with NCCL_COMM_ID it only
+/// encodes that address.
+Status createUniqueId(UniqueId* id, RootPlacement placement = RootPlacement::kFromEnvironment);
 
 /// One rank's bootstrap network. Used by one thread at a time.
 class Bootstrap {
  public:
   virtual ~Bootstrap() = default;
+
+  /// Tags from this value up are the Bootstrap's own (allGather, barrier); send and recv take
+  /// tags below it. The communicator layer numbers its messages (transport blobs, ...) from 0 up.
+  static constexpr uint32_t kFirstReservedTag = 0xFFFF0000u;
 
   /// Joins the communicator of `nranks` described by `id` as `rank`. Blocks until every rank has
   /// joined; waits through `context` (which must outlive the Bootstrap).

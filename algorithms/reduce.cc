@@ -1,0 +1,142 @@
+#include "algorithms/reduce.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/reduce_divide.h"
+#include "algorithms/reduce_isa.h"
+
+namespace weft::algorithms {
+namespace {
+
+// Two-output copies go block by block: the second copy of a block reads it from cache, so the
+// source crosses the memory bus once.
+constexpr size_t kCopyBlockBytes = 16 * 1024;
+constexpr size_t kDivideBlockBytes = 16 * 1024;
+
+ReduceIsa detectReduceIsa() {
+  if (reduceIsaSupported(ReduceIsa::kAvx512)) return ReduceIsa::kAvx512;
+  if (reduceIsaSupported(ReduceIsa::kAvx2)) return ReduceIsa::kAvx2;
+  return ReduceIsa::kBaseline;
+}
+
+void runKernel(ReduceIsa isa, DataType type, LaneOp op, const KernelArgs& args) {
+  switch (isa) {
+    case ReduceIsa::kAvx512: return runReduceKernelAvx512(type, op, args);
+    case ReduceIsa::kAvx2: return runReduceKernelAvx2(type, op, args);
+    case ReduceIsa::kBaseline: return runReduceKernelBaseline(type, op, args);
+  }
+}
+
+LaneOp laneOpFor(RedOpKind kind) {
+  switch (kind) {
+    case RedOpKind::kSum: return LaneOp::kSum;
+    case RedOpKind::kProd: return LaneOp::kProd;
+    case RedOpKind::kMax: return LaneOp::kMax;
+    case RedOpKind::kMin: return LaneOp::kMin;
+    case RedOpKind::kPreMulSum: return LaneOp::kPreMulSum;
+  }
+  return LaneOp::kSum;
+}
+
+}  // namespace
+
+const char* reduceIsaName(ReduceIsa isa) {
+  switch (isa) {
+    case ReduceIsa::kBaseline: return "baseline";
+    case ReduceIsa::kAvx2: return "avx2";
+    case ReduceIsa::kAvx512: return "avx512";
+  }
+  return "unknown";
+}
+
+bool reduceIsaSupported(ReduceIsa isa) {
+  if (isa == ReduceIsa::kBaseline) return true;
+#if defined(__x86_64__)
+  // Also checks that the OS saves the vector registers (XCR0), not only the CPUID bits.
+  __builtin_cpu_init();
+  if (isa == ReduceIsa::kAvx2) return __builtin_cpu_supports("avx2");
+  if (isa == ReduceIsa::kAvx512) {
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  }
+#endif
+  return false;
+}
+
+ReduceIsa bestReduceIsa() {
+  static const ReduceIsa isa = detectReduceIsa();
+  return isa;
+}
+
+void reduceWithIsa(ReduceIsa isa, const Reduction& reduction, const ReduceArgs& args) {
+  if (args.count == 0) return;
+  const size_t elementBytes = dataTypeSize(reduction.type);
+  const bool divides = args.finalize && reduction.divisor > 1 && !isFloatingPoint(reduction.type);
+  const bool copies = args.peer == nullptr && reduction.kind != RedOpKind::kPreMulSum;
+  if (copies && !divides) {
+    copyTo(args.local, args.out, args.out2, args.count * elementBytes);
+    return;
+  }
+  KernelArgs kernelArgs;
+  kernelArgs.local = static_cast<const unsigned char*>(args.local);
+  kernelArgs.peer = static_cast<const unsigned char*>(args.peer);
+  kernelArgs.out = static_cast<unsigned char*>(args.out);
+  kernelArgs.out2 = static_cast<unsigned char*>(args.out2);
+  kernelArgs.count = args.count;
+  kernelArgs.scalar = reduction.scalar;
+  const LaneOp op = args.peer == nullptr ? LaneOp::kScale : laneOpFor(reduction.kind);
+  if (!divides) {
+    runKernel(isa, reduction.type, op, kernelArgs);
+    return;
+  }
+  // Integer average: block by block, reduce (or copy) into `out`, divide there while the block is
+  // in cache, then copy it to `out2`.
+  const size_t blockCount = kDivideBlockBytes / elementBytes;
+  for (size_t first = 0; first < args.count; first += blockCount) {
+    const size_t count = std::min(blockCount, args.count - first);
+    const size_t offset = first * elementBytes;
+    unsigned char* out = kernelArgs.out + offset;
+    if (copies) {
+      copyTo(kernelArgs.local + offset, out, nullptr, count * elementBytes);
+    } else {
+      KernelArgs block = kernelArgs;
+      block.local += offset;
+      if (block.peer != nullptr) block.peer += offset;
+      block.out = out;
+      block.out2 = nullptr;
+      block.count = count;
+      runKernel(isa, reduction.type, op, block);
+    }
+    divideIntegers(reduction.type, out, count, reduction.divisor);
+    if (kernelArgs.out2 != nullptr) {
+      std::memcpy(kernelArgs.out2 + offset, out, count * elementBytes);
+    }
+  }
+}
+
+void reduce(const Reduction& reduction, const ReduceArgs& args) {
+  reduceWithIsa(bestReduceIsa(), reduction, args);
+}
+
+void copyTo(const void* src, void* out, void* out2, size_t bytes) {
+  if (bytes == 0) return;
+  const auto* source = static_cast<const unsigned char*>(src);
+  auto* first = static_cast<unsigned char*>(out);
+  auto* second = static_cast<unsigned char*>(out2);
+  if (first == source) {
+    if (second != nullptr) std::memcpy(second, source, bytes);
+    return;
+  }
+  if (second == nullptr) {
+    std::memcpy(first, source, bytes);
+    return;
+  }
+  for (size_t offset = 0; offset < bytes; offset += kCopyBlockBytes) {
+    const size_t length = std::min(kCopyBlockBytes, bytes - offset);
+    std::memcpy(first + offset, source + offset, length);
+    std::memcpy(second + offset, source + offset, length);
+  }
+}
+
+}  // namespace weft::algorithms

@@ -1,0 +1,96 @@
+#pragma once
+// The kernel loop, written once and compiled once per instruction-set level: each
+// reduce_kernel_*.cc calls runReduceKernel from a function built for its target, and everything
+// here is inlined into it. Full vectors go straight from memory to memory; the last partial vector
+// is staged through zero-padded copies so that it runs the very same lane code.
+
+#include <cstddef>
+#include <cstring>
+
+#include "algorithms/datatype.h"
+#include "algorithms/reduce_element.h"
+#include "algorithms/reduce_isa.h"
+
+namespace weft::algorithms {
+
+template <class E, LaneOp kOp>
+[[gnu::always_inline]] inline typename E::Raw combineLanes(const typename E::Raw& l,
+                                                           const typename E::Raw& p,
+                                                           const typename E::Factor& s) {
+  if constexpr (kOp == LaneOp::kSum) return E::sum(p, l);
+  if constexpr (kOp == LaneOp::kProd) return E::prod(p, l);
+  if constexpr (kOp == LaneOp::kMax) return E::max(p, l);
+  if constexpr (kOp == LaneOp::kMin) return E::min(p, l);
+  if constexpr (kOp == LaneOp::kPreMulSum) return E::preMulSum(p, l, s);
+  if constexpr (kOp == LaneOp::kScale) return E::scale(l, s);
+}
+
+template <class E, LaneOp kOp>
+[[gnu::always_inline]] inline void reduceLoop(const KernelArgs& args) {
+  using Raw = typename E::Raw;
+  constexpr bool kReadsPeer = kOp != LaneOp::kScale;
+  constexpr size_t kStep = sizeof(Raw);
+  const size_t bytes = args.count * sizeof(LaneElement<Raw>);
+  const size_t fullBytes = bytes / kStep * kStep;
+  const typename E::Factor factor = E::factor(args.scalar);
+  // Local copies: the stores below go through byte pointers, which could alias `args`.
+  const unsigned char* const local = args.local;
+  const unsigned char* const peer = args.peer;
+  unsigned char* const out = args.out;
+  unsigned char* const out2 = args.out2;
+
+  for (size_t offset = 0; offset < fullBytes; offset += kStep) {
+    Raw l = loadLanes<Raw>(local + offset);
+    Raw p = kReadsPeer ? loadLanes<Raw>(peer + offset) : Raw{};
+    Raw v = combineLanes<E, kOp>(l, p, factor);
+    storeLanes(out + offset, v);
+    if (out2 != nullptr) storeLanes(out2 + offset, v);
+  }
+  if (fullBytes == bytes) return;
+  const size_t tailBytes = bytes - fullBytes;
+  Raw l{};
+  Raw p{};
+  std::memcpy(&l, local + fullBytes, tailBytes);
+  if (kReadsPeer) std::memcpy(&p, peer + fullBytes, tailBytes);
+  Raw v = combineLanes<E, kOp>(l, p, factor);
+  std::memcpy(out + fullBytes, &v, tailBytes);
+  if (out2 != nullptr) std::memcpy(out2 + fullBytes, &v, tailBytes);
+}
+
+template <class E>
+[[gnu::always_inline]] inline void reduceLoopForOp(LaneOp op, const KernelArgs& args) {
+  switch (op) {
+    case LaneOp::kSum: return reduceLoop<E, LaneOp::kSum>(args);
+    case LaneOp::kProd: return reduceLoop<E, LaneOp::kProd>(args);
+    case LaneOp::kMax: return reduceLoop<E, LaneOp::kMax>(args);
+    case LaneOp::kMin: return reduceLoop<E, LaneOp::kMin>(args);
+    case LaneOp::kPreMulSum: return reduceLoop<E, LaneOp::kPreMulSum>(args);
+    case LaneOp::kScale: return reduceLoop<E, LaneOp::kScale>(args);
+  }
+}
+
+/// Runs `op` over `args` for `type` with vectors of `kBytes` (the target's register width); the
+/// body of every reduce_kernel_*.cc entry point.
+template <int kBytes>
+[[gnu::always_inline]] inline void runReduceKernel(DataType type, LaneOp op,
+                                                   const KernelArgs& args) {
+  switch (type) {
+    case DataType::kInt8: return reduceLoopForOp<IntegerElement<int8_t, kBytes>>(op, args);
+    case DataType::kUint8: return reduceLoopForOp<IntegerElement<uint8_t, kBytes>>(op, args);
+    case DataType::kInt32: return reduceLoopForOp<IntegerElement<int32_t, kBytes>>(op, args);
+    case DataType::kUint32: return reduceLoopForOp<IntegerElement<uint32_t, kBytes>>(op, args);
+    case DataType::kInt64: return reduceLoopForOp<IntegerElement<int64_t, kBytes>>(op, args);
+    case DataType::kUint64: return reduceLoopForOp<IntegerElement<uint64_t, kBytes>>(op, args);
+    case DataType::kFloat16: return reduceLoopForOp<NarrowElement<HalfFormat, kBytes>>(op, args);
+    case DataType::kFloat32: return reduceLoopForOp<FloatElement<float, kBytes>>(op, args);
+    case DataType::kFloat64: return reduceLoopForOp<FloatElement<double, kBytes>>(op, args);
+    case DataType::kBfloat16:
+      return reduceLoopForOp<NarrowElement<Bfloat16Format, kBytes>>(op, args);
+    case DataType::kFloat8e4m3:
+      return reduceLoopForOp<NarrowElement<Fp8e4m3Format, kBytes>>(op, args);
+    case DataType::kFloat8e5m2:
+      return reduceLoopForOp<NarrowElement<Fp8e5m2Format, kBytes>>(op, args);
+  }
+}
+
+}  // namespace weft::algorithms

@@ -1,0 +1,47 @@
+#pragma once
+// What one benchmark binary supplies to the shared driver (benchmark.h): the collective's buffer
+// sizes, bandwidth formula, call and expected result. all_reduce.cc is the model to copy.
+
+#include <cstddef>
+
+#include "nccl.h"
+#include "perf/common/data_check.h"
+
+namespace weft::perf {
+
+/// Element counts of one call, for a given per-rank count and rank count.
+struct CollectiveCounts {
+  size_t sendCount = 0;          // elements each rank's send buffer holds
+  size_t recvCount = 0;          // elements each rank's receive buffer holds (and checks)
+  size_t paramCount = 0;         // the count argument of the call
+  size_t sendInPlaceOffset = 0;  // in place: send = recv + sendInPlaceOffset*rank elements
+  size_t recvInPlaceOffset = 0;  // in place: recv = recv + recvInPlaceOffset*rank elements
+};
+
+class Collective {
+ public:
+  virtual ~Collective() = default;
+
+  /// The collective's name as nccl-tests spells it ("AllReduce").
+  virtual const char* name() const = 0;
+  /// Whether -o applies (false: the table shows "none" and the operator is not passed).
+  virtual bool reduces() const = 0;
+  /// Whether the root column and -r apply (false: the table shows -1).
+  virtual bool hasRoot() const = 0;
+
+  /// Counts for count elements per rank (nccl-tests' getCollByteCount).
+  virtual CollectiveCounts counts(size_t count, int nranks) const = 0;
+  /// busbw = algbw * factor: the fraction of the data each rank's link must carry.
+  virtual double busBandwidthFactor(int nranks) const = 0;
+
+  /// Issues the call on one rank; returns its result. Host buffers: complete on return.
+  virtual ncclResult_t run(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type,
+                           ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) const = 0;
+
+  /// Writes rank's input (into input, which is the send buffer or, in place, the receive buffer at
+  /// the in-place offset) and the result rank must end with (expected, counts.recvCount elements).
+  virtual void prepareData(const DataSpec& spec, const CollectiveCounts& counts, int rank, int root,
+                           void* input, void* expected) const = 0;
+};
+
+}  // namespace weft::perf

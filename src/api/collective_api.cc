@@ -1,0 +1,180 @@
+// The collectives and point-to-point calls: argument checks, then one core::Op handed to the group.
+
+#include <cstdint>
+
+#include "src/api/api_support.h"
+#include "src/core/group.h"
+
+using weft::Status;
+using weft::algorithms::Collective;
+using weft::algorithms::DataType;
+using weft::api::toResult;
+using weft::core::Communicator;
+using weft::core::Group;
+using weft::core::Op;
+
+namespace {
+
+constexpr int kNoOp = -1;  // for collectives that do not reduce
+
+struct Call {
+  const char* function;
+  Collective collective;
+  const void* sendbuff;
+  void* recvbuff;
+  size_t count;
+  ncclDataType_t datatype;
+  int op;    // ncclRedOp_t, or kNoOp
+  int root;  // root or peer; -1 when unused
+  ncclComm_t comm;
+};
+
+// How many elements of `count` each buffer holds for this rank (0 if the rank does not use it).
+struct BufferNeeds {
+  size_t sendElements;
+  size_t recvElements;
+};
+
+BufferNeeds bufferNeeds(const Call& call, int rank, int nranks) {
+  size_t n = static_cast<size_t>(nranks);
+  size_t c = call.count;
+  bool isRoot = rank == call.root;
+  switch (call.collective) {
+    case Collective::kAllReduce: return {c, c};
+    case Collective::kAllGather: return {c, c * n};
+    case Collective::kReduceScatter: return {c * n, c};
+    case Collective::kBroadcast: return {isRoot ? c : 0, c};
+    case Collective::kReduce: return {c, isRoot ? c : 0};
+    case Collective::kAllToAll: return {c * n, c * n};
+    case Collective::kGather: return {c, isRoot ? c * n : 0};
+    case Collective::kScatter: return {isRoot ? c * n : 0, c};
+    case Collective::kSend: return {c, 0};
+    case Collective::kRecv: return {0, c};
+  }
+  return {0, 0};
+}
+
+bool usesRoot(Collective collective) {
+  return collective == Collective::kBroadcast || collective == Collective::kReduce ||
+         collective == Collective::kGather || collective == Collective::kScatter ||
+         collective == Collective::kSend || collective == Collective::kRecv;
+}
+
+Status checkAndBuild(const Call& call, Op* op) {
+  Communicator* comm = nullptr;
+  WEFT_RETURN_IF_ERROR(weft::api::resolveComm(call.comm, &comm));
+  if (call.datatype < 0 || call.datatype >= ncclNumTypes) {
+    return weft::invalidArgument("datatype %d is not an ncclDataType_t (0..%d)", static_cast<int>(call.datatype),
+                                 ncclNumTypes - 1);
+  }
+  DataType type = static_cast<DataType>(call.datatype);
+  int nranks = comm->nranks();
+  if (usesRoot(call.collective) && (call.root < 0 || call.root >= nranks)) {
+    bool isPeer = call.collective == Collective::kSend || call.collective == Collective::kRecv;
+    return weft::invalidArgument("%s %d is out of range [0, %d)", isPeer ? "peer" : "root", call.root, nranks);
+  }
+  size_t elementSize = weft::algorithms::dataTypeSize(type);
+  // Every byte count the call implies must fit in size_t.
+  if (call.count > SIZE_MAX / elementSize / static_cast<size_t>(nranks)) {
+    return weft::invalidArgument("count %zu of %s over %d ranks overflows the address space", call.count,
+                                 weft::algorithms::dataTypeName(type), nranks);
+  }
+  BufferNeeds needs = bufferNeeds(call, comm->rank(), nranks);
+  if (needs.sendElements > 0 && call.sendbuff == nullptr) {
+    return weft::invalidArgument("sendbuff is NULL with count %zu", call.count);
+  }
+  if (needs.recvElements > 0 && call.recvbuff == nullptr) {
+    return weft::invalidArgument("recvbuff is NULL with count %zu", call.count);
+  }
+  op->comm = comm;
+  op->collective = call.collective;
+  op->sendbuff = call.sendbuff;
+  op->recvbuff = call.recvbuff;
+  op->count = call.count;
+  op->type = type;
+  op->root = call.root < 0 ? 0 : call.root;
+  if (call.op != kNoOp) WEFT_RETURN_IF_ERROR(comm->redOps().resolve(call.op, type, nranks, &op->reduction));
+  else op->reduction.type = type;
+  return Status::ok();
+}
+
+ncclResult_t submit(const Call& call) {
+  Op op;
+  Status status = checkAndBuild(call, &op);
+  if (!status.isOk()) {
+    Group::current().recordError(status);
+    return toResult(status, call.function);
+  }
+  if (op.count == 0) return ncclSuccess;
+  return toResult(Group::current().submit(op), call.function);
+}
+
+}  // namespace
+
+WEFT_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  return submit({"ncclAllReduce", Collective::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1, comm});
+}
+WEFT_PROFILING_ALIAS(ncclAllReduce)
+
+WEFT_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                                    ncclComm_t comm, cudaStream_t stream) {
+  return submit({"ncclAllGather", Collective::kAllGather, sendbuff, recvbuff, sendcount, datatype, kNoOp, -1, comm});
+}
+WEFT_PROFILING_ALIAS(ncclAllGather)
+
+WEFT_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                        ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                        cudaStream_t stream) {
+  return submit(
+      {"ncclReduceScatter", Collective::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1, comm});
+}
+WEFT_PROFILING_ALIAS(ncclReduceScatter)
+
+WEFT_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                    int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit({"ncclBroadcast", Collective::kBroadcast, sendbuff, recvbuff, count, datatype, kNoOp, root, comm});
+}
+WEFT_PROFILING_ALIAS(ncclBroadcast)
+
+WEFT_API ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                                cudaStream_t stream) {
+  return submit({"ncclBcast", Collective::kBroadcast, buff, buff, count, datatype, kNoOp, root, comm});
+}
+WEFT_PROFILING_ALIAS(ncclBcast)
+
+WEFT_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                 ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit({"ncclReduce", Collective::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm});
+}
+WEFT_PROFILING_ALIAS(ncclReduce)
+
+WEFT_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                   ncclComm_t comm, cudaStream_t stream) {
+  return submit({"ncclAlltoAll", Collective::kAllToAll, sendbuff, recvbuff, count, datatype, kNoOp, -1, comm});
+}
+WEFT_PROFILING_ALIAS(ncclAlltoAll)
+
+WEFT_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                 int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit({"ncclGather", Collective::kGather, sendbuff, recvbuff, count, datatype, kNoOp, root, comm});
+}
+WEFT_PROFILING_ALIAS(ncclGather)
+
+WEFT_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                  int root, ncclComm_t comm, cudaStream_t stream) {
+  return submit({"ncclScatter", Collective::kScatter, sendbuff, recvbuff, count, datatype, kNoOp, root, comm});
+}
+WEFT_PROFILING_ALIAS(ncclScatter)
+
+WEFT_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                               ncclComm_t comm, cudaStream_t stream) {
+  return submit({"ncclSend", Collective::kSend, sendbuff, nullptr, count, datatype, kNoOp, peer, comm});
+}
+WEFT_PROFILING_ALIAS(ncclSend)
+
+WEFT_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                               cudaStream_t stream) {
+  return submit({"ncclRecv", Collective::kRecv, nullptr, recvbuff, count, datatype, kNoOp, peer, comm});
+}
+WEFT_PROFILING_ALIAS(ncclRecv)

@@ -1,0 +1,245 @@
+// Communicator lifecycle: unique ids, init (single, config, scalable, all), split, finalize,
+// destroy, abort, and the queries.
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "src/api/api_support.h"
+#include "src/api/config.h"
+#include "src/base/knobs.h"
+#include "src/base/log.h"
+#include "src/core/bootstrap.h"
+#include "src/core/group.h"
+
+using weft::Status;
+using weft::api::resolveComm;
+using weft::api::toResult;
+using weft::core::Communicator;
+using weft::core::CommOptions;
+using weft::core::Group;
+using weft::core::UniqueId;
+
+namespace {
+
+ncclComm_t newHandle() {
+  auto* handle = new ncclComm;
+  handle->magic.store(weft::api::kLiveCommMagic, std::memory_order_release);
+  return handle;
+}
+
+// Releases the communicator; the handle itself is kept as a tombstone (see ncclComm).
+void retireHandle(ncclComm_t handle) {
+  handle->magic.store(weft::api::kDestroyedCommMagic, std::memory_order_release);
+  handle->impl.reset();
+}
+
+// Creates the communicator now, or at the end of the enclosing group (on a thread of its own).
+Status initInto(ncclComm_t handle, const UniqueId& id, int nranks, int rank, const CommOptions& options) {
+  return Group::current().submitInit([handle, id, nranks, rank, options]() -> Status {
+    std::unique_ptr<Communicator> comm;
+    Status status = Communicator::create(id, nranks, rank, options, &comm);
+    if (status.isOk()) handle->impl = std::move(comm);
+    else handle->initStatus = status;
+    return status;
+  });
+}
+
+Status checkInitArguments(ncclComm_t* comm, int nranks, int rank) {
+  if (comm == nullptr) return weft::invalidArgument("the output communicator pointer is NULL");
+  if (nranks < 1) return weft::invalidArgument("nranks is %d; it must be at least 1", nranks);
+  if (rank < 0 || rank >= nranks) return weft::invalidArgument("rank %d is out of range [0, %d)", rank, nranks);
+  return Status::ok();
+}
+
+ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, ncclConfig_t* config,
+                      const char* function) {
+  Status status = checkInitArguments(comm, nranks, rank);
+  CommOptions options;
+  if (status.isOk()) status = weft::api::readConfig(config, nullptr, &options);
+  if (!status.isOk()) {
+    Group::current().recordError(status);
+    return toResult(status, function);
+  }
+  UniqueId id;
+  static_assert(sizeof(id.bytes) == sizeof(commId.internal));
+  memcpy(id.bytes.data(), commId.internal, sizeof(commId.internal));
+  ncclComm_t handle = newHandle();
+  status = initInto(handle, id, nranks, rank, options);
+  if (!status.isOk() && !Group::current().active()) {
+    retireHandle(handle);
+    *comm = nullptr;
+    return toResult(status, function);
+  }
+  *comm = handle;
+  return toResult(status, function);
+}
+
+}  // namespace
+
+WEFT_API ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  if (uniqueId == nullptr) return toResult(weft::invalidArgument("uniqueId is NULL"), "ncclGetUniqueId");
+  weft::log::printVersionOnce();
+  UniqueId id;
+  Status status = weft::core::createUniqueId(&id);
+  if (status.isOk()) memcpy(uniqueId->internal, id.bytes.data(), sizeof(uniqueId->internal));
+  return toResult(status, "ncclGetUniqueId");
+}
+WEFT_PROFILING_ALIAS(ncclGetUniqueId)
+
+WEFT_API ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return initRank(comm, nranks, commId, rank, nullptr, "ncclCommInitRank");
+}
+WEFT_PROFILING_ALIAS(ncclCommInitRank)
+
+WEFT_API ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
+                                             ncclConfig_t* config) {
+  return initRank(comm, nranks, commId, rank, config, "ncclCommInitRankConfig");
+}
+WEFT_PROFILING_ALIAS(ncclCommInitRankConfig)
+
+WEFT_API ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myrank, int nId,
+                                               ncclUniqueId* commIds, ncclConfig_t* config) {
+  if (nId < 1 || commIds == nullptr) {
+    Status status = weft::invalidArgument("nId is %d and commIds is %p: at least one id is needed", nId,
+                                          static_cast<void*>(commIds));
+    Group::current().recordError(status);
+    return toResult(status, "ncclCommInitRankScalable");
+  }
+  // Every rank holds the same ids; the first one's root serves the whole clique.
+  return initRank(newcomm, nranks, commIds[0], myrank, config, "ncclCommInitRankScalable");
+}
+WEFT_PROFILING_ALIAS(ncclCommInitRankScalable)
+
+WEFT_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  if (comms == nullptr || ndev < 1) {
+    return toResult(weft::invalidArgument("comms is %p and ndev is %d: need an array of at least one",
+                                          static_cast<void*>(comms), ndev),
+                    "ncclCommInitAll");
+  }
+  ncclUniqueId id;
+  ncclResult_t result = ncclGetUniqueId(&id);
+  if (result != ncclSuccess) return result;
+  ncclGroupStart();
+  for (int rank = 0; rank < ndev; ++rank) {
+    result = ncclCommInitRank(&comms[rank], ndev, id, rank);
+    if (result != ncclSuccess) break;
+  }
+  ncclResult_t endResult = ncclGroupEnd();
+  return result != ncclSuccess ? result : endResult;
+}
+WEFT_PROFILING_ALIAS(ncclCommInitAll)
+
+WEFT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  Communicator* parent = nullptr;
+  Status status = resolveComm(comm, &parent);
+  if (status.isOk() && newcomm == nullptr) status = weft::invalidArgument("newcomm is NULL");
+  if (status.isOk() && color < 0 && color != NCCL_SPLIT_NOCOLOR) {
+    status = weft::invalidArgument("color %d is negative (use NCCL_SPLIT_NOCOLOR to opt out)", color);
+  }
+  CommOptions options;
+  if (status.isOk()) status = weft::api::readConfig(config, &parent->options(), &options);
+  if (!status.isOk()) {
+    Group::current().recordError(status);
+    return toResult(status, "ncclCommSplit");
+  }
+  ncclComm_t handle = color == NCCL_SPLIT_NOCOLOR ? nullptr : newHandle();
+  *newcomm = handle;
+  status = Group::current().submitInit([parent, handle, color, key, options]() -> Status {
+    std::unique_ptr<Communicator> child;
+    Status result = parent->split(color, key, options, &child);
+    if (handle == nullptr) return result;
+    if (result.isOk()) handle->impl = std::move(child);
+    else handle->initStatus = result;
+    return result;
+  });
+  if (!status.isOk() && !Group::current().active() && handle != nullptr) {
+    retireHandle(handle);
+    *newcomm = nullptr;
+  }
+  return toResult(status, "ncclCommSplit");
+}
+WEFT_PROFILING_ALIAS(ncclCommSplit)
+
+WEFT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                     ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  return toResult(weft::invalidUsage("ncclCommShrink is not implemented in this version of Weft; nothing was "
+                                     "changed and the communicator is still usable"),
+                  "ncclCommShrink");
+}
+WEFT_PROFILING_ALIAS(ncclCommShrink)
+
+WEFT_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  return toResult(weft::invalidUsage("ncclCommRevoke is not implemented in this version of Weft; nothing was "
+                                     "changed and the communicator is still usable"),
+                  "ncclCommRevoke");
+}
+WEFT_PROFILING_ALIAS(ncclCommRevoke)
+
+WEFT_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  Communicator* impl = nullptr;
+  // Host-memory operations complete before their call returns, so there is nothing left to flush.
+  return toResult(resolveComm(comm, &impl), "ncclCommFinalize");
+}
+WEFT_PROFILING_ALIAS(ncclCommFinalize)
+
+WEFT_API ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;  // as NCCL: destroying NULL is a no-op
+  Communicator* impl = nullptr;
+  Status status = resolveComm(comm, &impl);
+  if (!status.isOk() && comm->magic.load() != weft::api::kLiveCommMagic) return toResult(status, "ncclCommDestroy");
+  retireHandle(comm);
+  return ncclSuccess;
+}
+WEFT_PROFILING_ALIAS(ncclCommDestroy)
+
+WEFT_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (comm == nullptr) return ncclSuccess;
+  if (comm->magic.load() != weft::api::kLiveCommMagic) {
+    Communicator* impl = nullptr;
+    return toResult(resolveComm(comm, &impl), "ncclCommAbort");
+  }
+  if (comm->impl) comm->impl->requestAbort();
+  retireHandle(comm);
+  return ncclSuccess;
+}
+WEFT_PROFILING_ALIAS(ncclCommAbort)
+
+WEFT_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  if (asyncError == nullptr) return toResult(weft::invalidArgument("asyncError is NULL"), "ncclCommGetAsyncError");
+  if (comm != nullptr && comm->magic.load() == weft::api::kLiveCommMagic && !comm->impl) {
+    // A grouped init that has not run yet is in progress; one that failed reports its error.
+    *asyncError = comm->initStatus.isOk() ? ncclInProgress : static_cast<ncclResult_t>(comm->initStatus.code());
+    return ncclSuccess;
+  }
+  Communicator* impl = nullptr;
+  Status status = resolveComm(comm, &impl);
+  if (status.isOk()) *asyncError = static_cast<ncclResult_t>(impl->asyncError());
+  return toResult(status, "ncclCommGetAsyncError");
+}
+WEFT_PROFILING_ALIAS(ncclCommGetAsyncError)
+
+WEFT_API ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  Communicator* impl = nullptr;
+  Status status = count == nullptr ? weft::invalidArgument("count is NULL") : resolveComm(comm, &impl);
+  if (status.isOk()) *count = impl->nranks();
+  return toResult(status, "ncclCommCount");
+}
+WEFT_PROFILING_ALIAS(ncclCommCount)
+
+WEFT_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  Communicator* impl = nullptr;
+  Status status = rank == nullptr ? weft::invalidArgument("rank is NULL") : resolveComm(comm, &impl);
+  if (status.isOk()) *rank = impl->rank();
+  return toResult(status, "ncclCommUserRank");
+}
+WEFT_PROFILING_ALIAS(ncclCommUserRank)
+
+WEFT_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  Communicator* impl = nullptr;
+  Status status = device == nullptr ? weft::invalidArgument("device is NULL") : resolveComm(comm, &impl);
+  // On host memory the "device" is the rank's index among the ranks of its host, as logs print it.
+  if (status.isOk()) *device = impl->localRank();
+  return toResult(status, "ncclCommCuDevice");
+}
+WEFT_PROFILING_ALIAS(ncclCommCuDevice)

@@ -1,1 +1,0 @@
-#include "src/base/status.h"

@@ -1,0 +1,23 @@
+#pragma once
+// The bootstrap root: the rendezvous where the ranks of one communicator learn each other's
+// addresses. It runs in a detached thread of the process that made the unique id (or of rank 0
+// with NCCL_COMM_ID).
+
+#include "src/base/socket.h"
+#include "src/base/status.h"
+#include "src/core/bootstrap_wire.h"
+
+namespace weft::core {
+
+/// Starts the root on `listener` in a detached thread and returns once the thread runs.
+///
+/// The root accepts connections; each must send a root hello with `secret` within
+/// WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT seconds. Connections that send anything else (bad magic or
+/// secret, an nranks different from the first rank's, a rank that joined already), too little, or
+/// nothing are closed with a WARN while the others proceed: pending connections are served
+/// together, each with its own deadline. Once every rank has joined, the root sends each the
+/// table of listen addresses, closes everything and the thread ends. A root whose ranks never all
+/// come waits (asleep in poll) until the process exits; it never keeps the process alive.
+Status startBootstrapRoot(net::Socket listener, const wire::Secret& secret);
+
+}  // namespace weft::core

@@ -1,0 +1,129 @@
+#include "src/core/communicator.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "src/base/knobs.h"
+#include "src/base/log.h"
+
+namespace weft::core {
+namespace {
+
+constexpr int kSlotCount = 8;
+constexpr int kMaxChannels = 32;
+constexpr uint32_t kSplitTag = 0x20000;
+
+// Settings every rank must share; rank 0's win.
+struct SharedSettings {
+  int32_t nChannels;
+  int32_t reserved;
+  int64_t buffSize;
+};
+
+uint64_t hashBytes(const void* data, size_t size, uint64_t seed) {
+  uint64_t hash = seed ^ 1469598103934665603ull;
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+  return hash;
+}
+
+SharedSettings localSettings() {
+  int64_t minChannels = knobs::getInt(knobs::KnobId::kMinNChannels);
+  int64_t maxChannels = knobs::getInt(knobs::KnobId::kMaxNChannels);
+  int64_t channels = std::clamp<int64_t>(std::max(minChannels, std::min<int64_t>(maxChannels, 1)), 1, kMaxChannels);
+  int64_t buffSize = std::max<int64_t>(knobs::getInt(knobs::KnobId::kBuffSize), kSlotCount * 4096);
+  return SharedSettings{static_cast<int32_t>(channels), 0, buffSize};
+}
+
+}  // namespace
+
+Communicator::Communicator(int nranks, int rank, const CommOptions& options)
+    : nranks_(nranks), rank_(rank), options_(options) {
+  waitContext_.check = [this]() -> Status {
+    if (abortRequested()) return invalidUsage("the communicator was aborted (ncclCommAbort)");
+    return Status::ok();
+  };
+  waitContext_.timeoutSeconds = defaultTimeoutSeconds();
+}
+
+Communicator::~Communicator() = default;
+
+Status Communicator::create(const UniqueId& id, int nranks, int rank, const CommOptions& options,
+                            std::unique_ptr<Communicator>* out) {
+  std::unique_ptr<Communicator> comm(new Communicator(nranks, rank, options));
+  WEFT_RETURN_IF_ERROR(comm->init(id));
+  *out = std::move(comm);
+  return Status::ok();
+}
+
+Status Communicator::init(const UniqueId& id) {
+  log::printVersionOnce();
+  WEFT_RETURN_IF_ERROR(Bootstrap::create(id, rank_, nranks_, &waitContext_, &bootstrap_));
+
+  peers_.resize(nranks_);
+  WEFT_RETURN_IF_ERROR(describeLocalPeer(rank_, &peers_[rank_]));
+  WEFT_RETURN_IF_ERROR(bootstrap_->allGather(peers_.data(), sizeof(PeerInfo)));
+  for (int r = 0; r < rank_; ++r) localRank_ += peers_[r].sameHost(peers_[rank_]) ? 1 : 0;
+  log::setLogDevice(localRank_);
+
+  std::vector<SharedSettings> settings(nranks_);
+  settings[rank_] = localSettings();
+  WEFT_RETURN_IF_ERROR(bootstrap_->allGather(settings.data(), sizeof(SharedSettings)));
+  const SharedSettings& agreed = settings[0];
+  commHash_ = hashBytes(id.bytes.data(), id.bytes.size(), static_cast<uint64_t>(nranks_));
+
+  rings_.assign(agreed.nChannels, algorithms::Ring(nranks_));
+  for (algorithms::Ring& ring : rings_) {
+    for (int r = 0; r < nranks_; ++r) ring[r] = r;
+  }
+  size_t slotBytes = static_cast<size_t>(agreed.buffSize / kSlotCount) & ~size_t{63};
+  connections_ = std::make_unique<ConnectionTable>(&peers_, rank_, bootstrap_.get(), commHash_, agreed.nChannels,
+                                                   slotBytes, kSlotCount);
+  if (nranks_ > 1) {
+    std::vector<ConnectionRequest> requests;
+    for (int channel = 0; channel < agreed.nChannels; ++channel) {
+      const algorithms::Ring& ring = rings_[channel];
+      int position = static_cast<int>(std::find(ring.begin(), ring.end(), rank_) - ring.begin());
+      requests.push_back({channel, ring[(position + 1) % nranks_], Direction::kSend});
+      requests.push_back({channel, ring[(position + nranks_ - 1) % nranks_], Direction::kRecv});
+    }
+    WEFT_RETURN_IF_ERROR(connections_->beginConnect(requests));
+    WEFT_RETURN_IF_ERROR(connections_->finishConnect());
+  }
+  WEFT_INFO(log::kInit, "comm %p rank %d nranks %d localRank %d - Init COMPLETE (%d channels, %zu-byte slots)",
+            static_cast<void*>(this), rank_, nranks_, localRank_, agreed.nChannels, slotBytes);
+  return Status::ok();
+}
+
+Status Communicator::split(int color, int key, const CommOptions& options, std::unique_ptr<Communicator>* out) {
+  struct Member {
+    int32_t color;
+    int32_t key;
+  };
+  std::vector<Member> members(nranks_);
+  members[rank_] = Member{color, key};
+  WEFT_RETURN_IF_ERROR(bootstrap_->allGather(members.data(), sizeof(Member)));
+  if (color < 0) return Status::ok();
+
+  // New ranks are ordered by key, then by old rank.
+  std::vector<int> group;
+  for (int r = 0; r < nranks_; ++r) {
+    if (members[r].color == color) group.push_back(r);
+  }
+  std::stable_sort(group.begin(), group.end(), [&](int a, int b) { return members[a].key < members[b].key; });
+  int newRank = static_cast<int>(std::find(group.begin(), group.end(), rank_) - group.begin());
+  int leader = *std::min_element(group.begin(), group.end());
+
+  UniqueId id;
+  if (rank_ == leader) {
+    WEFT_RETURN_IF_ERROR(createUniqueId(&id, RootPlacement::kThisProcess));
+    for (int member : group) {
+      if (member != rank_) WEFT_RETURN_IF_ERROR(bootstrap_->send(member, kSplitTag, id.bytes.data(), id.bytes.size()));
+    }
+  } else {
+    WEFT_RETURN_IF_ERROR(bootstrap_->recv(leader, kSplitTag, id.bytes.data(), id.bytes.size()));
+  }
+  return create(id, static_cast<int>(group.size()), newRank, options, out);
+}
+
+}  // namespace weft::core

@@ -1,0 +1,83 @@
+#pragma once
+// A communicator: one rank's membership in a clique of ranks, split by concern into its bootstrap
+// network, the peers' descriptions, the rings, the connections, the user's reduction ops, and its
+// error state.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "src/base/peer_info.h"
+#include "src/base/status.h"
+#include "src/base/wait.h"
+#include "src/core/bootstrap.h"
+#include "src/core/connection_table.h"
+#include "src/core/redop_table.h"
+
+namespace weft::core {
+
+/// What the user configured (ncclConfig_t), resolved against the environment.
+struct CommOptions {
+  bool blocking = true;
+  std::string name;
+};
+
+class Communicator {
+ public:
+  /// Joins the clique `id` as `rank` of `nranks`: bootstrap, peer exchange, rings, and the ring
+  /// connections. Blocks until every rank has joined. Called from the rank's own thread, or from a
+  /// thread of the group that initialises it.
+  static Status create(const UniqueId& id, int nranks, int rank, const CommOptions& options,
+                       std::unique_ptr<Communicator>* out);
+
+  /// Releases every connection and the bootstrap. Must not race with a call in progress.
+  ~Communicator();
+
+  /// ncclCommSplit: every rank of this communicator calls it (NCCL_SPLIT_NOCOLOR = -1 to opt out,
+  /// leaving *out empty). Blocks until the new communicators are ready.
+  Status split(int color, int key, const CommOptions& options, std::unique_ptr<Communicator>* out);
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  int localRank() const { return localRank_; }
+  const PeerInfo& peer(int rank) const { return peers_[rank]; }
+  uint64_t commHash() const { return commHash_; }
+  const CommOptions& options() const { return options_; }
+
+  Bootstrap& bootstrap() { return *bootstrap_; }
+  ConnectionTable& connections() { return *connections_; }
+  const std::vector<algorithms::Ring>& rings() const { return rings_; }
+  RedOpTable& redOps() { return redOps_; }
+
+  /// The wait context of this communicator's calls: fails once abort is requested.
+  const WaitContext& waitContext() const { return waitContext_; }
+  /// Makes every wait of this communicator fail promptly. Callable from any thread.
+  void requestAbort() { aborted_.store(true, std::memory_order_release); }
+  bool abortRequested() const { return aborted_.load(std::memory_order_acquire); }
+
+  /// The error that ended the last operation in the background (kOk if none). Any thread.
+  StatusCode asyncError() const { return asyncError_.load(std::memory_order_acquire); }
+  void setAsyncError(StatusCode code) { asyncError_.store(code, std::memory_order_release); }
+
+ private:
+  Communicator(int nranks, int rank, const CommOptions& options);
+  Status init(const UniqueId& id);
+
+  int nranks_;
+  int rank_;
+  int localRank_ = 0;
+  uint64_t commHash_ = 0;
+  CommOptions options_;
+  std::atomic<bool> aborted_{false};
+  std::atomic<StatusCode> asyncError_{StatusCode::kOk};
+  WaitContext waitContext_;
+  std::unique_ptr<Bootstrap> bootstrap_;
+  std::vector<PeerInfo> peers_;
+  std::vector<algorithms::Ring> rings_;
+  std::unique_ptr<ConnectionTable> connections_;
+  RedOpTable redOps_;
+};
+
+}  // namespace weft::core

@@ -1,0 +1,101 @@
+#include "src/core/connection_table.h"
+
+#include <cstring>
+
+#include "src/base/log.h"
+#include "transport/registry.h"
+
+namespace weft::core {
+namespace {
+
+// Bootstrap tags for connection setup: one per channel (both ends of a pair use the channel's tag).
+constexpr uint32_t kConnectTagBase = 0x10000;
+constexpr size_t kTransportNameBytes = 16;
+constexpr size_t kMaxBlobBytes = 4096;
+
+uint32_t connectTag(int channel) { return kConnectTagBase + static_cast<uint32_t>(channel); }
+
+}  // namespace
+
+ConnectionTable::ConnectionTable(const std::vector<PeerInfo>* peers, int rank, Bootstrap* bootstrap,
+                                 uint64_t commHash, int nChannels, size_t slotBytes, int slotCount)
+    : peers_(peers),
+      rank_(rank),
+      bootstrap_(bootstrap),
+      commHash_(commHash),
+      nChannels_(nChannels),
+      slotBytes_(slotBytes),
+      slotCount_(slotCount),
+      sends_(static_cast<size_t>(nChannels) * peers->size()),
+      recvs_(static_cast<size_t>(nChannels) * peers->size()) {}
+
+ConnectionTable::~ConnectionTable() = default;
+
+Status ConnectionTable::beginConnect(const std::vector<ConnectionRequest>& requests) {
+  for (const ConnectionRequest& request : requests) {
+    if (request.direction == Direction::kSend) {
+      if (send(request.channel, request.peer) != nullptr) continue;
+      bool alreadyPending = false;
+      for (const ConnectionRequest& pending : pendingSends_) {
+        alreadyPending |= pending.channel == request.channel && pending.peer == request.peer;
+      }
+      if (!alreadyPending) pendingSends_.push_back(request);
+      continue;
+    }
+    if (recv(request.channel, request.peer) != nullptr) continue;
+    const PeerInfo& self = (*peers_)[rank_];
+    const PeerInfo& peer = (*peers_)[request.peer];
+    transport::Transport* transport = nullptr;
+    WEFT_RETURN_IF_ERROR(transport::pickTransport(self, peer, &transport));
+    transport::ConnectionParams params{self, peer, commHash_, request.channel, slotBytes_, slotCount_};
+    std::vector<uint8_t> blob;
+    std::unique_ptr<transport::RecvConnection> connection;
+    WEFT_RETURN_IF_ERROR(transport->listen(params, &connection, &blob)
+                             .withContext("setting up a connection from rank " + std::to_string(request.peer)));
+    // The sending end follows the receiving end's choice of transport.
+    std::vector<uint8_t> message(kTransportNameBytes + blob.size());
+    strncpy(reinterpret_cast<char*>(message.data()), transport->name(), kTransportNameBytes - 1);
+    memcpy(message.data() + kTransportNameBytes, blob.data(), blob.size());
+    uint64_t size = message.size();
+    uint32_t tag = connectTag(request.channel);
+    WEFT_RETURN_IF_ERROR(bootstrap_->send(request.peer, tag, &size, sizeof(size)));
+    WEFT_RETURN_IF_ERROR(bootstrap_->send(request.peer, tag, message.data(), message.size()));
+    WEFT_INFO(log::kInit, "Channel %02d : %d[%d] -> %d[%d] via %s", request.channel, request.peer, request.peer,
+              rank_, rank_, transport->name());
+    recvs_[index(request.channel, request.peer)] = std::move(connection);
+  }
+  return Status::ok();
+}
+
+Status ConnectionTable::finishConnect() {
+  std::vector<ConnectionRequest> pending;
+  pending.swap(pendingSends_);
+  for (const ConnectionRequest& request : pending) {
+    uint32_t tag = connectTag(request.channel);
+    uint64_t size = 0;
+    WEFT_RETURN_IF_ERROR(bootstrap_->recv(request.peer, tag, &size, sizeof(size)));
+    if (size < kTransportNameBytes || size > kMaxBlobBytes) {
+      return internalError("connection setup message of %llu bytes from rank %d is malformed",
+                           static_cast<unsigned long long>(size), request.peer);
+    }
+    std::vector<uint8_t> message(size);
+    WEFT_RETURN_IF_ERROR(bootstrap_->recv(request.peer, tag, message.data(), message.size()));
+    char name[kTransportNameBytes + 1] = {};
+    memcpy(name, message.data(), kTransportNameBytes);
+    transport::Transport* transport = transport::findTransport(name);
+    if (transport == nullptr) {
+      return internalError("rank %d chose transport \"%s\", which this build does not have", request.peer, name);
+    }
+    const PeerInfo& self = (*peers_)[rank_];
+    const PeerInfo& peer = (*peers_)[request.peer];
+    transport::ConnectionParams params{self, peer, commHash_, request.channel, slotBytes_, slotCount_};
+    std::unique_ptr<transport::SendConnection> connection;
+    std::span<const uint8_t> blob(message.data() + kTransportNameBytes, message.size() - kTransportNameBytes);
+    WEFT_RETURN_IF_ERROR(transport->connect(params, blob, &connection)
+                             .withContext("connecting to rank " + std::to_string(request.peer)));
+    sends_[index(request.channel, request.peer)] = std::move(connection);
+  }
+  return Status::ok();
+}
+
+}  // namespace weft::core

@@ -1,0 +1,62 @@
+#pragma once
+// The connections of one communicator: for each channel and peer, at most one sending and one
+// receiving end. Connections are set up in two phases so that one thread can set up many
+// communicators at once (ncclCommInitAll, groups): beginConnect creates every receiving end this
+// rank needs and sends its blob to the peer over the bootstrap; finishConnect receives the blobs
+// for this rank's sending ends and connects them. Between the two, no wait on a peer happens.
+
+#include <memory>
+#include <vector>
+
+#include "src/base/peer_info.h"
+#include "src/base/status.h"
+#include "src/core/bootstrap.h"
+#include "transport/transport.h"
+
+namespace weft::core {
+
+enum class Direction { kSend, kRecv };
+
+struct ConnectionRequest {
+  int channel = 0;
+  int peer = 0;
+  Direction direction = Direction::kSend;
+};
+
+class ConnectionTable {
+ public:
+  /// `peers` and `bootstrap` must outlive the table.
+  ConnectionTable(const std::vector<PeerInfo>* peers, int rank, Bootstrap* bootstrap, uint64_t commHash,
+                  int nChannels, size_t slotBytes, int slotCount);
+  ~ConnectionTable();
+
+  /// The connected ends, or nullptr. Lock-free reads; used by the executor.
+  transport::SendConnection* send(int channel, int peer) const { return sends_[index(channel, peer)].get(); }
+  transport::RecvConnection* recv(int channel, int peer) const { return recvs_[index(channel, peer)].get(); }
+
+  /// Phase 1: for each request not connected yet, receiving ends are created and their blobs sent;
+  /// sending ends are remembered for phase 2. Does not wait on peers.
+  Status beginConnect(const std::vector<ConnectionRequest>& requests);
+  /// Phase 2: receives the blobs for the sending ends of phase 1 and connects them. Blocks (through
+  /// the bootstrap's wait context) until each peer's phase 1 has run.
+  Status finishConnect();
+
+  int nChannels() const { return nChannels_; }
+  size_t slotBytes() const { return slotBytes_; }
+
+ private:
+  size_t index(int channel, int peer) const { return static_cast<size_t>(channel) * peers_->size() + peer; }
+
+  const std::vector<PeerInfo>* peers_;
+  int rank_;
+  Bootstrap* bootstrap_;
+  uint64_t commHash_;
+  int nChannels_;
+  size_t slotBytes_;
+  int slotCount_;
+  std::vector<std::unique_ptr<transport::SendConnection>> sends_;
+  std::vector<std::unique_ptr<transport::RecvConnection>> recvs_;
+  std::vector<ConnectionRequest> pendingSends_;
+};
+
+}  // namespace weft::core

@@ -1,0 +1,24 @@
+#pragma once
+// One operation as the API hands it to the executor: what to move, where, and how to reduce.
+
+#include <cstddef>
+
+#include "algorithms/collective.h"
+#include "algorithms/datatype.h"
+
+namespace weft::core {
+
+class Communicator;
+
+struct Op {
+  Communicator* comm = nullptr;
+  algorithms::Collective collective = algorithms::Collective::kAllReduce;
+  const void* sendbuff = nullptr;
+  void* recvbuff = nullptr;
+  size_t count = 0;  // as the API takes it (see algorithms::OpShape)
+  algorithms::DataType type = algorithms::DataType::kFloat32;
+  algorithms::Reduction reduction;
+  int root = 0;  // root, or peer for Send/Recv
+};
+
+}  // namespace weft::core

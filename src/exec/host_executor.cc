@@ -1,0 +1,275 @@
+#include "src/exec/host_executor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/reduce.h"
+#include "algorithms/schedule.h"
+#include "src/base/log.h"
+#include "src/base/wait.h"
+#include "src/core/communicator.h"
+
+namespace weft::exec {
+
+using algorithms::BufferKind;
+using algorithms::Lane;
+using algorithms::Step;
+
+struct HostExecutor::LaneState {
+  const core::Op* op = nullptr;
+  const Lane* lane = nullptr;
+  size_t elementSize = 0;
+  size_t slotElements = 0;
+  size_t step = 0;       // index of the current step
+  size_t done = 0;       // elements of the current step already moved
+  bool started = false;  // holds the head of every connection queue it uses
+  bool finished = false;
+  int firstQueue = 0;    // this lane's entries in laneQueues__ are [firstQueue, firstQueue + queueCount)
+  int queueCount = 0;
+};
+
+// The lanes that use one connection end, in call order; only the lane at `head` may use it.
+struct HostExecutor::EndpointQueue {
+  const void* endpoint = nullptr;
+  transport::SendConnection* send = nullptr;  // set when the end is a sending end
+  std::vector<int> lanes;
+  size_t head = 0;
+};
+
+namespace {
+
+char* bufferAddress(const core::Op& op, const algorithms::BufferSlice& slice, size_t elementSize, size_t done) {
+  char* base = slice.buffer == BufferKind::kSend ? const_cast<char*>(static_cast<const char*>(op.sendbuff))
+                                                 : static_cast<char*>(op.recvbuff);
+  return base + (slice.offset + done) * elementSize;
+}
+
+algorithms::OpShape shapeOf(const core::Op& op) {
+  return algorithms::OpShape{op.collective, op.count, op.root, op.comm->nranks(), op.comm->rank()};
+}
+
+}  // namespace
+
+HostExecutor::HostExecutor() = default;
+HostExecutor::~HostExecutor() = default;
+
+HostExecutor& threadHostExecutor() {
+  thread_local HostExecutor executor;
+  return executor;
+}
+
+Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
+  if (programs_.size() < ops.size()) programs_.resize(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    algorithms::buildRingProgram(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
+  }
+  return Status::ok();
+}
+
+Status HostExecutor::connectMissing(std::span<const core::Op> ops) {
+  // Connections are set up in two phases across all communicators, so that a single thread driving
+  // several ranks (ncclCommInitAll) never waits on a rank it has not served yet.
+  std::vector<core::Communicator*> comms;
+  std::vector<std::vector<core::ConnectionRequest>> requests;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    core::Communicator* comm = ops[i].comm;
+    core::ConnectionTable& table = comm->connections();
+    for (const Lane& lane : programs_[i].lanes) {
+      for (const Step& step : lane.steps) {
+        bool needSend = step.sendPeer >= 0 && table.send(lane.channel, step.sendPeer) == nullptr;
+        bool needRecv = step.recvPeer >= 0 && table.recv(lane.channel, step.recvPeer) == nullptr;
+        if (!needSend && !needRecv) continue;
+        size_t index = std::find(comms.begin(), comms.end(), comm) - comms.begin();
+        if (index == comms.size()) {
+          comms.push_back(comm);
+          requests.emplace_back();
+        }
+        if (needSend) requests[index].push_back({lane.channel, step.sendPeer, core::Direction::kSend});
+        if (needRecv) requests[index].push_back({lane.channel, step.recvPeer, core::Direction::kRecv});
+      }
+    }
+  }
+  for (size_t i = 0; i < comms.size(); ++i) WEFT_RETURN_IF_ERROR(comms[i]->connections().beginConnect(requests[i]));
+  for (core::Communicator* comm : comms) WEFT_RETURN_IF_ERROR(comm->connections().finishConnect());
+  return Status::ok();
+}
+
+void HostExecutor::buildQueues(std::span<const core::Op> ops) {
+  lanes_.clear();
+  for (EndpointQueue& queue : queues_) {
+    queue.endpoint = nullptr;
+    queue.send = nullptr;
+    queue.lanes.clear();
+    queue.head = 0;
+  }
+  size_t queuesUsed = 0;
+  laneQueues_.clear();
+  auto queueFor = [&](const void* endpoint, transport::SendConnection* send) -> int {
+    for (size_t q = 0; q < queuesUsed; ++q) {
+      if (queues_[q].endpoint == endpoint) return static_cast<int>(q);
+    }
+    if (queuesUsed == queues_.size()) queues_.emplace_back();
+    queues_[queuesUsed].endpoint = endpoint;
+    queues_[queuesUsed].send = send;
+    return static_cast<int>(queuesUsed++);
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const core::Op& op = ops[i];
+    core::ConnectionTable& table = op.comm->connections();
+    size_t elementSize = algorithms::dataTypeSize(op.type);
+    for (const Lane& lane : programs_[i].lanes) {
+      LaneState state;
+      state.op = &op;
+      state.lane = &lane;
+      state.elementSize = elementSize;
+      state.slotElements = table.slotBytes() / elementSize;
+      state.firstQueue = static_cast<int>(laneQueues_.size());
+      int laneIndex = static_cast<int>(lanes_.size());
+      auto use = [&](const void* endpoint, transport::SendConnection* send) {
+        int queue = queueFor(endpoint, send);
+        for (int k = state.firstQueue; k < static_cast<int>(laneQueues_.size()); ++k) {
+          if (laneQueues_[k] == queue) return;
+        }
+        laneQueues_.push_back(queue);
+        queues_[queue].lanes.push_back(laneIndex);
+      };
+      for (const Step& step : lane.steps) {
+        if (step.sendPeer >= 0) use(table.send(lane.channel, step.sendPeer), table.send(lane.channel, step.sendPeer));
+        if (step.recvPeer >= 0) use(table.recv(lane.channel, step.recvPeer), nullptr);
+      }
+      state.queueCount = static_cast<int>(laneQueues_.size()) - state.firstQueue;
+      lanes_.push_back(state);
+    }
+  }
+}
+
+Status HostExecutor::advance(LaneState& state, bool* progressed) {
+  int laneIndex = static_cast<int>(&state - lanes_.data());
+  if (!state.started) {
+    for (int k = 0; k < state.queueCount; ++k) {
+      const EndpointQueue& queue = queues_[laneQueues_[state.firstQueue + k]];
+      if (queue.lanes[queue.head] != laneIndex) return Status::ok();
+    }
+    state.started = true;
+  }
+  const core::Op& op = *state.op;
+  core::ConnectionTable& table = op.comm->connections();
+  const size_t size = state.elementSize;
+  while (state.step < state.lane->steps.size()) {
+    const Step& step = state.lane->steps[state.step];
+    if (step.recvPeer < 0 && step.sendPeer < 0) {
+      // A local step runs whole.
+      char* src = step.src.present() ? bufferAddress(op, step.src, size, 0) : nullptr;
+      char* dst = step.dst.present() ? bufferAddress(op, step.dst, size, 0) : nullptr;
+      if (step.contribute) {
+        algorithms::reduce(op.reduction, {src, nullptr, dst, nullptr, step.count, step.finalize});
+      } else if (src != dst && step.count > 0) {
+        algorithms::copyTo(src, dst, nullptr, step.count * size);
+      }
+      ++state.step;
+      *progressed = true;
+      continue;
+    }
+    if (state.done == step.count) {
+      ++state.step;
+      state.done = 0;
+      continue;
+    }
+    size_t piece = std::min(step.count - state.done, state.slotElements);
+    const void* received = nullptr;
+    transport::RecvConnection* recv = nullptr;
+    if (step.recvPeer >= 0) {
+      recv = table.recv(state.lane->channel, step.recvPeer);
+      size_t bytes = 0;
+      WEFT_RETURN_IF_ERROR(recv->tryPeekSlot(&received, &bytes));
+      if (received == nullptr) return Status::ok();
+      if (bytes != piece * size) {
+        return internalError("rank %d received %zu bytes from rank %d where %zu were expected (%s, channel %d): "
+                             "the ranks are not calling the same operations with the same counts",
+                             op.comm->rank(), bytes, step.recvPeer, piece * size,
+                             algorithms::collectiveName(op.collective), state.lane->channel);
+      }
+    }
+    void* slot = nullptr;
+    transport::SendConnection* send = nullptr;
+    if (step.sendPeer >= 0) {
+      send = table.send(state.lane->channel, step.sendPeer);
+      WEFT_RETURN_IF_ERROR(send->tryAcquireSlot(&slot));
+      if (slot == nullptr) return Status::ok();
+    }
+    char* src = step.src.present() ? bufferAddress(op, step.src, size, state.done) : nullptr;
+    char* dst = step.dst.present() ? bufferAddress(op, step.dst, size, state.done) : nullptr;
+    void* out = dst != nullptr ? static_cast<void*>(dst) : slot;
+    void* out2 = dst != nullptr ? slot : nullptr;
+    if (step.contribute) {
+      algorithms::reduce(op.reduction, {src, received, out, out2, piece, step.finalize});
+    } else {
+      const void* from = received != nullptr ? received : src;
+      if (from == out) out = nullptr;  // in place: nothing to copy locally
+      if (out == nullptr) {
+        if (out2 != nullptr) memcpy(out2, from, piece * size);
+      } else {
+        algorithms::copyTo(from, out, out2, piece * size);
+      }
+    }
+    if (send != nullptr) WEFT_RETURN_IF_ERROR(send->postSlot(piece * size));
+    if (recv != nullptr) WEFT_RETURN_IF_ERROR(recv->releaseSlot());
+    state.done += piece;
+    *progressed = true;
+  }
+  state.finished = true;
+  for (int k = 0; k < state.queueCount; ++k) ++queues_[laneQueues_[state.firstQueue + k]].head;
+  *progressed = true;
+  return Status::ok();
+}
+
+Status HostExecutor::flushSends(const WaitContext& context) {
+  for (const EndpointQueue& queue : queues_) {
+    if (queue.endpoint == nullptr) break;
+    if (queue.send == nullptr) continue;
+    Waiter waiter(&context);
+    bool done = false;
+    while (true) {
+      WEFT_RETURN_IF_ERROR(queue.send->tryFlush(&done));
+      if (done) break;
+      WEFT_RETURN_IF_ERROR(waiter.idle());
+    }
+  }
+  return Status::ok();
+}
+
+Status HostExecutor::run(std::span<const core::Op> ops) {
+  Status status = [&]() -> Status {
+    WEFT_RETURN_IF_ERROR(buildPrograms(ops));
+    WEFT_RETURN_IF_ERROR(connectMissing(ops));
+    buildQueues(ops);
+    WaitContext context;
+    context.check = [ops]() -> Status {
+      for (const core::Op& op : ops) WEFT_RETURN_IF_ERROR(op.comm->waitContext().check());
+      return Status::ok();
+    };
+    context.timeoutSeconds = ops.empty() ? 0 : ops[0].comm->waitContext().timeoutSeconds;
+    context.what = std::string(algorithms::collectiveName(ops.empty() ? algorithms::Collective::kAllReduce
+                                                                      : ops[0].collective)) +
+                   (ops.size() > 1 ? " and the other operations of its group" : "");
+    Waiter waiter(&context);
+    size_t remaining = lanes_.size();
+    while (remaining > 0) {
+      bool progressed = false;
+      for (LaneState& lane : lanes_) {
+        if (lane.finished) continue;
+        WEFT_RETURN_IF_ERROR(advance(lane, &progressed));
+        if (lane.finished) --remaining;
+      }
+      if (progressed) waiter.progressed();
+      else WEFT_RETURN_IF_ERROR(waiter.idle());
+    }
+    return flushSends(context);
+  }();
+  if (!status.isOk() && status.code() != StatusCode::kInvalidArgument) {
+    for (const core::Op& op : ops) op.comm->setAsyncError(status.code());
+  }
+  return status;
+}
+
+}  // namespace weft::exec

@@ -1,0 +1,54 @@
+#pragma once
+// The host executor: runs the step programs of a plan's operations on host buffers, on the calling
+// thread, to completion.
+//
+// Every operation's program is split into lanes; every lane is a small state machine that moves
+// one piece (at most one slot) per turn, and all lanes of all operations (of any communicators)
+// are progressed round robin, so a group that mixes communicators, or sends and receives in any
+// order, cannot deadlock. Lanes that use the same connection end run in call order. When a turn
+// makes no progress the thread waits through the wait helper (abort, timeout, back-off).
+
+#include <span>
+#include <vector>
+
+#include "algorithms/step.h"
+#include "src/base/status.h"
+#include "src/base/wait.h"
+#include "src/core/connection_table.h"
+#include "src/core/op.h"
+
+namespace weft::exec {
+
+class HostExecutor {
+ public:
+  HostExecutor();
+  ~HostExecutor();
+
+  /// Runs `ops` (in call order; any communicators) to completion, first setting up the
+  /// connections they need that do not exist yet. Blocks. On failure every communicator involved
+  /// records the error (Communicator::asyncError) unless it is kInvalidArgument.
+  Status run(std::span<const core::Op> ops);
+
+ private:
+  struct LaneState;
+  struct EndpointQueue;
+
+  Status buildPrograms(std::span<const core::Op> ops);
+  Status connectMissing(std::span<const core::Op> ops);
+  void buildQueues(std::span<const core::Op> ops);
+  /// Moves `lane` as far as it can without waiting. Sets *progressed if anything moved.
+  Status advance(LaneState& lane, bool* progressed);
+  /// Waits until every sending end used by the plan has handed its data on.
+  Status flushSends(const WaitContext& context);
+
+  // Scratch reused across calls, so a call on established connections allocates nothing.
+  std::vector<algorithms::Program> programs_;
+  std::vector<LaneState> lanes_;
+  std::vector<EndpointQueue> queues_;
+  std::vector<int> laneQueues_;  // lane i's queues are laneQueues_[first, first + count)
+};
+
+/// The calling thread's executor.
+HostExecutor& threadHostExecutor();
+
+}  // namespace weft::exec

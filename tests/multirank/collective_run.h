@@ -1,0 +1,47 @@
+#pragma once
+// One call of one collective on one rank: its arguments, what it must produce, and the check.
+
+#include <cstdint>
+#include <string>
+
+#include "nccl.h"
+#include "tests/multirank/collective.h"
+#include "tests/multirank/element_types.h"
+#include "tests/multirank/reduction.h"
+
+namespace weft::multirank {
+
+struct CollectiveRun {
+  Collective collective = Collective::kAllReduce;
+  const ElementType* type = nullptr;
+  Reduction op;  // reducing collectives only
+  size_t count = 0;
+  Placement placement = Placement::kOutOfPlace;
+  int root = 0;  // rooted collectives only
+  uint64_t seed = 0;  // the same on every rank
+
+  /// "AllReduce float32 sum count 7 in-place", "Gather int8 count 1 out-of-place root 2".
+  std::string describe() const;
+};
+
+/// Elements [first, first + count) of `rank`'s send buffer for `run`.
+void fillRankInput(const CollectiveRun& run, int nranks, int rank, size_t first, size_t count,
+                   void* out);
+
+/// Writes what `run` must leave in this rank's receive region (recvCount elements of
+/// layoutOf(...)), over `recv` which holds the region's content before the call. Elements the
+/// collective does not write on this rank (a non-root's Reduce or Gather) are left as they are.
+void expectResult(const CollectiveRun& run, int nranks, int rank, void* recv);
+
+/// Makes the NCCL call(s) of `run` (one group for the send/receive patterns) with `op` (a
+/// built-in op or a PreMulSum made for this communicator and type). Returns the first failure.
+ncclResult_t issueCollective(const CollectiveRun& run, ncclRedOp_t op, const void* send, void* recv,
+                             ncclComm_t comm, int nranks, int rank);
+
+/// Runs `run` on this rank and checks every element it must write, every element it must leave
+/// alone (the rest of an in-place buffer, the send buffer, a non-root's receive buffer) and the
+/// guard bytes around each buffer. Records a failure (rank_check.h) at the first problem. Every
+/// rank of `comm` must call it with the same run.
+void runAndCheck(ncclComm_t comm, int nranks, int rank, const CollectiveRun& run);
+
+}  // namespace weft::multirank

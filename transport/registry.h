@@ -1,0 +1,25 @@
+#pragma once
+// The ordered list of transports. For each pair of ranks the first transport that can connect them
+// wins (shm, then the network), unless the environment excludes it: NCCL_SHM_DISABLE=1 removes shm;
+// NCCL_NET picks the network transport ("Socket"; "IB" comes with the verbs transport).
+
+#include <span>
+
+#include "src/base/peer_info.h"
+#include "src/base/status.h"
+#include "transport/transport.h"
+
+namespace weft::transport {
+
+/// Every transport this build has, in priority order, whatever the environment says.
+std::span<Transport* const> allTransports();
+
+/// The transport to connect `self` (receiving end) and `peer`, honouring the environment.
+/// Fails with a message naming the pair when none can connect them or NCCL_NET names a network
+/// this build lacks.
+Status pickTransport(const PeerInfo& self, const PeerInfo& peer, Transport** transport);
+
+/// The transport whose name() is `name`, or nullptr.
+Transport* findTransport(const char* name);
+
+}  // namespace weft::transport

@@ -1,0 +1,92 @@
+#include "transport/socket/acceptor.h"
+
+#include <utility>
+
+#include "src/base/log.h"
+
+namespace weft::transport::socket {
+namespace {
+
+// More half-open strangers than this at once are turned away at accept: each holds a descriptor.
+constexpr size_t kMaxPending = 16;
+
+}  // namespace
+
+Acceptor::Acceptor(net::Socket listener, const Handshake& expected, double handshakeTimeoutSeconds, int peerRank,
+                   std::string peerHost)
+    : listener_(std::move(listener)),
+      address_(listener_.localAddress()),
+      expected_(expected),
+      handshakeTimeout_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(handshakeTimeoutSeconds))),
+      peerRank_(peerRank),
+      peerHost_(std::move(peerHost)) {}
+
+Status Acceptor::tryAccept(net::Socket* sender) {
+  sender->close();
+  if (!listener_.valid()) return internalError("socket transport: tryAccept called after the sender was accepted");
+  auto now = std::chrono::steady_clock::now();
+  while (true) {
+    net::Socket accepted;
+    Status status = listener_.tryAccept(&accepted);
+    if (!status.isOk()) {
+      return status.withContext("socket transport: listening at " + address_.toString() + " for rank " +
+                                std::to_string(peerRank_) + " on host " + peerHost_);
+    }
+    if (!accepted.valid()) break;
+    if (pending_.size() >= kMaxPending) {
+      WEFT_WARN("socket transport: turned away a connection from %s to %s (waiting for rank %d on host %s): %zu "
+                "other connections are still to present their handshake; check what else connects to this host",
+                accepted.peerAddress().toString().c_str(), address_.toString().c_str(), peerRank_,
+                peerHost_.c_str(), pending_.size());
+      continue;
+    }
+    pending_.push_back(Pending{std::move(accepted), Handshake{}, 0, now + handshakeTimeout_});
+  }
+  for (size_t i = 0; i < pending_.size();) {
+    Heard heard = hear(&pending_[i], now);
+    if (heard == Heard::kSender) {
+      *sender = std::move(pending_[i].socket);
+      pending_.clear();
+      listener_.close();
+      return Status::ok();
+    }
+    if (heard == Heard::kStranger) {
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+  return Status::ok();
+}
+
+Acceptor::Heard Acceptor::hear(Pending* pending, std::chrono::steady_clock::time_point now) {
+  const char* why = nullptr;
+  Status status = pending->socket.tryRecv(&pending->received, sizeof(Handshake), &pending->receivedBytes);
+  if (!status.isOk()) {
+    WEFT_WARN("socket transport: dropped a connection from %s to %s (waiting for rank %d on host %s): it failed "
+              "before presenting its handshake (%s); still waiting for rank %d",
+              pending->socket.peerAddress().toString().c_str(), address_.toString().c_str(), peerRank_,
+              peerHost_.c_str(), status.message().c_str(),
+              peerRank_);
+    return Heard::kStranger;
+  }
+  if (pending->receivedBytes == sizeof(Handshake)) {
+    const Handshake& got = pending->received;
+    if (handshakeMatches(got, expected_)) return Heard::kSender;
+    why = got.magic == kWireMagic ? "it presented the handshake of another connection (wrong rank, communicator, "
+                                    "channel or nonce: a process of an earlier or other job?)"
+                                  : "it sent bytes that are not a Weft socket handshake";
+  } else if (now >= pending->deadline) {
+    why = "it did not present a handshake within WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT";
+  } else {
+    return Heard::kNotYet;
+  }
+  WEFT_WARN("socket transport: closed a connection from %s to %s (waiting for rank %d on host %s): %s; still "
+            "waiting for rank %d. If this repeats, check what else connects to this host's ports",
+            pending->socket.peerAddress().toString().c_str(), address_.toString().c_str(), peerRank_,
+            peerHost_.c_str(), why, peerRank_);
+  return Heard::kStranger;
+}
+
+}  // namespace weft::transport::socket

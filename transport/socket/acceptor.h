@@ -1,0 +1,57 @@
+#pragma once
+// The receiving end's listening socket, until the one sender it waits for arrives.
+//
+// Anything may reach a listening port (a port scanner, a stale process of an earlier job), so an
+// accepted connection only becomes the data connection once it presents the expected handshake.
+// Several connections are heard at once: a silent stranger never delays the real sender.
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "src/base/socket.h"
+#include "src/base/status.h"
+#include "transport/socket/wire.h"
+
+namespace weft::transport::socket {
+
+class Acceptor {
+ public:
+  /// Takes the listening socket. `peerRank`/`peerHost` name the expected sender in messages.
+  Acceptor(net::Socket listener, const Handshake& expected, double handshakeTimeoutSeconds, int peerRank,
+           std::string peerHost);
+
+  /// Non-blocking; called by the thread that drives the receiving end. Accepts pending
+  /// connections and reads what they present. When one presents the expected handshake, moves it
+  /// to *sender and closes the listener and every other pending connection; otherwise leaves
+  /// *sender invalid. A connection that presents anything else, closes, or stays silent for
+  /// longer than the handshake timeout is closed with a WARN, and listening goes on.
+  /// Fails only when the listening socket itself fails.
+  Status tryAccept(net::Socket* sender);
+
+  const net::SocketAddress& address() const { return address_; }
+
+ private:
+  struct Pending {
+    net::Socket socket;
+    Handshake received;
+    size_t receivedBytes = 0;
+    std::chrono::steady_clock::time_point deadline;
+  };
+
+  enum class Heard { kNotYet, kSender, kStranger };
+
+  // Reads what `pending` presented so far. A stranger is logged (WARN) and left for the caller to
+  // close.
+  Heard hear(Pending* pending, std::chrono::steady_clock::time_point now);
+
+  net::Socket listener_;
+  net::SocketAddress address_;
+  Handshake expected_;
+  std::chrono::steady_clock::duration handshakeTimeout_;
+  int peerRank_;
+  std::string peerHost_;
+  std::vector<Pending> pending_;
+};
+
+}  // namespace weft::transport::socket
