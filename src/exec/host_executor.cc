@@ -20,8 +20,9 @@ struct HostExecutor::LaneState {
   const Lane* lane = nullptr;
   size_t elementSize = 0;
   size_t slotElements = 0;
-  size_t step = 0;       // index of the current step
-  size_t done = 0;       // elements of the current step already moved
+  size_t round = 0;      // pieces run in rounds: piece k of every step, then piece k + 1
+  size_t step = 0;       // index of the current step within the round
+  size_t rounds = 0;     // pieces of the lane's longest step
   bool started = false;  // holds the head of every connection queue it uses
   bool finished = false;
   int firstQueue = 0;    // this lane's entries in laneQueues__ are [firstQueue, firstQueue + queueCount)
@@ -123,6 +124,9 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
       state.lane = &lane;
       state.elementSize = elementSize;
       state.slotElements = table.slotBytes() / elementSize;
+      for (const Step& step : lane.steps) {
+        state.rounds = std::max(state.rounds, (step.count + state.slotElements - 1) / state.slotElements);
+      }
       state.firstQueue = static_cast<int>(laneQueues_.size());
       int laneIndex = static_cast<int>(lanes_.size());
       auto use = [&](const void* endpoint, transport::SendConnection* send) {
@@ -155,27 +159,22 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
   const core::Op& op = *state.op;
   core::ConnectionTable& table = op.comm->connections();
   const size_t size = state.elementSize;
-  while (state.step < state.lane->steps.size()) {
-    const Step& step = state.lane->steps[state.step];
-    if (step.recvPeer < 0 && step.sendPeer < 0) {
-      // A local step runs whole.
-      char* src = step.src.present() ? bufferAddress(op, step.src, size, 0) : nullptr;
-      char* dst = step.dst.present() ? bufferAddress(op, step.dst, size, 0) : nullptr;
-      if (step.contribute) {
-        algorithms::reduce(op.reduction, {src, nullptr, dst, nullptr, step.count, step.finalize});
-      } else if (src != dst && step.count > 0) {
-        algorithms::copyTo(src, dst, nullptr, step.count * size);
-      }
-      ++state.step;
-      *progressed = true;
+  const std::vector<Step>& steps = state.lane->steps;
+  // Rounds keep a ring from deadlocking on full connections: every rank's first step only sends,
+  // so step-by-step execution would need a whole step's pieces to fit in the slots.
+  while (state.round < state.rounds) {
+    if (state.step == steps.size()) {
+      state.step = 0;
+      ++state.round;
       continue;
     }
-    if (state.done == step.count) {
+    const Step& step = steps[state.step];
+    const size_t begin = state.round * state.slotElements;
+    if (begin >= step.count) {
       ++state.step;
-      state.done = 0;
       continue;
     }
-    size_t piece = std::min(step.count - state.done, state.slotElements);
+    const size_t piece = std::min(step.count - begin, state.slotElements);
     const void* received = nullptr;
     transport::RecvConnection* recv = nullptr;
     if (step.recvPeer >= 0) {
@@ -197,16 +196,16 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
       WEFT_RETURN_IF_ERROR(send->tryAcquireSlot(&slot));
       if (slot == nullptr) return Status::ok();
     }
-    char* src = step.src.present() ? bufferAddress(op, step.src, size, state.done) : nullptr;
-    char* dst = step.dst.present() ? bufferAddress(op, step.dst, size, state.done) : nullptr;
+    char* src = step.src.present() ? bufferAddress(op, step.src, size, begin) : nullptr;
+    char* dst = step.dst.present() ? bufferAddress(op, step.dst, size, begin) : nullptr;
     void* out = dst != nullptr ? static_cast<void*>(dst) : slot;
     void* out2 = dst != nullptr ? slot : nullptr;
     if (step.contribute) {
       algorithms::reduce(op.reduction, {src, received, out, out2, piece, step.finalize});
     } else {
       const void* from = received != nullptr ? received : src;
-      if (from == out) out = nullptr;  // in place: nothing to copy locally
-      if (out == nullptr) {
+      if (from == out) {
+        // In place: the data is already where it belongs; it may still have to be sent.
         if (out2 != nullptr) memcpy(out2, from, piece * size);
       } else {
         algorithms::copyTo(from, out, out2, piece * size);
@@ -214,7 +213,7 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
     }
     if (send != nullptr) WEFT_RETURN_IF_ERROR(send->postSlot(piece * size));
     if (recv != nullptr) WEFT_RETURN_IF_ERROR(recv->releaseSlot());
-    state.done += piece;
+    ++state.step;
     *progressed = true;
   }
   state.finished = true;

@@ -31,6 +31,11 @@ TEST(FloatFormats, EveryCodeSurvivesDecodeThenEncode) {
     for (uint32_t code = 0; code < (1u << format.bits); ++code) {
       const float value = decodeSmallFloat(format.format, code);
       if (std::isnan(value)) continue;
+      if (std::isinf(value) && format.format == SmallFloat::kE5m2) {
+        // fp8 conversions saturate: infinity becomes the largest finite magnitude.
+        ASSERT_EQ(encodeSmallFloat(format.format, value), (code & 0x80u) | 0x7bu) << "code " << code;
+        continue;
+      }
       ASSERT_EQ(encodeSmallFloat(format.format, value), code) << format.name << " code " << code;
     }
   }
