@@ -4,7 +4,7 @@
 // every data type x reduction x count {0, 1, 7, 4099} x placement x root, checking every element
 // (tests/multirank/collective_run.h). The Large tests run 1M+3 elements of int8, bfloat16,
 // float32 and float64 with sum, avg and PreMulSum. Tests named Exhaustive/... (ctest label
-// `exhaustive`) add every root at 8 ranks and the large runs at 1, 4 and 8 ranks.
+// `exhaustive`) run the whole product at 8 ranks and the large runs at more rank counts.
 
 #include <gtest/gtest.h>
 
@@ -34,10 +34,11 @@ constexpr size_t kLargeCount = (size_t{1} << 20) + 3;
 constexpr uint64_t kSeed = 0x5eed0f3e4f7a11ULL;
 constexpr ncclDataType_t kLargeTypes[] = {ncclInt8, ncclBfloat16, ncclFloat32, ncclFloat64};
 
-enum class Roots {
-  kAll,      // every rank is root once
-  kSampled,  // every rank up to 4 ranks; beyond, 0, one past the middle, the last
-  kLast,     // the last rank
+enum class Coverage {
+  kFull,     // every type x reduction x count x placement x root
+  kSampled,  // a third of those combinations, still covering every value of each; roots 0, one
+             // past the middle and the last
+  kLarge,    // kLargeTypes x largeReductionsFor x both placements at kLargeCount; root the last
 };
 
 // Below ctest's TIMEOUT for the test (tests/CMakeLists.txt), so that the harness names the stuck
@@ -49,7 +50,7 @@ struct CollectiveCase {
   Collective collective;
   int nranks;
   Transport transport;
-  Roots roots;
+  Coverage coverage;
   std::chrono::seconds deadline;
 };
 
@@ -57,25 +58,39 @@ std::string caseName(const ::testing::TestParamInfo<CollectiveCase>& info) {
   const CollectiveCase& c = info.param;
   std::string name = std::string(collectiveName(c.collective)) + "_" + std::to_string(c.nranks) +
                      "ranks_" + transportName(c.transport);
-  if (hasRoot(c.collective) && c.roots == Roots::kAll && c.nranks > 4) name += "_allroots";
+  // 8 ranks run sampled by default and in full under Exhaustive/.
+  if (c.coverage == Coverage::kFull && c.nranks > 4) name += "_full";
   return name;
 }
 
 std::vector<int> rootsOf(const CollectiveCase& c) {
-  if (!hasRoot(c.collective)) return {0};
   const int n = c.nranks;
-  if (c.roots == Roots::kLast) return {n - 1};
-  if (c.roots == Roots::kAll || n <= 4) {
-    std::vector<int> all;
-    for (int root = 0; root < n; ++root) all.push_back(root);
-    return all;
-  }
-  return {0, n / 2 + 1, n - 1};
+  if (!hasRoot(c.collective)) return {0};
+  if (c.coverage == Coverage::kLarge) return {n - 1};
+  if (c.coverage == Coverage::kSampled && n > 3) return {0, n / 2 + 1, n - 1};
+  std::vector<int> all;
+  for (int root = 0; root < n; ++root) all.push_back(root);
+  return all;
 }
 
-std::vector<Reduction> reductionsOf(Collective collective, const ElementType& type, bool large) {
-  if (!reduces(collective)) return {Reduction{}};  // unused by data movement
-  return large ? largeReductionsFor(type) : allReductionsFor(type);
+std::vector<const ElementType*> typesOf(const CollectiveCase& c) {
+  std::vector<const ElementType*> types;
+  if (c.coverage == Coverage::kLarge) {
+    for (ncclDataType_t type : kLargeTypes) types.push_back(&elementType(type));
+  } else {
+    for (const ElementType& type : allElementTypes()) types.push_back(&type);
+  }
+  return types;
+}
+
+std::vector<Reduction> reductionsOf(const CollectiveCase& c, const ElementType& type) {
+  if (!reduces(c.collective)) return {Reduction{}};  // unused by data movement
+  return c.coverage == Coverage::kLarge ? largeReductionsFor(type) : allReductionsFor(type);
+}
+
+std::vector<size_t> countsOf(const CollectiveCase& c) {
+  if (c.coverage == Coverage::kLarge) return {kLargeCount};
+  return std::vector<size_t>(std::begin(kCounts), std::end(kCounts));
 }
 
 RankRunOptions optionsFor(const CollectiveCase& c) {
@@ -88,26 +103,34 @@ RankRunOptions optionsFor(const CollectiveCase& c) {
   return options;
 }
 
-// Every rank runs the same sequence of calls: the seeds come from the position in the loops.
-void runCase(const CollectiveCase& c, const std::vector<const ElementType*>& types,
-             const std::vector<size_t>& counts, bool large, int nranks, int rank,
-             const ncclUniqueId& id) {
+// The rank function of every test: one communicator, then every combination of the case's
+// coverage. Every rank runs the same sequence of calls with the same seeds.
+void runCase(const CollectiveCase& c, int nranks, int rank, const ncclUniqueId& id) {
   ScopedComm comm;
   RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+  const std::vector<const ElementType*> types = typesOf(c);
+  const std::vector<size_t> counts = countsOf(c);
+  const std::vector<Placement> placements = placementsOf(c.collective);
+  const std::vector<int> roots = rootsOf(c);
   uint64_t iteration = 0;
-  for (const ElementType* type : types) {
-    for (const Reduction& op : reductionsOf(c.collective, *type, large)) {
-      for (size_t count : counts) {
-        for (Placement placement : placementsOf(c.collective)) {
-          for (int root : rootsOf(c)) {
+  for (size_t t = 0; t < types.size(); ++t) {
+    const std::vector<Reduction> reductions = reductionsOf(c, *types[t]);
+    for (size_t o = 0; o < reductions.size(); ++o) {
+      for (size_t n = 0; n < counts.size(); ++n) {
+        for (size_t p = 0; p < placements.size(); ++p) {
+          for (size_t r = 0; r < roots.size(); ++r) {
+            const uint64_t seed = mixBits(kSeed, iteration++, static_cast<uint64_t>(c.collective));
+            // Each index sweeps all its values while the others are fixed, so every value of
+            // every dimension is still run.
+            if (c.coverage == Coverage::kSampled && (t + o + n + p + r) % 3 != 0) continue;
             CollectiveRun run;
             run.collective = c.collective;
-            run.type = type;
-            run.op = op;
-            run.count = count;
-            run.placement = placement;
-            run.root = root;
-            run.seed = mixBits(kSeed, iteration++, static_cast<uint64_t>(c.collective));
+            run.type = types[t];
+            run.op = reductions[o];
+            run.count = counts[n];
+            run.placement = placements[p];
+            run.root = roots[r];
+            run.seed = seed;
             harness::noteRankProgress(run.describe());
             runAndCheck(comm, nranks, rank, run);
             if (harness::rankFailed()) return;
@@ -118,66 +141,56 @@ void runCase(const CollectiveCase& c, const std::vector<const ElementType*>& typ
   }
 }
 
-std::vector<CollectiveCase> cases(const std::vector<Collective>& collectives,
-                                  const std::vector<int>& rankCounts, Roots roots,
+std::vector<CollectiveCase> cases(const std::vector<int>& rankCounts, Coverage coverage,
                                   std::chrono::seconds deadline) {
   std::vector<CollectiveCase> all;
-  for (Collective collective : collectives) {
+  for (Collective collective : allCollectives()) {
     for (int nranks : rankCounts) {
       for (Transport transport : {Transport::kShm, Transport::kSocket}) {
-        all.push_back({collective, nranks, transport, roots, deadline});
+        all.push_back({collective, nranks, transport, coverage, deadline});
       }
     }
   }
   return all;
 }
 
-std::vector<Collective> rootedCollectives() {
-  std::vector<Collective> rooted;
-  for (Collective collective : allCollectives()) {
-    if (hasRoot(collective)) rooted.push_back(collective);
-  }
-  return rooted;
+std::vector<CollectiveCase> concat(std::vector<CollectiveCase> a, const std::vector<CollectiveCase>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
 }
 
 class ExactCollective : public ::testing::TestWithParam<CollectiveCase> {};
 
 TEST_P(ExactCollective, MatchesReference) {
   const CollectiveCase c = GetParam();
-  std::vector<const ElementType*> types;
-  for (const ElementType& type : allElementTypes()) types.push_back(&type);
-  const std::vector<size_t> counts(std::begin(kCounts), std::end(kCounts));
-  EXPECT_TRUE(harness::runRanks(optionsFor(c),
-                                [&](int rank, int nranks, const ncclUniqueId& id) {
-                                  runCase(c, types, counts, false, nranks, rank, id);
-                                }));
+  EXPECT_TRUE(harness::runRanks(optionsFor(c), [&c](int rank, int nranks, const ncclUniqueId& id) {
+    runCase(c, nranks, rank, id);
+  }));
 }
 
 class LargeCollective : public ::testing::TestWithParam<CollectiveCase> {};
 
 TEST_P(LargeCollective, MatchesReference) {
   const CollectiveCase c = GetParam();
-  std::vector<const ElementType*> types;
-  for (ncclDataType_t type : kLargeTypes) types.push_back(&elementType(type));
-  EXPECT_TRUE(harness::runRanks(optionsFor(c),
-                                [&](int rank, int nranks, const ncclUniqueId& id) {
-                                  runCase(c, types, {kLargeCount}, true, nranks, rank, id);
-                                }));
+  EXPECT_TRUE(harness::runRanks(optionsFor(c), [&c](int rank, int nranks, const ncclUniqueId& id) {
+    runCase(c, nranks, rank, id);
+  }));
 }
 
-// 8 ranks try three roots here; Exhaustive/ExactCollective tries all of them.
+// The default suite (a few minutes on 2 cores): everything up to 4 ranks, 8 ranks sampled, the
+// large runs at 3 ranks. Exhaustive/ adds 8 ranks in full and the large runs at 1, 2, 4 and 8.
 INSTANTIATE_TEST_SUITE_P(Collectives, ExactCollective,
-                         ::testing::ValuesIn(cases(allCollectives(), {1, 2, 3, 4, 8}, Roots::kSampled, kDeadline)),
+                         ::testing::ValuesIn(concat(cases({1, 2, 3, 4}, Coverage::kFull, kDeadline),
+                                                    cases({8}, Coverage::kSampled, kDeadline))),
                          caseName);
 INSTANTIATE_TEST_SUITE_P(Collectives, LargeCollective,
-                         ::testing::ValuesIn(cases(allCollectives(), {2, 3}, Roots::kLast, kDeadline)),
-                         caseName);
+                         ::testing::ValuesIn(cases({3}, Coverage::kLarge, kDeadline)), caseName);
 
 INSTANTIATE_TEST_SUITE_P(Exhaustive, ExactCollective,
-                         ::testing::ValuesIn(cases(rootedCollectives(), {8}, Roots::kAll, kExhaustiveDeadline)),
+                         ::testing::ValuesIn(cases({8}, Coverage::kFull, kExhaustiveDeadline)),
                          caseName);
 INSTANTIATE_TEST_SUITE_P(Exhaustive, LargeCollective,
-                         ::testing::ValuesIn(cases(allCollectives(), {1, 4, 8}, Roots::kLast, kExhaustiveDeadline)),
+                         ::testing::ValuesIn(cases({1, 2, 4, 8}, Coverage::kLarge, kExhaustiveDeadline)),
                          caseName);
 
 }  // namespace
