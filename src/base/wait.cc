@@ -23,9 +23,19 @@ inline void cpuRelax() {
 
 double defaultTimeoutSeconds() { return static_cast<double>(knobs::getInt(knobs::KnobId::kTimeout)); }
 
+namespace {
+
+// Read once: waiters are created on every call's hot path.
+int spinLimit() {
+  static const int limit = static_cast<int>(knobs::getInt(knobs::KnobId::kSpinCount));
+  return limit;
+}
+
+}  // namespace
+
 Waiter::Waiter(const WaitContext* context)
     : context_(context),
-      spinLimit_(static_cast<int>(knobs::getInt(knobs::KnobId::kSpinCount))),
+      spinLimit_(spinLimit()),
       lastProgress_(std::chrono::steady_clock::now()) {}
 
 void Waiter::progressed() {

@@ -248,9 +248,8 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
       return Status::ok();
     };
     context.timeoutSeconds = ops.empty() ? 0 : ops[0].comm->waitContext().timeoutSeconds;
-    context.what = std::string(algorithms::collectiveName(ops.empty() ? algorithms::Collective::kAllReduce
-                                                                      : ops[0].collective)) +
-                   (ops.size() > 1 ? " and the other operations of its group" : "");
+    // Short enough to stay in the string's own storage: no allocation on the call path.
+    context.what = ops.empty() ? "" : algorithms::collectiveName(ops[0].collective);
     Waiter waiter(&context);
     size_t remaining = lanes_.size();
     while (remaining > 0) {
