@@ -15,8 +15,6 @@ using weft::core::Op;
 
 namespace {
 
-constexpr int kNoOp = -1;  // for collectives that do not reduce
-
 struct Call {
   const char* function;
   Collective collective;
@@ -24,7 +22,8 @@ struct Call {
   void* recvbuff;
   size_t count;
   ncclDataType_t datatype;
-  int op;    // ncclRedOp_t, or kNoOp
+  bool reduces;
+  int op;    // ncclRedOp_t, when the collective reduces
   int root;  // root or peer; -1 when unused
   ncclComm_t comm;
 };
@@ -93,7 +92,7 @@ Status checkAndBuild(const Call& call, Op* op) {
   op->count = call.count;
   op->type = type;
   op->root = call.root < 0 ? 0 : call.root;
-  if (call.op != kNoOp) WEFT_RETURN_IF_ERROR(comm->redOps().resolve(call.op, type, nranks, &op->reduction));
+  if (call.reduces) WEFT_RETURN_IF_ERROR(comm->redOps().resolve(call.op, type, nranks, &op->reduction));
   else op->reduction.type = type;
   return Status::ok();
 }
@@ -113,13 +112,13 @@ ncclResult_t submit(const Call& call) {
 
 WEFT_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclAllReduce", Collective::kAllReduce, sendbuff, recvbuff, count, datatype, op, -1, comm});
+  return submit({"ncclAllReduce", Collective::kAllReduce, sendbuff, recvbuff, count, datatype, true, op, -1, comm});
 }
 WEFT_PROFILING_ALIAS(ncclAllReduce)
 
 WEFT_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                                     ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclAllGather", Collective::kAllGather, sendbuff, recvbuff, sendcount, datatype, kNoOp, -1, comm});
+  return submit({"ncclAllGather", Collective::kAllGather, sendbuff, recvbuff, sendcount, datatype, false, 0, -1, comm});
 }
 WEFT_PROFILING_ALIAS(ncclAllGather)
 
@@ -127,54 +126,54 @@ WEFT_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, si
                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                         cudaStream_t stream) {
   return submit(
-      {"ncclReduceScatter", Collective::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, -1, comm});
+      {"ncclReduceScatter", Collective::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, true, op, -1, comm});
 }
 WEFT_PROFILING_ALIAS(ncclReduceScatter)
 
 WEFT_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                     int root, ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclBroadcast", Collective::kBroadcast, sendbuff, recvbuff, count, datatype, kNoOp, root, comm});
+  return submit({"ncclBroadcast", Collective::kBroadcast, sendbuff, recvbuff, count, datatype, false, 0, root, comm});
 }
 WEFT_PROFILING_ALIAS(ncclBroadcast)
 
 WEFT_API ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                 cudaStream_t stream) {
-  return submit({"ncclBcast", Collective::kBroadcast, buff, buff, count, datatype, kNoOp, root, comm});
+  return submit({"ncclBcast", Collective::kBroadcast, buff, buff, count, datatype, false, 0, root, comm});
 }
 WEFT_PROFILING_ALIAS(ncclBcast)
 
 WEFT_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                  ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclReduce", Collective::kReduce, sendbuff, recvbuff, count, datatype, op, root, comm});
+  return submit({"ncclReduce", Collective::kReduce, sendbuff, recvbuff, count, datatype, true, op, root, comm});
 }
 WEFT_PROFILING_ALIAS(ncclReduce)
 
 WEFT_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                    ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclAlltoAll", Collective::kAllToAll, sendbuff, recvbuff, count, datatype, kNoOp, -1, comm});
+  return submit({"ncclAlltoAll", Collective::kAllToAll, sendbuff, recvbuff, count, datatype, false, 0, -1, comm});
 }
 WEFT_PROFILING_ALIAS(ncclAlltoAll)
 
 WEFT_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                  int root, ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclGather", Collective::kGather, sendbuff, recvbuff, count, datatype, kNoOp, root, comm});
+  return submit({"ncclGather", Collective::kGather, sendbuff, recvbuff, count, datatype, false, 0, root, comm});
 }
 WEFT_PROFILING_ALIAS(ncclGather)
 
 WEFT_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                   int root, ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclScatter", Collective::kScatter, sendbuff, recvbuff, count, datatype, kNoOp, root, comm});
+  return submit({"ncclScatter", Collective::kScatter, sendbuff, recvbuff, count, datatype, false, 0, root, comm});
 }
 WEFT_PROFILING_ALIAS(ncclScatter)
 
 WEFT_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclSend", Collective::kSend, sendbuff, nullptr, count, datatype, kNoOp, peer, comm});
+  return submit({"ncclSend", Collective::kSend, sendbuff, nullptr, count, datatype, false, 0, peer, comm});
 }
 WEFT_PROFILING_ALIAS(ncclSend)
 
 WEFT_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                                cudaStream_t stream) {
-  return submit({"ncclRecv", Collective::kRecv, nullptr, recvbuff, count, datatype, kNoOp, peer, comm});
+  return submit({"ncclRecv", Collective::kRecv, nullptr, recvbuff, count, datatype, false, 0, peer, comm});
 }
 WEFT_PROFILING_ALIAS(ncclRecv)

@@ -222,6 +222,16 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
   return Status::ok();
 }
 
+Status HostExecutor::pushSends() {
+  for (const EndpointQueue& queue : queues_) {
+    if (queue.endpoint == nullptr) break;
+    if (queue.send == nullptr) continue;
+    bool done = false;
+    WEFT_RETURN_IF_ERROR(queue.send->tryFlush(&done));
+  }
+  return Status::ok();
+}
+
 Status HostExecutor::flushSends(const WaitContext& context) {
   for (const EndpointQueue& queue : queues_) {
     if (queue.endpoint == nullptr) break;
@@ -259,6 +269,9 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
         WEFT_RETURN_IF_ERROR(advance(lane, &progressed));
         if (lane.finished) --remaining;
       }
+      // A lane that has posted its last piece no longer drives its sending ends; a network end may
+      // still hold frames that a peer needs before it can finish, so idle turns push them on.
+      if (!progressed) WEFT_RETURN_IF_ERROR(pushSends());
       if (progressed) waiter.progressed();
       else WEFT_RETURN_IF_ERROR(waiter.idle());
     }

@@ -38,6 +38,8 @@ class HostExecutor {
   void buildQueues(std::span<const core::Op> ops);
   /// Moves `lane` as far as it can without waiting. Sets *progressed if anything moved.
   Status advance(LaneState& lane, bool* progressed);
+  /// Pushes pending data of every sending end the plan uses, without waiting.
+  Status pushSends();
   /// Waits until every sending end used by the plan has handed its data on.
   Status flushSends(const WaitContext& context);
 
