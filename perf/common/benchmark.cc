@@ -164,6 +164,9 @@ void prepareData(const Run& run, RankState& s, ncclDataType_t type, TestOp op, i
   DataSpec spec{type, op, run.nranks, seed};
   run.collective.prepareData(spec, s.counts, s.rank, root, const_cast<void*>(buffers.send),
                              s.expected.data());
+  if (run.collective.keepsReceiveBuffer(s.rank, root)) {
+    std::memcpy(s.expected.data(), buffers.recv, s.counts.recvCount * s.elementSize);
+  }
 }
 
 TestResult measure(const Run& run, RankState& s, ncclDataType_t type, TestOp op, int root,
@@ -188,7 +191,8 @@ TestResult measure(const Run& run, RankState& s, ncclDataType_t type, TestOp op,
   double seconds = timer.seconds() / calls;
   seconds = run.team.aggregateTime(seconds, o.aggregation, s.rank == 0);
 
-  const double algBw = static_cast<double>(s.counts.paramCount * s.elementSize) / 1.0e9 / seconds;
+  const double algBw = static_cast<double>(s.counts.paramCount * s.elementSize) / 1.0e9 / seconds *
+                       run.collective.algBandwidthFactor(run.nranks);
   const double busBw = algBw * run.collective.busBandwidthFactor(run.nranks);
   run.team.barrier();
 

@@ -33,6 +33,12 @@ class Collective {
   virtual CollectiveCounts counts(size_t count, int nranks) const = 0;
   /// busbw = algbw * factor: the fraction of the data each rank's link must carry.
   virtual double busBandwidthFactor(int nranks) const = 0;
+  /// algbw = bytes of paramCount elements / time * factor: nccl-tests' getBw counts the whole
+  /// exchange (nranks blocks) for the collectives whose count argument is per rank.
+  virtual double algBandwidthFactor(int) const { return 1.0; }
+  /// Whether rank must end with its receive buffer as prepareData left it (zeros, or its input in
+  /// place) rather than with expected: nccl-tests' check of the non-root ranks of Reduce and Gather.
+  virtual bool keepsReceiveBuffer(int, int) const { return false; }
 
   /// Issues the call on one rank; returns its result. Host buffers: complete on return.
   virtual ncclResult_t run(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type,

@@ -31,5 +31,5 @@
   X(SocketConnectTimeout, "WEFT_SOCKET_CONNECT_TIMEOUT", Int, "60",                                 \
     "seconds to keep retrying a TCP connect to a peer or the bootstrap root")                      \
   X(BootstrapHandshakeTimeout, "WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT", Int, "5",                       \
-    "seconds an incoming bootstrap connection has to present the secret")                          \
+    "seconds an incoming bootstrap or socket-transport connection has to present its handshake")                          \
   X(SpinCount, "WEFT_SPIN_COUNT", Int, "1000", "idle polls before a waiting rank yields the CPU")
