@@ -39,6 +39,9 @@ class Collective {
   /// Whether rank must end with its receive buffer as prepareData left it (zeros, or its input in
   /// place) rather than with expected: nccl-tests' check of the non-root ranks of Reduce and Gather.
   virtual bool keepsReceiveBuffer(int, int) const { return false; }
+  /// Whether the in-place result is checked (false: timed only, "N/A" in the #wrong column, as
+  /// nccl-tests does for AlltoAll, which NCCL does not define in place).
+  virtual bool checksInPlace() const { return true; }
 
   /// Issues the call on one rank; returns its result. Host buffers: complete on return.
   virtual ncclResult_t run(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t type,
