@@ -199,7 +199,12 @@ WEFT_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
     Communicator* impl = nullptr;
     return toResult(resolveComm(comm, &impl), "ncclCommAbort");
   }
-  if (comm->impl) comm->impl->requestAbort();
+  if (comm->impl) {
+    // A call stuck in this communicator on another thread sees the flag at its next wait and
+    // returns an error; only then are the resources released under it.
+    comm->impl->requestAbort();
+    comm->impl->waitForCallsToLeave();
+  }
   retireHandle(comm);
   return ncclSuccess;
 }

@@ -40,13 +40,22 @@ SharedSettings localSettings() {
 Communicator::Communicator(int nranks, int rank, const CommOptions& options)
     : nranks_(nranks), rank_(rank), options_(options) {
   waitContext_.check = [this]() -> Status {
-    if (abortRequested()) return invalidUsage("the communicator was aborted (ncclCommAbort)");
+    if (abortRequested()) {
+      return invalidUsage("the communicator was aborted by ncclCommAbort during this call; the call's buffers are undefined");
+    }
     return Status::ok();
   };
   waitContext_.timeoutSeconds = defaultTimeoutSeconds();
 }
 
 Communicator::~Communicator() = default;
+
+void Communicator::waitForCallsToLeave() const {
+  // Every wait of a call checks the abort flag, so this ends within one back-off period.
+  WaitContext context;
+  Status status = waitUntil(context, [this] { return activeCalls_.load(std::memory_order_acquire) == 0; });
+  (void)status;  // a context without check or timeout cannot fail
+}
 
 Status Communicator::create(const UniqueId& id, int nranks, int rank, const CommOptions& options,
                             std::unique_ptr<Communicator>* out) {

@@ -57,6 +57,14 @@ class Communicator {
   void requestAbort() { aborted_.store(true, std::memory_order_release); }
   bool abortRequested() const { return aborted_.load(std::memory_order_acquire); }
 
+  /// Brackets a call that uses this communicator (the executor's), so that an abort from another
+  /// thread can wait for it to leave before the communicator is destroyed. Lock-free.
+  void enterCall() { activeCalls_.fetch_add(1, std::memory_order_acq_rel); }
+  void exitCall() { activeCalls_.fetch_sub(1, std::memory_order_acq_rel); }
+  /// Blocks until no call is inside this communicator. Call after requestAbort(), whose waits
+  /// end every call promptly.
+  void waitForCallsToLeave() const;
+
   /// The error that ended the last operation in the background (kOk if none). Any thread.
   StatusCode asyncError() const { return asyncError_.load(std::memory_order_acquire); }
   void setAsyncError(StatusCode code) { asyncError_.store(code, std::memory_order_release); }
@@ -71,6 +79,7 @@ class Communicator {
   uint64_t commHash_ = 0;
   CommOptions options_;
   std::atomic<bool> aborted_{false};
+  std::atomic<int> activeCalls_{0};
   std::atomic<StatusCode> asyncError_{StatusCode::kOk};
   WaitContext waitContext_;
   std::unique_ptr<Bootstrap> bootstrap_;

@@ -248,6 +248,7 @@ Status HostExecutor::flushSends(const WaitContext& context) {
 }
 
 Status HostExecutor::run(std::span<const core::Op> ops) {
+  for (const core::Op& op : ops) op.comm->enterCall();
   Status status = [&]() -> Status {
     WEFT_RETURN_IF_ERROR(buildPrograms(ops));
     WEFT_RETURN_IF_ERROR(connectMissing(ops));
@@ -280,6 +281,7 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
   if (!status.isOk() && status.code() != StatusCode::kInvalidArgument) {
     for (const core::Op& op : ops) op.comm->setAsyncError(status.code());
   }
+  for (const core::Op& op : ops) op.comm->exitCall();
   return status;
 }
 
