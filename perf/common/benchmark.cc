@@ -36,7 +36,7 @@ enum class TestResult : int {
   kInternalError = 1,
   kNcclError = 3,
   kTimeout = 4,
-  kCheckFailed = 8,
+  kCheckFailed = 7,  // testNumResults: what nccl-tests returns for wrong data or a bandwidth below NCCL_TESTS_MIN_BW
 };
 
 // Prints where an NCCL call failed (nccl-tests' wording) and returns kNcclError.
