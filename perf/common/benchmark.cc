@@ -253,16 +253,25 @@ TestResult runSweeps(const Run& run, RankState& s) {
   const Options& o = run.options;
   auto types = allTypes();
   auto ops = allOps();
-  const int root = run.collective.hasRoot() ? o.root : -1;
+  // -r -1 runs every root in turn, as nccl-tests does; collectives without a root show -1.
+  int firstRoot = -1, lastRoot = -1;
+  if (run.collective.hasRoot()) {
+    firstRoot = o.root < 0 ? 0 : o.root;
+    lastRoot = o.root < 0 ? run.nranks - 1 : o.root;
+  }
   for (size_t t = 0; t < types.size(); ++t) {
     if (o.typeIndex != -1 && static_cast<int>(t) != o.typeIndex) continue;
     if (!run.collective.reduces()) {
-      WEFT_PERF_RETURN_IF_FAILED(sweep(run, s, types[t], TestOp::kSum, "none", root));
+      for (int root = firstRoot; root <= lastRoot; ++root) {
+        WEFT_PERF_RETURN_IF_FAILED(sweep(run, s, types[t], TestOp::kSum, "none", root));
+      }
       continue;
     }
     for (size_t k = 0; k < ops.size(); ++k) {
       if (o.opIndex != -1 && static_cast<int>(k) != o.opIndex) continue;
-      WEFT_PERF_RETURN_IF_FAILED(sweep(run, s, types[t], ops[k].op, ops[k].name, root));
+      for (int root = firstRoot; root <= lastRoot; ++root) {
+        WEFT_PERF_RETURN_IF_FAILED(sweep(run, s, types[t], ops[k].op, ops[k].name, root));
+      }
     }
   }
   return TestResult::kSuccess;
