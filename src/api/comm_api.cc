@@ -199,9 +199,10 @@ WEFT_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
     Communicator* impl = nullptr;
     return toResult(resolveComm(comm, &impl), "ncclCommAbort");
   }
+  // New calls are refused from here on; a call stuck in this communicator on another thread sees
+  // the abort flag at its next wait and returns an error; only then are its resources released.
+  comm->magic.store(weft::api::kDestroyedCommMagic, std::memory_order_release);
   if (comm->impl) {
-    // A call stuck in this communicator on another thread sees the flag at its next wait and
-    // returns an error; only then are the resources released under it.
     comm->impl->requestAbort();
     comm->impl->waitForCallsToLeave();
   }

@@ -105,6 +105,14 @@ Status Communicator::init(const UniqueId& id) {
 }
 
 Status Communicator::split(int color, int key, const CommOptions& options, std::unique_ptr<Communicator>* out) {
+  // The split waits on this communicator's bootstrap: an abort must wait for it to leave.
+  enterCall();
+  Status status = splitInto(color, key, options, out);
+  exitCall();
+  return status;
+}
+
+Status Communicator::splitInto(int color, int key, const CommOptions& options, std::unique_ptr<Communicator>* out) {
   struct Member {
     int32_t color;
     int32_t key;

@@ -72,6 +72,7 @@ class Communicator {
  private:
   Communicator(int nranks, int rank, const CommOptions& options);
   Status init(const UniqueId& id);
+  Status splitInto(int color, int key, const CommOptions& options, std::unique_ptr<Communicator>* out);
 
   int nranks_;
   int rank_;
