@@ -7,8 +7,8 @@ namespace {
 
 class DirectLanes {
  public:
-  DirectLanes(const OpShape& shape, int nChannels, ProgramBuilder& builder)
-      : shape_(shape), nChannels_(nChannels), builder_(builder) {}
+  DirectLanes(const OpShape& shape, int nChannels, int firstChannel, ProgramBuilder& builder)
+      : shape_(shape), nChannels_(nChannels), firstChannel_(firstChannel), builder_(builder) {}
 
   int peerAfter(int distance) const { return (shape_.rank + distance) % shape_.nranks; }
   int peerBefore(int distance) const { return (shape_.rank - distance + shape_.nranks) % shape_.nranks; }
@@ -19,7 +19,7 @@ class DirectLanes {
     step.sendPeer = peer;
     step.src = {BufferKind::kSend, sendOffset};
     step.count = shape_.count;
-    builder_.startLane(directChannel(shape_.rank, peer, shape_.nranks, nChannels_)).push_back(step);
+    builder_.startLane(firstChannel_ + directChannel(shape_.rank, peer, shape_.nranks, nChannels_)).push_back(step);
   }
 
   void recv(int peer, size_t recvOffset) {
@@ -27,7 +27,7 @@ class DirectLanes {
     step.recvPeer = peer;
     step.dst = {BufferKind::kRecv, recvOffset};
     step.count = shape_.count;
-    builder_.startLane(directChannel(peer, shape_.rank, shape_.nranks, nChannels_)).push_back(step);
+    builder_.startLane(firstChannel_ + directChannel(peer, shape_.rank, shape_.nranks, nChannels_)).push_back(step);
   }
 
   void copy(size_t sendOffset, size_t recvOffset) {
@@ -41,6 +41,7 @@ class DirectLanes {
  private:
   const OpShape& shape_;
   int nChannels_;
+  int firstChannel_;
   ProgramBuilder& builder_;
 };
 
@@ -52,7 +53,10 @@ int directChannel(int src, int dst, int nranks, int nChannels) {
 }
 
 void addDirectLanes(const OpShape& shape, int nChannels, ProgramBuilder& builder) {
-  DirectLanes lanes(shape, nChannels, builder);
+  // Send and Recv use the point-to-point channels, numbered after the rings', so that their order
+  // relative to collectives inside a group may differ between ranks, as NCCL allows.
+  const bool pointToPoint = shape.collective == Collective::kSend || shape.collective == Collective::kRecv;
+  DirectLanes lanes(shape, nChannels, pointToPoint ? nChannels : 0, builder);
   const int n = shape.nranks;
   const int rank = shape.rank;
   switch (shape.collective) {

@@ -14,7 +14,8 @@ using Ring = std::vector<int>;
 
 /// Builds `shape.rank`'s program for `shape` using ring algorithms for collectives over the given
 /// channels' rings (at least one; every ring holds every rank once), and direct lanes for
-/// AllToAll, Gather, Scatter, Send and Recv. The data of a collective is split into contiguous
+/// AllToAll, Gather, Scatter, Send and Recv. Send and Recv lanes use the point-to-point channels
+/// rings.size() .. 2*rings.size()-1, apart from the collectives' connections. The data of a collective is split into contiguous
 /// parts, one per channel. Clears and refills `program` (its capacity is reused).
 void buildRingProgram(const OpShape& shape, std::span<const Ring> rings, Program* program);
 

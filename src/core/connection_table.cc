@@ -26,8 +26,9 @@ ConnectionTable::ConnectionTable(const std::vector<PeerInfo>* peers, int rank, B
       nChannels_(nChannels),
       slotBytes_(slotBytes),
       slotCount_(slotCount),
-      sends_(static_cast<size_t>(nChannels) * peers->size()),
-      recvs_(static_cast<size_t>(nChannels) * peers->size()) {}
+      // Ring channels, then as many point-to-point channels.
+      sends_(2 * static_cast<size_t>(nChannels) * peers->size()),
+      recvs_(2 * static_cast<size_t>(nChannels) * peers->size()) {}
 
 ConnectionTable::~ConnectionTable() = default;
 

@@ -41,6 +41,7 @@ class ConnectionTable {
   /// the bootstrap's wait context) until each peer's phase 1 has run.
   Status finishConnect();
 
+  /// Ring channels; point-to-point channels follow them (channel nChannels() + c).
   int nChannels() const { return nChannels_; }
   size_t slotBytes() const { return slotBytes_; }
 

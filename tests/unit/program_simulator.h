@@ -165,7 +165,8 @@ class ProgramSimulator {
       for (size_t l = 0; l < part.program.lanes.size(); ++l) {
         const algorithms::Lane& lane = part.program.lanes[l];
         LaneState at{p, l, 0, 0, false};
-        if (lane.channel < 0 || lane.channel >= options_.nChannels) {
+        // Ring channels, then as many point-to-point channels (Send/Recv).
+        if (lane.channel < 0 || lane.channel >= 2 * options_.nChannels) {
           return fail(SimulationFailure::kInvalidProgram, where(at) + ": channel out of range");
         }
         for (size_t s = 0; s < lane.steps.size(); ++s) {

@@ -108,8 +108,9 @@ TEST(DirectSchedule, GatherScatterSendRecv) {
   EXPECT_EQ(describe(build(Collective::kScatter, 2, 1, 3, 2, rings)), "c0: <1 =>r@0 #2\n");
   EXPECT_EQ(describe(build(Collective::kScatter, 2, 1, 3, 1, rings)),
             "c0: s@4 >2 #2\nc0: s@0 >0 #2\nc0: s@2 =>r@0 #2\n");
-  EXPECT_EQ(describe(build(Collective::kSend, 7, 2, 3, 0, rings)), "c0: s@0 >2 #7\n");
-  EXPECT_EQ(describe(build(Collective::kRecv, 7, 0, 3, 2, rings)), "c0: <0 =>r@0 #7\n");
+  // Send and Recv use the point-to-point channel after the one ring.
+  EXPECT_EQ(describe(build(Collective::kSend, 7, 2, 3, 0, rings)), "c1: s@0 >2 #7\n");
+  EXPECT_EQ(describe(build(Collective::kRecv, 7, 0, 3, 2, rings)), "c1: <0 =>r@0 #7\n");
 }
 
 TEST(DirectSchedule, BothEndsOfAPairAgreeOnItsChannelAndLanesSpread) {
