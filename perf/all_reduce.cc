@@ -14,13 +14,7 @@ class AllReduce final : public Collective {
   bool reduces() const override { return true; }
   bool hasRoot() const override { return false; }
 
-  CollectiveCounts counts(size_t count, int) const override {
-    CollectiveCounts c;
-    c.sendCount = count;
-    c.recvCount = count;
-    c.paramCount = count;
-    return c;  // in place: both buffers are the receive buffer itself
-  }
+  CollectiveCounts counts(size_t count, int) const override { return sameCounts(count); }
 
   // A ring moves each element off every rank twice (reduce-scatter, then all-gather), less the
   // share a rank keeps: 2(n-1)/n.

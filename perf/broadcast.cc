@@ -14,13 +14,7 @@ class Broadcast final : public Collective {
   bool reduces() const override { return false; }
   bool hasRoot() const override { return true; }
 
-  CollectiveCounts counts(size_t count, int) const override {
-    CollectiveCounts c;
-    c.sendCount = count;
-    c.recvCount = count;
-    c.paramCount = count;
-    return c;
-  }
+  CollectiveCounts counts(size_t count, int) const override { return sameCounts(count); }
 
   // A pipelined broadcast carries the whole buffer over every link once.
   double busBandwidthFactor(int) const override { return 1.0; }

@@ -44,11 +44,7 @@ class Gather final : public Collective {
     const size_t block = counts.sendCount;
     fillInput(input, block, block * static_cast<size_t>(rank), spec, rank);
     if (expected == nullptr || rank != root) return;
-    const size_t blockBytes = block * typeInfo(spec.type).size;
-    for (int r = 0; r < spec.nranks; ++r) {
-      fillInput(static_cast<char*>(expected) + blockBytes * static_cast<size_t>(r), block,
-                block * static_cast<size_t>(r), spec, r);
-    }
+    fillGathered(expected, block, spec);
   }
 };
 

@@ -15,13 +15,7 @@ class SendRecv final : public Collective {
   bool reduces() const override { return false; }
   bool hasRoot() const override { return false; }
 
-  CollectiveCounts counts(size_t count, int) const override {
-    CollectiveCounts c;
-    c.sendCount = count;
-    c.recvCount = count;
-    c.paramCount = count;
-    return c;  // in place: one buffer is both sent from and received into
-  }
+  CollectiveCounts counts(size_t count, int) const override { return sameCounts(count); }
 
   double busBandwidthFactor(int) const override { return 1.0; }
 

@@ -18,6 +18,16 @@ struct CollectiveCounts {
   size_t recvInPlaceOffset = 0;  // in place: recv = recv + recvInPlaceOffset*rank elements
 };
 
+/// Counts of a call whose send and receive buffers both hold the count argument (AllReduce,
+/// Broadcast, Reduce, SendRecv); in place, both buffers are the receive buffer itself.
+inline CollectiveCounts sameCounts(size_t count) {
+  CollectiveCounts c;
+  c.sendCount = count;
+  c.recvCount = count;
+  c.paramCount = count;
+  return c;
+}
+
 class Collective {
  public:
   virtual ~Collective() = default;

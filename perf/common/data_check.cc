@@ -163,6 +163,14 @@ void fillInput(void* buffer, size_t count, size_t firstIndex, const DataSpec& sp
   for (size_t j = 0; j < count; ++j) storeValue(buffer, j, spec.type, model.value(firstIndex + j, rank));
 }
 
+void fillGathered(void* buffer, size_t block, const DataSpec& spec) {
+  const size_t blockBytes = block * typeInfo(spec.type).size;
+  for (int r = 0; r < spec.nranks; ++r) {
+    const size_t index = block * static_cast<size_t>(r);
+    fillInput(static_cast<char*>(buffer) + blockBytes * static_cast<size_t>(r), block, index, spec, r);
+  }
+}
+
 void fillReduced(void* buffer, size_t count, size_t firstIndex, const DataSpec& spec) {
   ValueModel model(spec);
   const TypeInfo& info = typeInfo(spec.type);

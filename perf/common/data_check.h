@@ -35,6 +35,10 @@ struct DataSpec {
 /// Fills count elements with rank's input values for global element indices firstIndex...
 void fillInput(void* buffer, size_t count, size_t firstIndex, const DataSpec& spec, int rank);
 
+/// Fills spec.nranks blocks of `block` elements, block r with rank r's inputs at global indices
+/// r*block... (what AllGather leaves everywhere and Gather at the root).
+void fillGathered(void* buffer, size_t block, const DataSpec& spec);
+
 /// Fills count elements with the reduction over all spec.nranks ranks of their inputs at global
 /// indices firstIndex... (what AllReduce, Reduce and ReduceScatter produce).
 void fillReduced(void* buffer, size_t count, size_t firstIndex, const DataSpec& spec);
