@@ -27,6 +27,9 @@ ScopedEnv::ScopedEnv(const std::vector<EnvVar>& vars) {
   }
 }
 
+ScopedEnv::ScopedEnv(const char* name, const char* value)
+    : ScopedEnv(std::vector<EnvVar>{{name, value ? std::optional<std::string>(value) : std::nullopt}}) {}
+
 ScopedEnv::~ScopedEnv() {
   // In reverse, so that a variable named twice gets its original value back.
   for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) setOne(*it);

@@ -22,6 +22,8 @@ void applyEnv(const std::vector<EnvVar>& vars);
 class ScopedEnv {
  public:
   explicit ScopedEnv(const std::vector<EnvVar>& vars);
+  /// One variable; a null `value` removes it.
+  ScopedEnv(const char* name, const char* value);
   ~ScopedEnv();
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;

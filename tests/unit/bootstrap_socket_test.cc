@@ -10,12 +10,12 @@
 #include <thread>
 #include <vector>
 
-#include "tests/unit/scoped_env.h"
+#include "tests/harness/scoped_env.h"
 
 namespace weft::core {
 namespace {
 
-using ::weft::tests::ScopedEnv;
+using ::weft::harness::ScopedEnv;
 using Clock = std::chrono::steady_clock;
 
 class BootstrapSocketTest : public ::testing::Test {

@@ -16,12 +16,12 @@
 
 #include "src/base/socket.h"
 #include "src/core/bootstrap_wire.h"
-#include "tests/unit/scoped_env.h"
+#include "tests/harness/scoped_env.h"
 
 namespace weft::core {
 namespace {
 
-using ::weft::tests::ScopedEnv;
+using ::weft::harness::ScopedEnv;
 using Clock = std::chrono::steady_clock;
 
 /// Every wait ends after this long without progress, so a broken bootstrap fails instead of hanging.

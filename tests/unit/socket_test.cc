@@ -9,12 +9,12 @@
 #include <thread>
 #include <vector>
 
-#include "tests/unit/scoped_env.h"
+#include "tests/harness/scoped_env.h"
 
 namespace weft::net {
 namespace {
 
-using ::weft::tests::ScopedEnv;
+using ::weft::harness::ScopedEnv;
 
 /// Every wait of these tests ends after a few seconds without progress, so no test can hang.
 WaitContext testContext(const char* what) {
