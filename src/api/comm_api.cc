@@ -188,6 +188,7 @@ WEFT_API ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   Communicator* impl = nullptr;
   Status status = resolveComm(comm, &impl);
   if (!status.isOk() && comm->magic.load() != weft::api::kLiveCommMagic) return toResult(status, "ncclCommDestroy");
+  if (impl != nullptr) impl->leaveCleanly();
   retireHandle(comm);
   return ncclSuccess;
 }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "src/base/socket.h"
 #include "src/base/status.h"
 #include "src/base/wait.h"
 
@@ -51,6 +52,8 @@ class Bootstrap {
 
   virtual int rank() const = 0;
   virtual int nranks() const = 0;
+  /// Where this rank accepts bootstrap connections: its interface's address (and port).
+  virtual net::SocketAddress listenAddress() const = 0;
 
   /// Sends `size` bytes to `peer` under `tag`. Does not wait for the peer to receive (messages of
   /// init size are buffered by the kernel).

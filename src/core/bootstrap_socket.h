@@ -24,6 +24,7 @@ class SocketBootstrap final : public Bootstrap {
 
   int rank() const override { return rank_; }
   int nranks() const override { return nranks_; }
+  net::SocketAddress listenAddress() const override { return listener_.localAddress(); }
   Status send(int peer, uint32_t tag, const void* data, size_t size) override;
   Status recv(int peer, uint32_t tag, void* data, size_t size) override;
   Status allGather(void* data, size_t bytesPerRank) override;

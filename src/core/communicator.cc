@@ -1,6 +1,7 @@
 #include "src/core/communicator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "src/base/knobs.h"
@@ -12,6 +13,9 @@ namespace {
 constexpr int kSlotCount = 8;
 constexpr int kMaxChannels = 32;
 constexpr uint32_t kSplitTag = 0x20000;
+// How long a wait goes on after this rank learned that a peer died: enough for data the dead
+// rank sent before it died to arrive through the other ranks, short enough to fail promptly.
+constexpr std::chrono::seconds kDeadPeerGrace{1};
 
 // Settings every rank must share; rank 0's win.
 struct SharedSettings {
@@ -43,12 +47,27 @@ Communicator::Communicator(int nranks, int rank, const CommOptions& options)
     if (abortRequested()) {
       return invalidUsage("the communicator was aborted by ncclCommAbort during this call; the call's buffers are undefined");
     }
+    if (watch_ != nullptr && watch_->peerFailed()) {
+      std::chrono::steady_clock::time_point learnedAt;
+      Status failure = watch_->failure(&learnedAt);
+      if (std::chrono::steady_clock::now() - learnedAt >= kDeadPeerGrace) return failure;
+    }
     return Status::ok();
   };
   waitContext_.timeoutSeconds = defaultTimeoutSeconds();
 }
 
 Communicator::~Communicator() = default;
+
+void Communicator::leaveCleanly() {
+  if (watch_ != nullptr) watch_->sayGoodbye();
+}
+
+StatusCode Communicator::asyncError() const {
+  StatusCode code = asyncError_.load(std::memory_order_acquire);
+  if (code == StatusCode::kOk && watch_ != nullptr && watch_->peerFailed()) return StatusCode::kRemoteError;
+  return code;
+}
 
 void Communicator::waitForCallsToLeave() const {
   // Every wait of a call checks the abort flag, so this ends within one back-off period.
@@ -74,12 +93,13 @@ Status Communicator::init(const UniqueId& id) {
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(peers_.data(), sizeof(PeerInfo)));
   for (int r = 0; r < rank_; ++r) localRank_ += peers_[r].sameHost(peers_[rank_]) ? 1 : 0;
   log::setLogDevice(localRank_);
+  commHash_ = hashBytes(id.bytes.data(), id.bytes.size(), static_cast<uint64_t>(nranks_));
+  WEFT_RETURN_IF_ERROR(PeerWatch::start(*bootstrap_, peers_, commHash_, waitContext_, &watch_));
 
   std::vector<SharedSettings> settings(nranks_);
   settings[rank_] = localSettings();
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(settings.data(), sizeof(SharedSettings)));
   const SharedSettings& agreed = settings[0];
-  commHash_ = hashBytes(id.bytes.data(), id.bytes.size(), static_cast<uint64_t>(nranks_));
 
   rings_.assign(agreed.nChannels, algorithms::Ring(nranks_));
   for (algorithms::Ring& ring : rings_) {

@@ -14,6 +14,7 @@
 #include "src/base/wait.h"
 #include "src/core/bootstrap.h"
 #include "src/core/connection_table.h"
+#include "src/core/peer_watch.h"
 #include "src/core/redop_table.h"
 
 namespace weft::core {
@@ -32,8 +33,12 @@ class Communicator {
   static Status create(const UniqueId& id, int nranks, int rank, const CommOptions& options,
                        std::unique_ptr<Communicator>* out);
 
-  /// Releases every connection and the bootstrap. Must not race with a call in progress.
+  /// Releases every connection and the bootstrap. Must not race with a call in progress. Unless
+  /// leaveCleanly() was called, the other ranks report this rank as gone.
   ~Communicator();
+
+  /// Tells the other ranks that this rank leaves through ncclCommDestroy, not by a crash or abort.
+  void leaveCleanly();
 
   /// ncclCommSplit: every rank of this communicator calls it (NCCL_SPLIT_NOCOLOR = -1 to opt out,
   /// leaving *out empty). Blocks until the new communicators are ready.
@@ -51,7 +56,9 @@ class Communicator {
   const std::vector<algorithms::Ring>& rings() const { return rings_; }
   RedOpTable& redOps() { return redOps_; }
 
-  /// The wait context of this communicator's calls: fails once abort is requested.
+  /// The wait context of this communicator's calls: fails once abort is requested, or a peer is
+  /// known dead and the wait has not moved for a second since (data the dead rank sent before it
+  /// died is still delivered).
   const WaitContext& waitContext() const { return waitContext_; }
   /// Makes every wait of this communicator fail promptly. Callable from any thread.
   void requestAbort() { aborted_.store(true, std::memory_order_release); }
@@ -65,8 +72,9 @@ class Communicator {
   /// end every call promptly.
   void waitForCallsToLeave() const;
 
-  /// The error that ended the last operation in the background (kOk if none). Any thread.
-  StatusCode asyncError() const { return asyncError_.load(std::memory_order_acquire); }
+  /// The error that ended the last operation in the background, or kRemoteError once a peer is
+  /// known dead (kOk if neither). Any thread.
+  StatusCode asyncError() const;
   void setAsyncError(StatusCode code) { asyncError_.store(code, std::memory_order_release); }
 
  private:
@@ -85,6 +93,7 @@ class Communicator {
   WaitContext waitContext_;
   std::unique_ptr<Bootstrap> bootstrap_;
   std::vector<PeerInfo> peers_;
+  std::unique_ptr<PeerWatch> watch_;
   std::vector<algorithms::Ring> rings_;
   std::unique_ptr<ConnectionTable> connections_;
   RedOpTable redOps_;
