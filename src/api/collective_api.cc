@@ -62,13 +62,7 @@ bool usesRoot(Collective collective) {
 Status checkAndBuild(const Call& call, Op* op) {
   Communicator* comm = nullptr;
   WEFT_RETURN_IF_ERROR(weft::api::resolveComm(call.comm, &comm));
-  // After a failure the connections may hold data of the failed operation: nothing more may run.
-  if (comm->asyncError() != weft::StatusCode::kOk) {
-    return weft::makeStatus(comm->asyncError(),
-                            "an earlier operation on this communicator failed (%s); abort it with "
-                            "ncclCommAbort and create a new one",
-                            ncclGetErrorString(static_cast<ncclResult_t>(comm->asyncError())));
-  }
+  WEFT_RETURN_IF_ERROR(comm->checkUsable());
   if (call.datatype < 0 || call.datatype >= ncclNumTypes) {
     return weft::invalidArgument("datatype %d is not an ncclDataType_t (0..%d)", static_cast<int>(call.datatype),
                                  ncclNumTypes - 1);

@@ -63,6 +63,33 @@ void Communicator::leaveCleanly() {
   if (watch_ != nullptr) watch_->sayGoodbye();
 }
 
+Status Communicator::explainRemoteFailure(const Status& failure) const {
+  if (failure.code() != StatusCode::kRemoteError || watch_ == nullptr) return failure;
+  WaitContext context;
+  context.timeoutSeconds = 0.5;
+  if (!waitUntil(context, [this] { return watch_->peerFailed(); }).isOk()) return failure;
+  Status cause = watch_->failure(nullptr);
+  return Status(cause.code(), cause.message() + " (seen by this rank as: " + failure.message() + ")");
+}
+
+void Communicator::setAsyncError(const Status& failure) {
+  std::lock_guard<std::mutex> lock(asyncErrorMutex_);
+  if (asyncError_.load(std::memory_order_relaxed) != StatusCode::kOk) return;
+  asyncErrorMessage_ = failure.message();
+  asyncError_.store(failure.code(), std::memory_order_release);
+}
+
+Status Communicator::checkUsable() const {
+  StatusCode code = asyncError_.load(std::memory_order_acquire);
+  if (code != StatusCode::kOk) {
+    std::lock_guard<std::mutex> lock(asyncErrorMutex_);
+    return makeStatus(code, "an earlier operation on this communicator failed (%s); abort it with ncclCommAbort "
+                      "and create a new one", asyncErrorMessage_.c_str());
+  }
+  if (watch_ != nullptr && watch_->peerFailed()) return watch_->failure(nullptr);
+  return Status::ok();
+}
+
 StatusCode Communicator::asyncError() const {
   StatusCode code = asyncError_.load(std::memory_order_acquire);
   if (code == StatusCode::kOk && watch_ != nullptr && watch_->peerFailed()) return StatusCode::kRemoteError;

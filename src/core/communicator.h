@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -75,7 +76,15 @@ class Communicator {
   /// The error that ended the last operation in the background, or kRemoteError once a peer is
   /// known dead (kOk if neither). Any thread.
   StatusCode asyncError() const;
-  void setAsyncError(StatusCode code) { asyncError_.store(code, std::memory_order_release); }
+  /// A transport error (a peer closed its connection) is often the echo of another rank's death:
+  /// gives the peer watch half a second to learn of a dead rank and, if it does, returns the
+  /// watch's error, which names the rank that died, with `failure` as how this rank saw it.
+  Status explainRemoteFailure(const Status& failure) const;
+  /// Records the failure that ended an operation; the first one is kept. Any thread.
+  void setAsyncError(const Status& failure);
+  /// Ok while new calls may run; after a failed operation (whose data may still sit in the
+  /// connections) or once a peer is known dead, the error that says why and what to do.
+  Status checkUsable() const;
 
  private:
   Communicator(int nranks, int rank, const CommOptions& options);
@@ -90,6 +99,8 @@ class Communicator {
   std::atomic<bool> aborted_{false};
   std::atomic<int> activeCalls_{0};
   std::atomic<StatusCode> asyncError_{StatusCode::kOk};
+  mutable std::mutex asyncErrorMutex_;
+  std::string asyncErrorMessage_;  // of the first failure, under asyncErrorMutex_
   WaitContext waitContext_;
   std::unique_ptr<Bootstrap> bootstrap_;
   std::vector<PeerInfo> peers_;

@@ -279,7 +279,8 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
     return flushSends(context);
   }();
   if (!status.isOk() && status.code() != StatusCode::kInvalidArgument) {
-    for (const core::Op& op : ops) op.comm->setAsyncError(status.code());
+    status = ops[0].comm->explainRemoteFailure(status);
+    for (const core::Op& op : ops) op.comm->setAsyncError(status);
   }
   for (const core::Op& op : ops) op.comm->exitCall();
   return status;
