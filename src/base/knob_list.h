@@ -28,6 +28,8 @@
   X(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "1", "most channels a communicator uses")              \
   X(CommBlocking, "NCCL_COMM_BLOCKING", Int, "1", "0: communicators are nonblocking by default")   \
   X(Timeout, "WEFT_TIMEOUT", Int, "0", "seconds without progress before a call fails (0: wait forever)") \
+  X(DumpSignal, "WEFT_DUMP_SIGNAL", String, "",                                                    \
+    "signal (USR1, USR2 or a number) on which every rank prints what its communicators wait for")  \
   X(SocketConnectTimeout, "WEFT_SOCKET_CONNECT_TIMEOUT", Int, "60",                                 \
     "seconds to keep retrying a TCP connect to a peer or the bootstrap root")                      \
   X(BootstrapHandshakeTimeout, "WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT", Int, "5",                       \

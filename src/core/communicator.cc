@@ -57,7 +57,7 @@ Communicator::Communicator(int nranks, int rank, const CommOptions& options)
   waitContext_.timeoutSeconds = defaultTimeoutSeconds();
 }
 
-Communicator::~Communicator() = default;
+Communicator::~Communicator() { releaseProgressRecord(progress_); }
 
 void Communicator::leaveCleanly() {
   if (watch_ != nullptr) watch_->sayGoodbye();
@@ -69,6 +69,7 @@ Status Communicator::explainRemoteFailure(const Status& failure) const {
   context.timeoutSeconds = 0.5;
   if (!waitUntil(context, [this] { return watch_->peerFailed(); }).isOk()) return failure;
   Status cause = watch_->failure(nullptr);
+  if (failure.message().find(cause.message()) != std::string::npos) return failure;  // it is the watch's already
   return Status(cause.code(), cause.message() + " (seen by this rank as: " + failure.message() + ")");
 }
 
@@ -122,6 +123,8 @@ Status Communicator::init(const UniqueId& id) {
   log::setLogDevice(localRank_);
   commHash_ = hashBytes(id.bytes.data(), id.bytes.size(), static_cast<uint64_t>(nranks_));
   WEFT_RETURN_IF_ERROR(PeerWatch::start(*bootstrap_, peers_, commHash_, waitContext_, &watch_));
+  installDumpSignalHandler();
+  progress_ = acquireProgressRecord(commHash_, rank_, nranks_);
 
   std::vector<SharedSettings> settings(nranks_);
   settings[rank_] = localSettings();

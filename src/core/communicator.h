@@ -16,6 +16,7 @@
 #include "src/core/bootstrap.h"
 #include "src/core/connection_table.h"
 #include "src/core/peer_watch.h"
+#include "src/core/progress_record.h"
 #include "src/core/redop_table.h"
 
 namespace weft::core {
@@ -56,6 +57,10 @@ class Communicator {
   ConnectionTable& connections() { return *connections_; }
   const std::vector<algorithms::Ring>& rings() const { return rings_; }
   RedOpTable& redOps() { return redOps_; }
+  /// What this communicator is doing, for hang reports; null when the pool was exhausted.
+  ProgressRecord* progress() { return progress_; }
+  /// Numbers the operations started on this communicator: 1, 2, ...
+  uint64_t nextSequence() { return ++sequence_; }
 
   /// The wait context of this communicator's calls: fails once abort is requested, or a peer is
   /// known dead and the wait has not moved for a second since (data the dead rank sent before it
@@ -105,6 +110,8 @@ class Communicator {
   std::unique_ptr<Bootstrap> bootstrap_;
   std::vector<PeerInfo> peers_;
   std::unique_ptr<PeerWatch> watch_;
+  ProgressRecord* progress_ = nullptr;
+  uint64_t sequence_ = 0;
   std::vector<algorithms::Ring> rings_;
   std::unique_ptr<ConnectionTable> connections_;
   RedOpTable redOps_;

@@ -8,6 +8,7 @@
 #include "src/base/log.h"
 #include "src/base/wait.h"
 #include "src/core/communicator.h"
+#include "src/core/progress_record.h"
 
 namespace weft::exec {
 
@@ -27,6 +28,16 @@ struct HostExecutor::LaneState {
   bool finished = false;
   int firstQueue = 0;    // this lane's entries in laneQueues__ are [firstQueue, firstQueue + queueCount)
   int queueCount = 0;
+  uint64_t sequence = 0;  // the op's number on its communicator
+  // What the lane waited for when it last stopped (for hang reports).
+  int blockedPeer = -1;
+  core::WaitDirection blockedDirection = core::WaitDirection::kNone;
+
+  Status blockOn(int peer, core::WaitDirection direction) {
+    blockedPeer = peer;
+    blockedDirection = direction;
+    return Status::ok();
+  }
 };
 
 // The lanes that use one connection end, in call order; only the lane at `head` may use it.
@@ -127,6 +138,7 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
       for (const Step& step : lane.steps) {
         state.rounds = std::max(state.rounds, (step.count + state.slotElements - 1) / state.slotElements);
       }
+      state.sequence = sequences_[i];
       state.firstQueue = static_cast<int>(laneQueues_.size());
       int laneIndex = static_cast<int>(lanes_.size());
       auto use = [&](const void* endpoint, transport::SendConnection* send) {
@@ -152,7 +164,7 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
   if (!state.started) {
     for (int k = 0; k < state.queueCount; ++k) {
       const EndpointQueue& queue = queues_[laneQueues_[state.firstQueue + k]];
-      if (queue.lanes[queue.head] != laneIndex) return Status::ok();
+      if (queue.lanes[queue.head] != laneIndex) return state.blockOn(-1, core::WaitDirection::kQueued);
     }
     state.started = true;
   }
@@ -181,7 +193,7 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
       recv = table.recv(state.lane->channel, step.recvPeer);
       size_t bytes = 0;
       WEFT_RETURN_IF_ERROR(recv->tryPeekSlot(&received, &bytes));
-      if (received == nullptr) return Status::ok();
+      if (received == nullptr) return state.blockOn(step.recvPeer, core::WaitDirection::kReceive);
       if (bytes != piece * size) {
         return internalError("rank %d received %zu bytes from rank %d where %zu were expected (%s, channel %d): "
                              "the ranks are not calling the same operations with the same counts",
@@ -194,7 +206,7 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
     if (step.sendPeer >= 0) {
       send = table.send(state.lane->channel, step.sendPeer);
       WEFT_RETURN_IF_ERROR(send->tryAcquireSlot(&slot));
-      if (slot == nullptr) return Status::ok();
+      if (slot == nullptr) return state.blockOn(step.sendPeer, core::WaitDirection::kSend);
     }
     char* src = step.src.present() ? bufferAddress(op, step.src, size, begin) : nullptr;
     char* dst = step.dst.present() ? bufferAddress(op, step.dst, size, begin) : nullptr;
@@ -220,6 +232,58 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
   for (int k = 0; k < state.queueCount; ++k) ++queues_[laneQueues_[state.firstQueue + k]].head;
   *progressed = true;
   return Status::ok();
+}
+
+namespace {
+
+void describeOp(const core::Op& op, uint64_t sequence, core::ProgressState state, core::ProgressRecord* record) {
+  record->state.store(static_cast<int>(state), std::memory_order_relaxed);
+  record->collective.store(static_cast<int>(op.collective), std::memory_order_relaxed);
+  record->type.store(static_cast<int>(op.type), std::memory_order_relaxed);
+  record->count.store(op.count, std::memory_order_relaxed);
+  record->sequence.store(sequence, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void HostExecutor::describeLane(const LaneState& lane, core::ProgressRecord* record) const {
+  describeOp(*lane.op, lane.sequence, core::ProgressState::kWaiting, record);
+  record->channel.store(lane.lane->channel, std::memory_order_relaxed);
+  record->step.store(static_cast<int>(lane.step), std::memory_order_relaxed);
+  record->steps.store(static_cast<int>(lane.lane->steps.size()), std::memory_order_relaxed);
+  record->piece.store(lane.round, std::memory_order_relaxed);
+  record->peer.store(lane.blockedPeer, std::memory_order_relaxed);
+  record->direction.store(static_cast<int>(lane.blockedDirection), std::memory_order_relaxed);
+}
+
+void HostExecutor::publishProgress(std::span<const core::Op> ops, core::ProgressState state) {
+  if (state == core::ProgressState::kWaiting) {
+    for (const LaneState& lane : lanes_) {
+      core::ProgressRecord* record = lane.op->comm->progress();
+      if (!lane.finished && record != nullptr) describeLane(lane, record);
+    }
+    return;
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    core::ProgressRecord* record = ops[i].comm->progress();
+    if (record != nullptr) describeOp(ops[i], sequences_[i], state, record);
+  }
+}
+
+std::string HostExecutor::describeWaits() const {
+  std::string report;
+  for (const LaneState& lane : lanes_) {
+    if (lane.finished) continue;
+    core::ProgressRecord record;
+    record.commHash.store(lane.op->comm->commHash(), std::memory_order_relaxed);
+    record.rank.store(lane.op->comm->rank(), std::memory_order_relaxed);
+    record.nranks.store(lane.op->comm->nranks(), std::memory_order_relaxed);
+    describeLane(lane, &record);
+    std::string line = core::describeProgress(record);
+    WEFT_WARN("%s", line.c_str());
+    if (report.empty()) report = line;
+  }
+  return report;
 }
 
 Status HostExecutor::pushSends() {
@@ -248,7 +312,12 @@ Status HostExecutor::flushSends(const WaitContext& context) {
 }
 
 Status HostExecutor::run(std::span<const core::Op> ops) {
-  for (const core::Op& op : ops) op.comm->enterCall();
+  sequences_.clear();
+  for (const core::Op& op : ops) {
+    op.comm->enterCall();
+    sequences_.push_back(op.comm->nextSequence());
+  }
+  publishProgress(ops, core::ProgressState::kRunning);
   Status status = [&]() -> Status {
     WEFT_RETURN_IF_ERROR(buildPrograms(ops));
     WEFT_RETURN_IF_ERROR(connectMissing(ops));
@@ -263,6 +332,7 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
     context.what = ops.empty() ? "" : algorithms::collectiveName(ops[0].collective);
     Waiter waiter(&context);
     size_t remaining = lanes_.size();
+    bool published = false;  // the current wait is in the progress records
     while (remaining > 0) {
       bool progressed = false;
       for (LaneState& lane : lanes_) {
@@ -273,11 +343,19 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
       // A lane that has posted its last piece no longer drives its sending ends; a network end may
       // still hold frames that a peer needs before it can finish, so idle turns push them on.
       if (!progressed) WEFT_RETURN_IF_ERROR(pushSends());
-      if (progressed) waiter.progressed();
-      else WEFT_RETURN_IF_ERROR(waiter.idle());
+      if (progressed) {
+        waiter.progressed();
+        published = false;
+        continue;
+      }
+      if (!published) publishProgress(ops, core::ProgressState::kWaiting);
+      published = true;
+      Status idle = waiter.idle();
+      if (!idle.isOk()) return Status(idle.code(), idle.message() + "; this rank waits in " + describeWaits());
     }
     return flushSends(context);
   }();
+  publishProgress(ops, core::ProgressState::kIdle);
   if (!status.isOk() && status.code() != StatusCode::kInvalidArgument) {
     status = ops[0].comm->explainRemoteFailure(status);
     for (const core::Op& op : ops) op.comm->setAsyncError(status);

@@ -9,6 +9,7 @@
 // makes no progress the thread waits through the wait helper (abort, timeout, back-off).
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "algorithms/step.h"
@@ -16,6 +17,7 @@
 #include "src/base/wait.h"
 #include "src/core/connection_table.h"
 #include "src/core/op.h"
+#include "src/core/progress_record.h"
 
 namespace weft::exec {
 
@@ -42,12 +44,18 @@ class HostExecutor {
   Status pushSends();
   /// Waits until every sending end used by the plan has handed its data on.
   Status flushSends(const WaitContext& context);
+  /// Writes what the operations are doing into their communicators' progress records.
+  void publishProgress(std::span<const core::Op> ops, core::ProgressState state);
+  void describeLane(const LaneState& lane, core::ProgressRecord* record) const;
+  /// WARNs one line per unfinished lane; returns the first.
+  std::string describeWaits() const;
 
   // Scratch reused across calls, so a call on established connections allocates nothing.
   std::vector<algorithms::Program> programs_;
   std::vector<LaneState> lanes_;
   std::vector<EndpointQueue> queues_;
   std::vector<int> laneQueues_;  // lane i's queues are laneQueues_[first, first + count)
+  std::vector<uint64_t> sequences_;  // op i's number on its communicator
 };
 
 /// The calling thread's executor.

@@ -1,0 +1,62 @@
+#pragma once
+// What each communicator of this process is doing, kept where a signal handler can read it: the
+// answer to "what is this rank waiting for?" when a job hangs.
+//
+// Records live in a fixed pool that is never freed, so a handler that runs while a communicator is
+// being destroyed reads a stale record, never freed memory. Every field is a relaxed atomic; the
+// executor writes them only when a call starts, ends, or stops making progress, so the hot path
+// pays nothing.
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace weft::core {
+
+enum class ProgressState : int { kIdle = 0, kRunning = 1, kWaiting = 2 };
+enum class WaitDirection : int {
+  kNone = 0,     // no connection in particular (its sends are being delivered)
+  kReceive = 1,  // data from `peer`
+  kSend = 2,     // a free slot towards `peer`
+  kQueued = 3,   // an earlier operation that uses the same connection
+};
+
+struct ProgressRecord {
+  std::atomic<bool> inUse{false};
+  std::atomic<uint64_t> commHash{0};
+  std::atomic<int> rank{0};
+  std::atomic<int> nranks{0};
+  std::atomic<int> state{0};       // ProgressState
+  std::atomic<int> collective{0};  // algorithms::Collective of the current (or last) operation
+  std::atomic<int> type{0};        // algorithms::DataType
+  std::atomic<uint64_t> sequence{0};  // operations started on this communicator, this one included
+  std::atomic<uint64_t> count{0};
+  std::atomic<int> channel{0};
+  std::atomic<int> step{0};
+  std::atomic<int> steps{0};
+  std::atomic<uint64_t> piece{0};
+  std::atomic<int> peer{-1};
+  std::atomic<int> direction{0};  // WaitDirection
+};
+
+/// Takes a free record of the pool for a communicator. Null when the pool is exhausted (thousands
+/// of live communicators): the communicator then works without hang reports.
+ProgressRecord* acquireProgressRecord(uint64_t commHash, int rank, int nranks);
+/// Returns a record to the pool. Null is ignored.
+void releaseProgressRecord(ProgressRecord* record);
+
+/// "rank 1/4 comm 0x5f2c...: AllReduce #17 (1048576 x float), channel 0 step 3/6 piece 12: waiting
+/// to receive from rank 0". Async-signal-safe: writes into `buffer` (always NUL-terminated) and
+/// returns the length.
+size_t formatProgress(const ProgressRecord& record, char* buffer, size_t capacity);
+std::string describeProgress(const ProgressRecord& record);
+
+/// Writes one line per live communicator of this process to `fd`. Async-signal-safe.
+void dumpProgress(int fd);
+
+/// Installs the handler of WEFT_DUMP_SIGNAL (USR1, USR2, or a number; unset: none) the first time
+/// it is called with the knob set: the handler dumps every communicator's progress to stderr and then calls the handler that was
+/// installed before it, if any.
+void installDumpSignalHandler();
+
+}  // namespace weft::core
