@@ -28,6 +28,9 @@
   X(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "1", "most channels a communicator uses")              \
   X(CommBlocking, "NCCL_COMM_BLOCKING", Int, "1", "0: communicators are nonblocking by default")   \
   X(Timeout, "WEFT_TIMEOUT", Int, "0", "seconds without progress before a call fails (0: wait forever)") \
+  X(Check, "WEFT_CHECK", Bool, "0",                                                                \
+    "1: before each launch the ranks compare their calls (collective, count, type, op, root) and "  \
+    "report a mismatch as ncclInvalidUsage; costs one small allgather per launch")                \
   X(DumpSignal, "WEFT_DUMP_SIGNAL", String, "",                                                    \
     "signal (USR1, USR2 or a number) on which every rank prints what its communicators wait for")  \
   X(SocketConnectTimeout, "WEFT_SOCKET_CONNECT_TIMEOUT", Int, "60",                                 \

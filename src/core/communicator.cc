@@ -55,6 +55,7 @@ Communicator::Communicator(int nranks, int rank, const CommOptions& options)
     return Status::ok();
   };
   waitContext_.timeoutSeconds = defaultTimeoutSeconds();
+  checksCalls_ = knobs::getBool(knobs::KnobId::kCheck);
 }
 
 Communicator::~Communicator() { releaseProgressRecord(progress_); }

@@ -61,6 +61,14 @@ class Communicator {
   ProgressRecord* progress() { return progress_; }
   /// Numbers the operations started on this communicator: 1, 2, ...
   uint64_t nextSequence() { return ++sequence_; }
+  /// WEFT_CHECK: the ranks compare their calls before each launch.
+  bool checksCalls() const { return checksCalls_; }
+  /// Numbers `n` collective calls (Send/Recv excluded); returns the first number (1, 2, ...).
+  uint64_t takeCollectiveNumbers(uint64_t n) {
+    uint64_t first = collectivesCalled_ + 1;
+    collectivesCalled_ += n;
+    return first;
+  }
 
   /// The wait context of this communicator's calls: fails once abort is requested, or a peer is
   /// known dead and the wait has not moved for a second since (data the dead rank sent before it
@@ -112,6 +120,8 @@ class Communicator {
   std::unique_ptr<PeerWatch> watch_;
   ProgressRecord* progress_ = nullptr;
   uint64_t sequence_ = 0;
+  uint64_t collectivesCalled_ = 0;
+  bool checksCalls_ = false;
   std::vector<algorithms::Ring> rings_;
   std::unique_ptr<ConnectionTable> connections_;
   RedOpTable redOps_;

@@ -1,0 +1,197 @@
+#include "src/exec/call_check.h"
+
+#include <cstring>
+#include <string>
+
+#include "algorithms/collective.h"
+#include "algorithms/datatype.h"
+
+namespace weft::exec {
+namespace {
+
+using algorithms::Collective;
+
+/// One collective call as every rank must make it.
+struct CollectiveCall {
+  int32_t collective;
+  int32_t type;
+  int32_t redOp;  // RedOpKind; -1 when the collective does not reduce
+  int32_t root;   // -1 when the collective has none
+  uint64_t count;
+};
+
+constexpr int kShownCalls = 4;  // collectives described in full; the rest are hashed
+
+struct Header {
+  uint64_t firstSequence;
+  uint64_t callsHash;  // of every CollectiveCall of the launch
+  uint32_t collectives;
+  uint32_t reserved;
+  CollectiveCall shown[kShownCalls];
+};
+
+bool isPointToPoint(Collective collective) { return collective == Collective::kSend || collective == Collective::kRecv; }
+
+bool reduces(Collective collective) {
+  return collective == Collective::kAllReduce || collective == Collective::kReduceScatter ||
+         collective == Collective::kReduce;
+}
+
+bool hasRoot(Collective collective) {
+  return collective == Collective::kBroadcast || collective == Collective::kReduce ||
+         collective == Collective::kGather || collective == Collective::kScatter;
+}
+
+CollectiveCall describe(const core::Op& op) {
+  CollectiveCall call{};
+  call.collective = static_cast<int32_t>(op.collective);
+  call.type = static_cast<int32_t>(op.type);
+  call.redOp = reduces(op.collective) ? static_cast<int32_t>(op.reduction.kind) : -1;
+  call.root = hasRoot(op.collective) ? op.root : -1;
+  call.count = op.count;
+  return call;
+}
+
+uint64_t hashInto(uint64_t hash, const void* data, size_t size) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+  return hash;
+}
+
+const char* redOpName(int32_t kind) {
+  switch (static_cast<algorithms::RedOpKind>(kind)) {
+    case algorithms::RedOpKind::kSum: return "sum";
+    case algorithms::RedOpKind::kProd: return "prod";
+    case algorithms::RedOpKind::kMax: return "max";
+    case algorithms::RedOpKind::kMin: return "min";
+    case algorithms::RedOpKind::kPreMulSum: return "avg or premulsum";
+  }
+  return "?";
+}
+
+std::string callText(const CollectiveCall& call, uint64_t sequence) {
+  std::string text = std::string(algorithms::collectiveName(static_cast<Collective>(call.collective))) + " #" +
+                     std::to_string(sequence) + " (count " + std::to_string(call.count) + ", " +
+                     algorithms::dataTypeName(static_cast<algorithms::DataType>(call.type));
+  if (call.redOp >= 0) text += std::string(", ") + redOpName(call.redOp);
+  if (call.root >= 0) text += ", root " + std::to_string(call.root);
+  return text + ")";
+}
+
+Header headerOf(std::span<const uint8_t> gathered, size_t bytes, int rank) {
+  Header header;
+  memcpy(&header, gathered.data() + bytes * static_cast<size_t>(rank), sizeof(header));
+  return header;
+}
+
+PeerTraffic trafficOf(std::span<const uint8_t> gathered, size_t bytes, int rank, int peer) {
+  PeerTraffic traffic;
+  memcpy(&traffic, gathered.data() + bytes * static_cast<size_t>(rank) + sizeof(Header) + sizeof(PeerTraffic) * peer,
+         sizeof(traffic));
+  return traffic;
+}
+
+Status differs(const std::string& what) {
+  return invalidUsage("WEFT_CHECK: the ranks' calls do not match: %s. Every rank must make the same collective "
+                      "calls, in the same order, with the same count, type, operator and root, and every send "
+                      "needs its receive",
+                      what.c_str());
+}
+
+/// Compares rank `rank`'s collectives with rank 0's.
+Status compareCollectives(const Header& first, const Header& other, int rank) {
+  if (first.firstSequence == other.firstSequence && first.collectives == other.collectives &&
+      first.callsHash == other.callsHash) {
+    return Status::ok();
+  }
+  int shown = static_cast<int>(std::min<uint32_t>(std::min(first.collectives, other.collectives), kShownCalls));
+  for (int i = 0; i < shown; ++i) {
+    if (memcmp(&first.shown[i], &other.shown[i], sizeof(CollectiveCall)) != 0 || first.firstSequence != other.firstSequence) {
+      return differs("rank 0 calls " + callText(first.shown[i], first.firstSequence + i) + " where rank " +
+                     std::to_string(rank) + " calls " + callText(other.shown[i], other.firstSequence + i));
+    }
+  }
+  if (first.collectives != other.collectives) {
+    return differs("rank 0 makes " + std::to_string(first.collectives) + " collective call(s) in this launch, rank " +
+                   std::to_string(rank) + " makes " + std::to_string(other.collectives));
+  }
+  return differs("a collective call after the first " + std::to_string(kShownCalls) +
+                 " of this launch differs between rank 0 and rank " + std::to_string(rank));
+}
+
+std::string messages(uint32_t count, uint64_t bytes) {
+  return std::to_string(count) + " message(s), " + std::to_string(bytes) + " bytes in all";
+}
+
+}  // namespace
+
+std::vector<PeerTraffic> trafficByPeer(std::span<const core::Op* const> ops, int nranks) {
+  std::vector<PeerTraffic> traffic(nranks);
+  for (const core::Op* op : ops) {
+    if (!isPointToPoint(op->collective)) continue;
+    uint64_t bytes = op->count * algorithms::dataTypeSize(op->type);
+    PeerTraffic& peer = traffic[op->root];
+    if (op->collective == Collective::kSend) {
+      ++peer.sends;
+      peer.sendBytes += bytes;
+    } else {
+      ++peer.recvs;
+      peer.recvBytes += bytes;
+    }
+  }
+  return traffic;
+}
+
+Status compareTraffic(int from, int to, const PeerTraffic& fromToTo, const PeerTraffic& toFromFrom) {
+  if (fromToTo.sends == toFromFrom.recvs && fromToTo.sendBytes == toFromFrom.recvBytes) return Status::ok();
+  return differs("rank " + std::to_string(from) + " sends " + messages(fromToTo.sends, fromToTo.sendBytes) +
+                 " to rank " + std::to_string(to) + ", which receives " +
+                 messages(toFromFrom.recvs, toFromFrom.recvBytes) + " from rank " + std::to_string(from));
+}
+
+bool involvesEveryRank(std::span<const core::Op* const> ops) {
+  for (const core::Op* op : ops) {
+    if (!isPointToPoint(op->collective)) return true;
+  }
+  return false;
+}
+
+size_t callSignatureBytes(int nranks) { return sizeof(Header) + sizeof(PeerTraffic) * static_cast<size_t>(nranks); }
+
+std::vector<uint8_t> buildCallSignature(std::span<const core::Op* const> ops, uint64_t firstSequence, int nranks) {
+  Header header{};
+  header.firstSequence = firstSequence;
+  header.callsHash = 1469598103934665603ull;
+  std::vector<PeerTraffic> traffic = trafficByPeer(ops, nranks);
+  for (const core::Op* op : ops) {
+    if (isPointToPoint(op->collective)) continue;
+    CollectiveCall call = describe(*op);
+    if (header.collectives < kShownCalls) header.shown[header.collectives] = call;
+    ++header.collectives;
+    header.callsHash = hashInto(header.callsHash, &call, sizeof(call));
+  }
+  std::vector<uint8_t> signature(callSignatureBytes(nranks));
+  memcpy(signature.data(), &header, sizeof(header));
+  memcpy(signature.data() + sizeof(header), traffic.data(), sizeof(PeerTraffic) * traffic.size());
+  return signature;
+}
+
+Status compareCallSignatures(std::span<const uint8_t> gathered, int nranks) {
+  const size_t bytes = callSignatureBytes(nranks);
+  if (gathered.size() != bytes * static_cast<size_t>(nranks)) {
+    return internalError("WEFT_CHECK: %zu signature bytes for %d ranks of %zu", gathered.size(), nranks, bytes);
+  }
+  const Header first = headerOf(gathered, bytes, 0);
+  for (int rank = 1; rank < nranks; ++rank) {
+    WEFT_RETURN_IF_ERROR(compareCollectives(first, headerOf(gathered, bytes, rank), rank));
+  }
+  for (int from = 0; from < nranks; ++from) {
+    for (int to = 0; to < nranks; ++to) {
+      WEFT_RETURN_IF_ERROR(
+          compareTraffic(from, to, trafficOf(gathered, bytes, from, to), trafficOf(gathered, bytes, to, from)));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace weft::exec
