@@ -161,18 +161,81 @@ WEFT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
 }
 WEFT_PROFILING_ALIAS(ncclCommSplit)
 
+namespace {
+
+Status checkShrinkArguments(const Communicator& parent, const int* excludeRanksList, int excludeRanksCount,
+                            ncclComm_t* newcomm, int shrinkFlags, std::vector<int>* excluded) {
+  if (newcomm == nullptr) return weft::invalidArgument("newcomm is NULL");
+  if (shrinkFlags != NCCL_SHRINK_DEFAULT && shrinkFlags != NCCL_SHRINK_ABORT) {
+    return weft::invalidArgument("shrinkFlags is %d: use NCCL_SHRINK_DEFAULT or NCCL_SHRINK_ABORT", shrinkFlags);
+  }
+  if (excludeRanksCount < 0 || (excludeRanksCount > 0 && excludeRanksList == nullptr)) {
+    return weft::invalidArgument("excludeRanksList is %p with excludeRanksCount %d",
+                                 static_cast<const void*>(excludeRanksList), excludeRanksCount);
+  }
+  std::vector<bool> seen(parent.nranks(), false);
+  for (int i = 0; i < excludeRanksCount; ++i) {
+    int rank = excludeRanksList[i];
+    if (rank < 0 || rank >= parent.nranks()) {
+      return weft::invalidArgument("excludeRanksList[%d] is %d, not a rank of this communicator of %d", i, rank,
+                                   parent.nranks());
+    }
+    if (seen[rank]) return weft::invalidArgument("rank %d appears twice in excludeRanksList", rank);
+    if (rank == parent.rank()) {
+      return weft::invalidArgument("rank %d is in its own excludeRanksList: excluded ranks do not call ncclCommShrink",
+                                   rank);
+    }
+    seen[rank] = true;
+    excluded->push_back(rank);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 WEFT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
                                      ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
-  return toResult(weft::invalidUsage("ncclCommShrink is not implemented in this version of Weft; nothing was "
-                                     "changed and the communicator is still usable"),
-                  "ncclCommShrink");
+  Communicator* parent = nullptr;
+  Status status = resolveComm(comm, &parent);
+  std::vector<int> excluded;
+  if (status.isOk()) {
+    status = checkShrinkArguments(*parent, excludeRanksList, excludeRanksCount, newcomm, shrinkFlags, &excluded);
+  }
+  CommOptions options;
+  if (status.isOk()) status = weft::api::readConfig(config, &parent->options(), &options);
+  if (!status.isOk()) {
+    Group::current().recordError(status);
+    return toResult(status, "ncclCommShrink");
+  }
+  // NCCL_SHRINK_ABORT: a call may be stuck on a failed peer; stop it first.
+  if (shrinkFlags == NCCL_SHRINK_ABORT) parent->revoke();
+  ncclComm_t handle = newHandle();
+  *newcomm = handle;
+  status = Group::current().submitInit([parent, handle, excluded, options]() -> Status {
+    std::unique_ptr<Communicator> child;
+    Status result = parent->shrink(excluded, options, &child);
+    if (result.isOk()) handle->impl = std::move(child);
+    else handle->initStatus = result;
+    return result;
+  });
+  if (!status.isOk() && !Group::current().active()) {
+    retireHandle(handle);
+    *newcomm = nullptr;
+  }
+  return toResult(status, "ncclCommShrink");
 }
 WEFT_PROFILING_ALIAS(ncclCommShrink)
 
 WEFT_API ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
-  return toResult(weft::invalidUsage("ncclCommRevoke is not implemented in this version of Weft; nothing was "
-                                     "changed and the communicator is still usable"),
-                  "ncclCommRevoke");
+  Communicator* impl = nullptr;
+  Status status = resolveComm(comm, &impl);
+  if (status.isOk() && revokeFlags != NCCL_REVOKE_DEFAULT) {
+    status = weft::invalidArgument("revokeFlags is %d: it must be NCCL_REVOKE_DEFAULT (0)", revokeFlags);
+  }
+  // Host-memory calls run on their callers' threads: once they have left, the communicator is
+  // quiescent, so the revoke is complete when this returns.
+  if (status.isOk()) impl->revoke();
+  return toResult(status, "ncclCommRevoke");
 }
 WEFT_PROFILING_ALIAS(ncclCommRevoke)
 

@@ -13,6 +13,7 @@ namespace {
 constexpr int kSlotCount = 8;
 constexpr int kMaxChannels = 32;
 constexpr uint32_t kSplitTag = 0x20000;
+constexpr uint32_t kShrinkTag = 0x20001;
 // How long a wait goes on after this rank learned that a peer died: enough for data the dead
 // rank sent before it died to arrive through the other ranks, short enough to fail promptly.
 constexpr std::chrono::seconds kDeadPeerGrace{1};
@@ -47,7 +48,10 @@ Communicator::Communicator(int nranks, int rank, const CommOptions& options)
     if (abortRequested()) {
       return invalidUsage("the communicator was aborted by ncclCommAbort during this call; the call's buffers are undefined");
     }
-    if (watch_ != nullptr && watch_->peerFailed()) {
+    if (revoking_.load(std::memory_order_acquire)) {
+      return invalidUsage("ncclCommRevoke stopped this call; the call's buffers are undefined");
+    }
+    if (watch_ != nullptr && watch_->peerFailed() && !onlyExcludedRanksDied()) {
       std::chrono::steady_clock::time_point learnedAt;
       Status failure = watch_->failure(&learnedAt);
       if (std::chrono::steady_clock::now() - learnedAt >= kDeadPeerGrace) return failure;
@@ -62,6 +66,55 @@ Communicator::~Communicator() { releaseProgressRecord(progress_); }
 
 void Communicator::leaveCleanly() {
   if (watch_ != nullptr) watch_->sayGoodbye();
+}
+
+bool Communicator::onlyExcludedRanksDied() const {
+  if (shrinkExcluded_.empty()) return false;
+  for (int r = 0; r < nranks_; ++r) {
+    if (watch_->isDead(r) && !shrinkExcluded_[r]) return false;
+  }
+  return true;
+}
+
+void Communicator::revoke() {
+  revoking_.store(true, std::memory_order_release);
+  waitForCallsToLeave();
+  revoked_.store(true, std::memory_order_release);
+  revoking_.store(false, std::memory_order_release);
+  // The calls it stopped recorded their failure; quiescent, the communicator reports success.
+  std::lock_guard<std::mutex> lock(asyncErrorMutex_);
+  asyncError_.store(StatusCode::kOk, std::memory_order_release);
+  asyncErrorMessage_.clear();
+}
+
+Status Communicator::shrink(const std::vector<int>& excluded, const CommOptions& options,
+                            std::unique_ptr<Communicator>* out) {
+  std::vector<bool> isExcluded(nranks_, false);
+  for (int rank : excluded) isExcluded[rank] = true;
+  std::vector<int> survivors;
+  for (int r = 0; r < nranks_; ++r) {
+    if (!isExcluded[r]) survivors.push_back(r);
+  }
+  const int leader = survivors.front();
+  const int newRank = static_cast<int>(std::find(survivors.begin(), survivors.end(), rank_) - survivors.begin());
+  // The shrink talks to survivors only: the deaths of excluded ranks must not fail its waits.
+  enterCall();
+  shrinkExcluded_ = isExcluded;
+  UniqueId id;
+  Status status = Status::ok();
+  if (rank_ == leader) {
+    status = createUniqueId(&id, RootPlacement::kThisProcess);
+    for (size_t i = 1; i < survivors.size() && status.isOk(); ++i) {
+      status = bootstrap_->send(survivors[i], kShrinkTag, id.bytes.data(), id.bytes.size());
+    }
+  } else {
+    status = bootstrap_->recv(leader, kShrinkTag, id.bytes.data(), id.bytes.size());
+  }
+  shrinkExcluded_.clear();
+  exitCall();
+  WEFT_RETURN_IF_ERROR(status.withContext("ncclCommShrink: receiving the new communicator's id from rank " +
+                                          std::to_string(leader)));
+  return create(id, static_cast<int>(survivors.size()), newRank, options, out);
 }
 
 Status Communicator::explainRemoteFailure(const Status& failure) const {
@@ -82,6 +135,9 @@ void Communicator::setAsyncError(const Status& failure) {
 }
 
 Status Communicator::checkUsable() const {
+  if (revoked_.load(std::memory_order_acquire)) {
+    return invalidUsage("the communicator was revoked by ncclCommRevoke: it can only be split, shrunk or destroyed");
+  }
   StatusCode code = asyncError_.load(std::memory_order_acquire);
   if (code != StatusCode::kOk) {
     std::lock_guard<std::mutex> lock(asyncErrorMutex_);

@@ -46,6 +46,16 @@ class Communicator {
   /// leaving *out empty). Blocks until the new communicators are ready.
   Status split(int color, int key, const CommOptions& options, std::unique_ptr<Communicator>* out);
 
+  /// ncclCommShrink: the ranks not in `excluded` (valid, distinct, not this rank) form a new
+  /// communicator, numbered in the old order. Every surviving rank calls it; the excluded ranks do
+  /// not (they may be dead: their deaths do not fail the shrink). Blocks until the new one is ready.
+  Status shrink(const std::vector<int>& excluded, const CommOptions& options, std::unique_ptr<Communicator>* out);
+
+  /// ncclCommRevoke: stops the calls in flight (they fail), waits until none is left, and from then
+  /// on refuses collectives; split, shrink and destroy still work. asyncError() is kOk afterwards
+  /// unless a peer is dead. Any thread.
+  void revoke();
+
   int rank() const { return rank_; }
   int nranks() const { return nranks_; }
   int localRank() const { return localRank_; }
@@ -109,7 +119,13 @@ class Communicator {
   int localRank_ = 0;
   uint64_t commHash_ = 0;
   CommOptions options_;
+  /// During a shrink: whether every dead rank is one the shrink excludes.
+  bool onlyExcludedRanksDied() const;
+
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> revoking_{false};  // calls in flight must stop
+  std::atomic<bool> revoked_{false};   // collectives are refused
+  std::vector<bool> shrinkExcluded_;   // during a shrink, on the shrinking thread only
   std::atomic<int> activeCalls_{0};
   std::atomic<StatusCode> asyncError_{StatusCode::kOk};
   mutable std::mutex asyncErrorMutex_;

@@ -123,7 +123,7 @@ struct PeerWatch::Neighbour {
 };
 
 PeerWatch::PeerWatch(const std::vector<PeerInfo>& peers, int rank)
-    : peers_(peers), rank_(rank), knownDead_(peers.size(), false) {}
+    : peers_(peers), rank_(rank), knownDead_(new std::atomic<bool>[peers.size()]()) {}
 
 Status PeerWatch::start(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, uint64_t commHash,
                         const WaitContext& context, std::unique_ptr<PeerWatch>* out) {
@@ -262,8 +262,8 @@ void PeerWatch::reportDeath(int deadRank, const std::string& how) {
   for (Neighbour& neighbour : neighbours_) {
     if (neighbour.rank == deadRank) neighbour.departed = true;
   }
-  if (knownDead_[deadRank]) return;
-  knownDead_[deadRank] = true;
+  if (knownDead_[deadRank].load(std::memory_order_relaxed)) return;
+  knownDead_[deadRank].store(true, std::memory_order_relaxed);
   const PeerInfo& dead = peers_[deadRank];
   Status status = remoteError("rank %d (host %s, pid %d) of this communicator is gone: %s. The communicator "
                               "cannot complete collectives any more: abort it with ncclCommAbort",

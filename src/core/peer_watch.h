@@ -47,6 +47,8 @@ class PeerWatch {
 
   /// True once a peer is known to be dead. Any thread; one relaxed load.
   bool peerFailed() const { return failed_.load(std::memory_order_relaxed); }
+  /// True once `rank` is known dead. Any thread.
+  bool isDead(int rank) const { return knownDead_[rank].load(std::memory_order_relaxed); }
   /// The kRemoteError naming the first dead peer, and when this rank learned of it. Only
   /// meaningful once peerFailed().
   Status failure(std::chrono::steady_clock::time_point* learnedAt) const;
@@ -65,7 +67,7 @@ class PeerWatch {
   int rank_;
   int stopFd_ = -1;  // eventfd that ends the thread
   std::vector<Neighbour> neighbours_;
-  std::vector<bool> knownDead_;  // watch thread only
+  std::unique_ptr<std::atomic<bool>[]> knownDead_;  // written by the watch thread only
   std::thread thread_;
 
   std::atomic<bool> failed_{false};
