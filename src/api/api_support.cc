@@ -18,11 +18,12 @@ Status resolveComm(ncclComm_t comm, core::Communicator** out) {
     return invalidArgument("the communicator was destroyed or aborted; create a new one");
   }
   if (magic != kLiveCommMagic) return invalidArgument("%p is not a communicator", static_cast<void*>(comm));
+  if (!comm->initDone.load(std::memory_order_acquire)) {
+    return invalidUsage("the communicator is not initialized yet: its ncclGroupEnd has not returned, or its "
+                        "nonblocking init still runs (poll ncclCommGetAsyncError until it is not ncclInProgress)");
+  }
   if (!comm->impl) {
-    if (!comm->initStatus.isOk()) {
-      return Status(comm->initStatus.code(), "the communicator's initialization failed: " + comm->initStatus.message());
-    }
-    return invalidUsage("the communicator is not initialized yet: its ncclGroupEnd has not returned");
+    return Status(comm->initStatus.code(), "the communicator's initialization failed: " + comm->initStatus.message());
   }
   *out = comm->impl.get();
   return Status::ok();

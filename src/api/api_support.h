@@ -21,8 +21,14 @@
 /// with its magic changed, so that a call on it gets a clear error instead of a crash.
 struct ncclComm {
   std::atomic<uint64_t> magic;
-  std::unique_ptr<weft::core::Communicator> impl;  // null until a grouped init has run
-  weft::Status initStatus;                         // the outcome of a grouped init
+  /// Set (release) once the init has ended: then `impl` holds the communicator, or `initStatus`
+  /// says why there is none. Until then (a grouped init before its ncclGroupEnd, a nonblocking
+  /// init in the background) neither may be read.
+  std::atomic<bool> initDone{false};
+  std::unique_ptr<weft::core::Communicator> impl;
+  weft::Status initStatus;
+  /// ncclCommAbort sets it to end an init still running (the init's waits check it).
+  std::shared_ptr<std::atomic<bool>> abortInit = std::make_shared<std::atomic<bool>>(false);
 };
 
 namespace weft::api {

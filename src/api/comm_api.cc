@@ -2,6 +2,7 @@
 // destroy, abort, and the queries.
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -34,15 +35,40 @@ void retireHandle(ncclComm_t handle) {
   handle->impl.reset();
 }
 
-// Creates the communicator now, or at the end of the enclosing group (on a thread of its own).
-Status initInto(ncclComm_t handle, const UniqueId& id, int nranks, int rank, const CommOptions& options) {
-  return Group::current().submitInit([handle, id, nranks, rank, options]() -> Status {
+// Publishes the end of `handle`'s init: its communicator, or why there is none.
+void publishInit(ncclComm_t handle, const Status& status, std::unique_ptr<Communicator> comm) {
+  // A handle aborted before its grouped init ran keeps no communicator.
+  if (handle->magic.load(std::memory_order_acquire) != weft::api::kLiveCommMagic) comm.reset();
+  if (status.isOk()) handle->impl = std::move(comm);
+  else handle->initStatus = status;
+  handle->initDone.store(true, std::memory_order_release);
+}
+
+// Creates `handle`'s communicator with `create`: now, at the end of the enclosing group (on a
+// thread of its own, or after the other jobs of the same `parent`), or in the background for a
+// nonblocking one. `options.abortInit` becomes the
+// handle's, so that ncclCommAbort can end an init that still runs.
+Status submitCreation(ncclComm_t handle, CommOptions options, const Communicator* parent,
+                      std::function<Status(const CommOptions&, std::unique_ptr<Communicator>*)> create) {
+  options.abortInit = handle->abortInit;
+  bool blocking = options.blocking;
+  Group::InitJob job;
+  job.run = [handle, options, create]() -> Status {
     std::unique_ptr<Communicator> comm;
-    Status status = Communicator::create(id, nranks, rank, options, &comm);
-    if (status.isOk()) handle->impl = std::move(comm);
-    else handle->initStatus = status;
+    Status status = create(options, &comm);
+    publishInit(handle, status, std::move(comm));
     return status;
-  });
+  };
+  job.cancel = [handle](const Status& why) { publishInit(handle, why, nullptr); };
+  job.serialKey = parent;
+  return Group::current().submitInit(std::move(job), blocking);
+}
+
+Status initInto(ncclComm_t handle, const UniqueId& id, int nranks, int rank, const CommOptions& options) {
+  return submitCreation(handle, options, nullptr,
+                        [id, nranks, rank](const CommOptions& resolved, std::unique_ptr<Communicator>* out) {
+                          return Communicator::create(id, nranks, rank, resolved, out);
+                        });
 }
 
 Status checkInitArguments(ncclComm_t* comm, int nranks, int rank) {
@@ -66,7 +92,7 @@ ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, 
   memcpy(id.bytes.data(), commId.internal, sizeof(commId.internal));
   ncclComm_t handle = newHandle();
   status = initInto(handle, id, nranks, rank, options);
-  if (!status.isOk() && !Group::current().active()) {
+  if (!status.isOk() && status.code() != weft::StatusCode::kInProgress && !Group::current().active()) {
     retireHandle(handle);
     *comm = nullptr;
     return toResult(status, function);
@@ -145,15 +171,24 @@ WEFT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
   }
   ncclComm_t handle = color == NCCL_SPLIT_NOCOLOR ? nullptr : newHandle();
   *newcomm = handle;
-  status = Group::current().submitInit([parent, handle, color, key, options]() -> Status {
-    std::unique_ptr<Communicator> child;
-    Status result = parent->split(color, key, options, &child);
-    if (handle == nullptr) return result;
-    if (result.isOk()) handle->impl = std::move(child);
-    else handle->initStatus = result;
-    return result;
-  });
-  if (!status.isOk() && !Group::current().active() && handle != nullptr) {
+  auto split = [parent, color, key](const CommOptions& resolved, std::unique_ptr<Communicator>* out) {
+    return parent->split(color, key, resolved, out);
+  };
+  if (handle == nullptr) {
+    // This rank opts out, but the parent's ranks still exchange their colors.
+    Group::InitJob job;
+    job.run = [split, options]() -> Status {
+      std::unique_ptr<Communicator> none;
+      return split(options, &none);
+    };
+    job.cancel = [](const Status&) {};
+    job.serialKey = parent;
+    status = Group::current().submitInit(std::move(job), options.blocking);
+  } else {
+    status = submitCreation(handle, options, parent, split);
+  }
+  if (!status.isOk() && status.code() != weft::StatusCode::kInProgress && !Group::current().active() &&
+      handle != nullptr) {
     retireHandle(handle);
     *newcomm = nullptr;
   }
@@ -211,14 +246,11 @@ WEFT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int
   if (shrinkFlags == NCCL_SHRINK_ABORT) parent->revoke();
   ncclComm_t handle = newHandle();
   *newcomm = handle;
-  status = Group::current().submitInit([parent, handle, excluded, options]() -> Status {
-    std::unique_ptr<Communicator> child;
-    Status result = parent->shrink(excluded, options, &child);
-    if (result.isOk()) handle->impl = std::move(child);
-    else handle->initStatus = result;
-    return result;
-  });
-  if (!status.isOk() && !Group::current().active()) {
+  status = submitCreation(handle, options, parent,
+                          [parent, excluded](const CommOptions& resolved, std::unique_ptr<Communicator>* out) {
+                            return parent->shrink(excluded, resolved, out);
+                          });
+  if (!status.isOk() && status.code() != weft::StatusCode::kInProgress && !Group::current().active()) {
     retireHandle(handle);
     *newcomm = nullptr;
   }
@@ -246,12 +278,34 @@ WEFT_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
 }
 WEFT_PROFILING_ALIAS(ncclCommFinalize)
 
+namespace {
+
+// Waits for the init of `handle` to end, unless it is still queued in this thread's open group
+// (it would never end): that is an error saying to end the group first.
+Status waitForInit(ncclComm_t handle, const char* what) {
+  if (handle->initDone.load(std::memory_order_acquire)) return Status::ok();
+  if (Group::current().active()) {
+    return weft::invalidUsage("%s of a communicator whose init is still pending in the open group: call "
+                              "ncclGroupEnd first", what);
+  }
+  weft::WaitContext context;
+  return weft::waitUntil(context, [handle] { return handle->initDone.load(std::memory_order_acquire); });
+}
+
+}  // namespace
+
 WEFT_API ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (comm == nullptr) return ncclSuccess;  // as NCCL: destroying NULL is a no-op
-  Communicator* impl = nullptr;
-  Status status = resolveComm(comm, &impl);
-  if (!status.isOk() && comm->magic.load() != weft::api::kLiveCommMagic) return toResult(status, "ncclCommDestroy");
-  if (impl != nullptr) impl->leaveCleanly();
+  if (comm->magic.load() != weft::api::kLiveCommMagic) {
+    Communicator* impl = nullptr;
+    return toResult(resolveComm(comm, &impl), "ncclCommDestroy");
+  }
+  Status status = waitForInit(comm, "ncclCommDestroy");
+  if (!status.isOk()) return toResult(status, "ncclCommDestroy");
+  if (comm->impl) {
+    comm->impl->waitForBackground();
+    comm->impl->leaveCleanly();
+  }
   retireHandle(comm);
   return ncclSuccess;
 }
@@ -263,12 +317,23 @@ WEFT_API ncclResult_t ncclCommAbort(ncclComm_t comm) {
     Communicator* impl = nullptr;
     return toResult(resolveComm(comm, &impl), "ncclCommAbort");
   }
-  // New calls are refused from here on; a call stuck in this communicator on another thread sees
-  // the abort flag at its next wait and returns an error; only then are its resources released.
+  // New calls are refused from here on; a call stuck in this communicator on another thread (or a
+  // nonblocking launch, or init, in the background) sees the abort at its next wait and returns an
+  // error; only then are its resources released.
   comm->magic.store(weft::api::kDestroyedCommMagic, std::memory_order_release);
+  comm->abortInit->store(true, std::memory_order_release);
+  if (!comm->initDone.load(std::memory_order_acquire)) {
+    // Still queued in this thread's group: it will fail at once when the group ends and find the
+    // handle retired. Otherwise it runs now and ends promptly.
+    if (Group::current().active()) return ncclSuccess;
+    weft::WaitContext context;
+    Status ended = weft::waitUntil(context, [comm] { return comm->initDone.load(std::memory_order_acquire); });
+    (void)ended;  // a context without check or timeout cannot fail
+  }
   if (comm->impl) {
     comm->impl->requestAbort();
     comm->impl->waitForCallsToLeave();
+    comm->impl->waitForBackground();
   }
   retireHandle(comm);
   return ncclSuccess;
@@ -277,14 +342,22 @@ WEFT_PROFILING_ALIAS(ncclCommAbort)
 
 WEFT_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   if (asyncError == nullptr) return toResult(weft::invalidArgument("asyncError is NULL"), "ncclCommGetAsyncError");
-  if (comm != nullptr && comm->magic.load() == weft::api::kLiveCommMagic && !comm->impl) {
-    // A grouped init that has not run yet is in progress; one that failed reports its error.
-    *asyncError = comm->initStatus.isOk() ? ncclInProgress : static_cast<ncclResult_t>(comm->initStatus.code());
-    return ncclSuccess;
+  if (comm != nullptr && comm->magic.load() == weft::api::kLiveCommMagic) {
+    // An init that has not ended is in progress; one that failed reports its error.
+    if (!comm->initDone.load(std::memory_order_acquire)) {
+      *asyncError = ncclInProgress;
+      return ncclSuccess;
+    }
+    if (!comm->impl) {
+      *asyncError = static_cast<ncclResult_t>(comm->initStatus.code());
+      return ncclSuccess;
+    }
   }
   Communicator* impl = nullptr;
   Status status = resolveComm(comm, &impl);
-  if (status.isOk()) *asyncError = static_cast<ncclResult_t>(impl->asyncError());
+  if (status.isOk()) {
+    *asyncError = impl->inBackground() ? ncclInProgress : static_cast<ncclResult_t>(impl->asyncError());
+  }
   return toResult(status, "ncclCommGetAsyncError");
 }
 WEFT_PROFILING_ALIAS(ncclCommGetAsyncError)

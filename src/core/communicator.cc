@@ -45,6 +45,9 @@ SharedSettings localSettings() {
 Communicator::Communicator(int nranks, int rank, const CommOptions& options)
     : nranks_(nranks), rank_(rank), options_(options) {
   waitContext_.check = [this]() -> Status {
+    if (options_.abortInit != nullptr && options_.abortInit->load(std::memory_order_acquire)) {
+      return invalidUsage("the communicator was aborted by ncclCommAbort during its initialization");
+    }
     if (abortRequested()) {
       return invalidUsage("the communicator was aborted by ncclCommAbort during this call; the call's buffers are undefined");
     }
@@ -161,6 +164,12 @@ void Communicator::waitForCallsToLeave() const {
   (void)status;  // a context without check or timeout cannot fail
 }
 
+void Communicator::waitForBackground() const {
+  WaitContext context;
+  Status status = waitUntil(context, [this] { return !inBackground(); });
+  (void)status;  // a context without check or timeout cannot fail
+}
+
 Status Communicator::create(const UniqueId& id, int nranks, int rank, const CommOptions& options,
                             std::unique_ptr<Communicator>* out) {
   std::unique_ptr<Communicator> comm(new Communicator(nranks, rank, options));
@@ -205,6 +214,9 @@ Status Communicator::init(const UniqueId& id) {
     }
     WEFT_RETURN_IF_ERROR(connections_->beginConnect(requests));
     WEFT_RETURN_IF_ERROR(connections_->finishConnect());
+    // No rank returns before every rank has opened its connections: one that destroyed its
+    // communicator at once would otherwise remove segments a slower peer has yet to open.
+    WEFT_RETURN_IF_ERROR(bootstrap_->barrier());
   }
   WEFT_INFO(log::kInit, "comm %p rank %d nranks %d localRank %d - Init COMPLETE (%d channels, %zu-byte slots)",
             static_cast<void*>(this), rank_, nranks_, localRank_, agreed.nChannels, slotBytes);

@@ -25,6 +25,9 @@ namespace weft::core {
 struct CommOptions {
   bool blocking = true;
   std::string name;
+  /// Set (from any thread) to make the init fail promptly: ncclCommAbort of a handle whose
+  /// nonblocking init is still running. May be null.
+  std::shared_ptr<std::atomic<bool>> abortInit;
 };
 
 class Communicator {
@@ -96,6 +99,14 @@ class Communicator {
   /// end every call promptly.
   void waitForCallsToLeave() const;
 
+  /// Nonblocking launches: brackets a launch that runs on a background thread, so that
+  /// ncclCommGetAsyncError reports ncclInProgress and destroy waits until it has ended.
+  void beginBackground() { backgroundLaunches_.fetch_add(1, std::memory_order_acq_rel); }
+  void endBackground() { backgroundLaunches_.fetch_sub(1, std::memory_order_acq_rel); }
+  bool inBackground() const { return backgroundLaunches_.load(std::memory_order_acquire) > 0; }
+  /// Blocks until no background launch uses this communicator.
+  void waitForBackground() const;
+
   /// The error that ended the last operation in the background, or kRemoteError once a peer is
   /// known dead (kOk if neither). Any thread.
   StatusCode asyncError() const;
@@ -127,6 +138,7 @@ class Communicator {
   std::atomic<bool> revoked_{false};   // collectives are refused
   std::vector<bool> shrinkExcluded_;   // during a shrink, on the shrinking thread only
   std::atomic<int> activeCalls_{0};
+  std::atomic<int> backgroundLaunches_{0};
   std::atomic<StatusCode> asyncError_{StatusCode::kOk};
   mutable std::mutex asyncErrorMutex_;
   std::string asyncErrorMessage_;  // of the first failure, under asyncErrorMutex_

@@ -1,10 +1,70 @@
 #include "src/core/group.h"
 
+#include <algorithm>
 #include <thread>
 
+#include "src/core/communicator.h"
 #include "src/exec/host_executor.h"
 
 namespace weft::core {
+namespace {
+
+/// Runs the inits (on threads of their own when there are several: they wait on each other's
+/// ranks; jobs that share a serial key run in order on one thread), then the operations on this
+/// thread. Returns the first failure.
+Status runLaunch(std::vector<Group::InitJob>& inits, std::span<const Op> ops) {
+  std::vector<Status> results(inits.size());
+  // Each lane is a list of jobs run in order on one thread.
+  std::vector<std::vector<size_t>> lanes;
+  for (size_t i = 0; i < inits.size(); ++i) {
+    auto same = std::find_if(lanes.begin(), lanes.end(), [&](const std::vector<size_t>& lane) {
+      return inits[i].serialKey != nullptr && inits[lane.front()].serialKey == inits[i].serialKey;
+    });
+    if (same != lanes.end()) same->push_back(i);
+    else lanes.push_back({i});
+  }
+  auto runLane = [&inits, &results](const std::vector<size_t>& lane) {
+    for (size_t i : lane) results[i] = inits[i].run();
+  };
+  if (lanes.size() == 1) {
+    runLane(lanes[0]);
+  } else if (lanes.size() > 1) {
+    std::vector<std::thread> threads;
+    threads.reserve(lanes.size());
+    for (const std::vector<size_t>& lane : lanes) threads.emplace_back(runLane, std::cref(lane));
+    for (std::thread& thread : threads) thread.join();
+  }
+  for (const Status& result : results) WEFT_RETURN_IF_ERROR(result);
+  if (ops.empty()) return Status::ok();
+  return exec::threadHostExecutor().run(ops);
+}
+
+/// Starts the launch on a background thread. Its communicators are marked busy until it ends; the
+/// inits publish their own results in their handles, the operations' failures become the
+/// communicators' async errors.
+Status launchInBackground(std::vector<Group::InitJob> inits, std::vector<Op> ops) {
+  std::vector<Communicator*> comms;
+  for (const Op& op : ops) {
+    if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
+  }
+  for (Communicator* comm : comms) {
+    comm->waitForBackground();
+    comm->beginBackground();
+  }
+  std::thread([inits = std::move(inits), ops = std::move(ops), comms]() mutable {
+    Status status = runLaunch(inits, ops);
+    (void)status;  // recorded in the handles and the communicators
+    for (Communicator* comm : comms) comm->endBackground();
+  }).detach();
+  return makeStatus(StatusCode::kInProgress,
+                    "the launch runs in the background: poll ncclCommGetAsyncError until it is not ncclInProgress");
+}
+
+bool anyNonblocking(std::span<const Op> ops) {
+  return std::any_of(ops.begin(), ops.end(), [](const Op& op) { return !op.comm->options().blocking; });
+}
+
+}  // namespace
 
 Group& Group::current() {
   thread_local Group group;
@@ -12,14 +72,24 @@ Group& Group::current() {
 }
 
 Status Group::submit(const Op& op) {
-  if (!active()) return exec::threadHostExecutor().run(std::span<const Op>(&op, 1));
-  ops_.push_back(op);
-  return Status::ok();
+  if (active()) {
+    ops_.push_back(op);
+    return Status::ok();
+  }
+  std::span<const Op> one(&op, 1);
+  if (anyNonblocking(one)) return launchInBackground({}, {op});
+  // A blocking call on a communicator with nonblocking work still running waits for it first.
+  op.comm->waitForBackground();
+  return exec::threadHostExecutor().run(one);
 }
 
-Status Group::submitInit(std::function<Status()> job) {
-  if (!active()) return job();
+Status Group::submitInit(InitJob job, bool blocking) {
+  if (!active()) {
+    if (blocking) return job.run();
+    return launchInBackground({std::move(job)}, {});
+  }
   inits_.push_back(std::move(job));
+  nonblocking_ |= !blocking;
   return Status::ok();
 }
 
@@ -33,28 +103,20 @@ Status Group::end() {
   Status status = launch();
   ops_.clear();
   inits_.clear();
+  nonblocking_ = false;
   error_ = Status::ok();
   return status;
 }
 
 Status Group::launch() {
-  if (!error_.isOk()) return error_;
-  if (!inits_.empty()) {
-    std::vector<Status> results(inits_.size());
-    if (inits_.size() == 1) {
-      results[0] = inits_[0]();
-    } else {
-      std::vector<std::thread> threads;
-      threads.reserve(inits_.size());
-      for (size_t i = 0; i < inits_.size(); ++i) {
-        threads.emplace_back([this, i, &results] { results[i] = inits_[i](); });
-      }
-      for (std::thread& thread : threads) thread.join();
-    }
-    for (const Status& result : results) WEFT_RETURN_IF_ERROR(result);
+  if (!error_.isOk()) {
+    // Nothing runs; the handles of the inits say why.
+    for (InitJob& init : inits_) init.cancel(error_);
+    return error_;
   }
-  if (ops_.empty()) return Status::ok();
-  return exec::threadHostExecutor().run(ops_);
+  if (nonblocking_ || anyNonblocking(ops_)) return launchInBackground(std::move(inits_), std::move(ops_));
+  for (const Op& op : ops_) op.comm->waitForBackground();
+  return runLaunch(inits_, ops_);
 }
 
 }  // namespace weft::core

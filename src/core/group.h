@@ -2,6 +2,10 @@
 // Group semantics, as NCCL's: ncclGroupStart/End nest; between the outermost pair, the calling
 // thread's operations and communicator inits are collected and launched together at the end.
 // Without a group, each call is a group of its own.
+//
+// A launch that involves a nonblocking communicator (config.blocking = 0) runs on a background
+// thread and returns kInProgress at once; ncclCommGetAsyncError tells when it has ended. A new
+// launch on a communicator that is still busy waits for the earlier one first.
 
 #include <functional>
 #include <vector>
@@ -27,8 +31,18 @@ class Group {
 
   /// Runs `op` now (no group) or at the outermost end.
   Status submit(const Op& op);
-  /// Runs `job` (a communicator init or split) now, or at the outermost end on a thread of its own.
-  Status submitInit(std::function<Status()> job);
+  /// A communicator init, split or shrink: `run` creates it; `cancel` records, instead, why it
+  /// never ran (an invalid call earlier in the group).
+  struct InitJob {
+    std::function<Status()> run;
+    std::function<void(const Status&)> cancel;
+    /// Jobs with the same non-null key (the parent of a split or shrink, whose bootstrap they
+    /// use) run one after the other, in call order; the others each run on a thread of their own.
+    const void* serialKey = nullptr;
+  };
+  /// Runs `job` now, or at the outermost end on a thread of its own. `blocking` is the new
+  /// communicator's config.blocking.
+  Status submitInit(InitJob job, bool blocking);
   /// Records a failed call inside the group: the outermost end returns it and drops the group's work.
   void recordError(const Status& status);
 
@@ -37,7 +51,8 @@ class Group {
 
   int depth_ = 0;
   std::vector<Op> ops_;
-  std::vector<std::function<Status()>> inits_;
+  std::vector<InitJob> inits_;
+  bool nonblocking_ = false;  // the launch involves a nonblocking communicator
   Status error_;
 };
 

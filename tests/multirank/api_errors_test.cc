@@ -382,11 +382,6 @@ TEST(ApiErrors, UnimplementedFunctionsAreInvalidUsageAndSaySo) {
     RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
     std::vector<char> window(4096);
     const std::vector<std::pair<std::string, std::function<ncclResult_t()>>> calls = {
-        {"ncclCommShrink", [&] {
-           ncclComm_t shrunk = nullptr;
-           return ncclCommShrink(comm, nullptr, 0, &shrunk, nullptr, NCCL_SHRINK_DEFAULT);
-         }},
-        {"ncclCommRevoke", [&] { return ncclCommRevoke(comm, NCCL_REVOKE_DEFAULT); }},
         {"ncclCommWindowRegister", [&] {
            ncclWindow_t win = nullptr;
            return ncclCommWindowRegister(comm, window.data(), window.size(), &win, NCCL_WIN_DEFAULT);

@@ -341,5 +341,27 @@ TEST(Groups, NcclMemAllocAndRegisteredBuffersWork) {
   }));
 }
 
+// Two splits of one parent in one group use the parent's bootstrap one after the other.
+TEST(Groups, TwoSplitsOfOneParentInOneGroup) {
+  harness::RankRunOptions options;
+  options.nranks = 4;
+  options.mode = harness::RankMode::kProcesses;
+  options.deadline = std::chrono::seconds(90);
+  EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
+    harness::ScopedComm parent;
+    RANK_CHECK_NCCL(ncclCommInitRank(parent.out(), nranks, id, rank));
+    harness::ScopedComm byParity, byHalf;
+    RANK_CHECK_NCCL(ncclGroupStart());
+    RANK_CHECK_NCCL(ncclCommSplit(parent, rank % 2, rank, byParity.out(), nullptr));
+    RANK_CHECK_NCCL(ncclCommSplit(parent, rank / 2, rank, byHalf.out(), nullptr));
+    RANK_CHECK_NCCL(ncclGroupEnd());
+    std::vector<int> parity(5, rank), half(5, rank);
+    RANK_CHECK_NCCL(ncclAllReduce(parity.data(), parity.data(), 5, ncclInt32, ncclSum, byParity, nullptr));
+    RANK_CHECK_NCCL(ncclAllReduce(half.data(), half.data(), 5, ncclInt32, ncclSum, byHalf, nullptr));
+    RANK_EXPECT(parity[4] == (rank % 2 == 0 ? 0 + 2 : 1 + 3));
+    RANK_EXPECT(half[4] == (rank / 2 == 0 ? 0 + 1 : 2 + 3));
+  }));
+}
+
 }  // namespace
 }  // namespace weft::multirank

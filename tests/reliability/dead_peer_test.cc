@@ -18,6 +18,7 @@
 #include "tests/harness/deadline_guard.h"
 #include "tests/harness/rank_check.h"
 #include "tests/harness/rank_runner.h"
+#include "tests/reliability/killable_ranks.h"
 
 namespace weft::reliability {
 namespace {
@@ -85,41 +86,33 @@ TEST(DeadPeer, KilledProcessRankIsReportedWithinSeconds) {
   constexpr int kRanks = 3;
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  // Each survivor reports through its exit status: 0 when its calls failed as expected, in time.
+  // Rank 2 writes to the pipe just before it kills itself; the survivors exit 0 when their calls
+  // failed as expected.
   int deathPipe[2];
   ASSERT_EQ(pipe(deathPipe), 0);
-  std::vector<pid_t> children;
-  for (int rank = 0; rank < kRanks; ++rank) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid != 0) {
-      children.push_back(pid);
-      continue;
-    }
+  std::vector<pid_t> children = forkKillableRanks(kRanks, id, [&](int rank, const ncclUniqueId& id) {
     close(deathPipe[0]);
     ncclComm_t comm = nullptr;
-    if (ncclCommInitRank(&comm, kRanks, id, rank) != ncclSuccess) _exit(10);
-    if (rank == kRanks - 1) {
-      std::string message;
-      Clock::time_point unused;
-      if (allReduceUntilFailure(comm, kIterationsBeforeDeath, &message, &unused) != ncclSuccess) _exit(11);
-      char byte = 1;
-      if (write(deathPipe[1], &byte, 1) != 1) _exit(12);
-      raise(SIGKILL);
-    }
+    if (ncclCommInitRank(&comm, kRanks, id, rank) != ncclSuccess) return 10;
     std::string message;
     Clock::time_point failedAt;
-    ncclResult_t result = allReduceUntilFailure(comm, 1 << 30, &message, &failedAt);
-    if (result != ncclRemoteError) _exit(13);
+    if (rank == kRanks - 1) {
+      if (allReduceUntilFailure(comm, kIterationsBeforeDeath, &message, &failedAt) != ncclSuccess) return 11;
+      char byte = 1;
+      if (write(deathPipe[1], &byte, 1) != 1) return 12;
+      raise(SIGKILL);
+    }
+    if (allReduceUntilFailure(comm, 1 << 30, &message, &failedAt) != ncclRemoteError) return 13;
     if (message.find("rank 2 (host ") == std::string::npos) {
       fprintf(stderr, "rank %d: the error does not name rank 2: %s\n", rank, message.c_str());
-      _exit(14);
+      return 14;
     }
     ncclResult_t asyncError = ncclSuccess;
-    if (ncclCommGetAsyncError(comm, &asyncError) != ncclSuccess || asyncError != ncclRemoteError) _exit(15);
+    if (ncclCommGetAsyncError(comm, &asyncError) != ncclSuccess || asyncError != ncclRemoteError) return 15;
     ncclCommAbort(comm);
-    _exit(0);
-  }
+    return 0;
+  });
+  ASSERT_EQ(children.size(), static_cast<size_t>(kRanks));
   close(deathPipe[1]);
   char byte = 0;
   ASSERT_EQ(read(deathPipe[0], &byte, 1), 1) << "rank 2 never reached the point where it dies";
@@ -127,14 +120,13 @@ TEST(DeadPeer, KilledProcessRankIsReportedWithinSeconds) {
   Clock::time_point diedAt = Clock::now();
 
   for (int rank = 0; rank < kRanks; ++rank) {
-    int status = 0;
-    ASSERT_EQ(waitpid(children[rank], &status, 0), children[rank]);
+    int status = waitForRank(children[rank]);
     if (rank == kRanks - 1) {
       EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
       continue;
     }
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "rank " << rank << ": status " << status << " (exit codes: see the test's _exit calls)";
+        << "rank " << rank << ": status " << status << " (exit codes: see the rank's returns)";
   }
   EXPECT_LT(secondsSince(diedAt), std::chrono::duration<double>(kReportLimit).count())
       << "the survivors took too long to report the dead rank";

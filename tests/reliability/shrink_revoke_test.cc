@@ -17,6 +17,7 @@
 #include "tests/harness/deadline_guard.h"
 #include "tests/harness/rank_check.h"
 #include "tests/harness/rank_runner.h"
+#include "tests/reliability/killable_ranks.h"
 
 namespace weft::reliability {
 namespace {
@@ -93,17 +94,10 @@ TEST(Shrink, SurvivorsOfAKilledProcessGoOn) {
   constexpr int kRanks = 3;
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  std::vector<pid_t> children;
-  for (int rank = 0; rank < kRanks; ++rank) {
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid != 0) {
-      children.push_back(pid);
-      continue;
-    }
+  std::vector<pid_t> children = forkKillableRanks(kRanks, id, [](int rank, const ncclUniqueId& id) {
     ncclComm_t comm = nullptr;
-    if (ncclCommInitRank(&comm, kRanks, id, rank) != ncclSuccess) _exit(10);
-    if (!sumOfRanksIsRight(comm, {0, 1, 2})) _exit(11);
+    if (ncclCommInitRank(&comm, kRanks, id, rank) != ncclSuccess) return 10;
+    if (!sumOfRanksIsRight(comm, {0, 1, 2})) return 11;
     if (rank == 1) raise(SIGKILL);
     std::vector<int> buffer(4099, 1);
     while (ncclAllReduce(buffer.data(), buffer.data(), buffer.size(), ncclInt32, ncclSum, comm, nullptr) ==
@@ -113,16 +107,16 @@ TEST(Shrink, SurvivorsOfAKilledProcessGoOn) {
     ncclComm_t smaller = nullptr;
     if (ncclCommShrink(comm, excluded, 1, &smaller, nullptr, NCCL_SHRINK_ABORT) != ncclSuccess) {
       fprintf(stderr, "rank %d: shrink failed: %s\n", rank, ncclGetLastError(comm));
-      _exit(12);
+      return 12;
     }
-    if (!sumOfRanksIsRight(smaller, {0, 2})) _exit(13);
+    if (!sumOfRanksIsRight(smaller, {0, 2})) return 13;
     ncclCommDestroy(smaller);
     ncclCommAbort(comm);
-    _exit(0);
-  }
+    return 0;
+  });
+  ASSERT_EQ(children.size(), static_cast<size_t>(kRanks));
   for (int rank = 0; rank < kRanks; ++rank) {
-    int status = 0;
-    ASSERT_EQ(waitpid(children[rank], &status, 0), children[rank]);
+    int status = waitForRank(children[rank]);
     if (rank == 1) continue;
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "rank " << rank << ": status " << status;
   }

@@ -1,0 +1,24 @@
+#pragma once
+// Ranks as forked processes that may die on purpose. Unlike the harness's process ranks (which
+// stop every rank at the first failure), a rank that is killed here leaves the others running,
+// so a test can watch what the survivors see. Each rank reports through its exit status.
+
+#include <sys/types.h>
+
+#include <functional>
+#include <vector>
+
+#include "nccl.h"
+
+namespace weft::reliability {
+
+/// Forks `nranks` children; child r runs body(r, id) (with `id` from ncclGetUniqueId here) and
+/// _exits with its return value. Returns the children's pids in rank order (empty if a fork
+/// failed).
+std::vector<pid_t> forkKillableRanks(int nranks, const ncclUniqueId& id,
+                                     const std::function<int(int rank, const ncclUniqueId& id)>& body);
+
+/// Waits for `pid`; returns its raw wait status.
+int waitForRank(pid_t pid);
+
+}  // namespace weft::reliability
