@@ -14,7 +14,7 @@ class AllReduce final : public Collective {
   bool reduces() const override { return true; }
   bool hasRoot() const override { return false; }
 
-  CollectiveCounts counts(size_t count, int) const override { return sameCounts(count); }
+  CollectiveCounts counts(size_t count, size_t, int) const override { return sameCounts(count); }
 
   // A ring moves each element off every rank twice (reduce-scatter, then all-gather), less the
   // share a rank keeps: 2(n-1)/n.

@@ -15,9 +15,10 @@ class AlltoAll final : public Collective {
   bool reduces() const override { return false; }
   bool hasRoot() const override { return false; }
 
-  // count is each rank's whole buffer: nranks blocks of count/nranks elements, one per peer.
-  CollectiveCounts counts(size_t count, int nranks) const override {
-    const size_t block = count / static_cast<size_t>(nranks);
+  // count is each rank's whole buffer: nranks blocks, one per peer, of count/nranks elements
+  // rounded down to 16 bytes (as nccl-tests).
+  CollectiveCounts counts(size_t count, size_t elementSize, int nranks) const override {
+    const size_t block = rankBlockCount(count, elementSize, nranks);
     CollectiveCounts c;
     c.sendCount = block * static_cast<size_t>(nranks);
     c.recvCount = c.sendCount;

@@ -14,7 +14,7 @@ class Broadcast final : public Collective {
   bool reduces() const override { return false; }
   bool hasRoot() const override { return true; }
 
-  CollectiveCounts counts(size_t count, int) const override { return sameCounts(count); }
+  CollectiveCounts counts(size_t count, size_t, int) const override { return sameCounts(count); }
 
   // A pipelined broadcast carries the whole buffer over every link once.
   double busBandwidthFactor(int) const override { return 1.0; }

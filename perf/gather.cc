@@ -15,9 +15,10 @@ class Gather final : public Collective {
   bool reduces() const override { return false; }
   bool hasRoot() const override { return true; }
 
-  // count is the root's whole buffer; each rank contributes count/nranks elements.
-  CollectiveCounts counts(size_t count, int nranks) const override {
-    const size_t block = count / static_cast<size_t>(nranks);
+  // count is the root's whole buffer; each rank contributes a block of it (count/nranks elements
+  // rounded down to 16 bytes, as nccl-tests).
+  CollectiveCounts counts(size_t count, size_t elementSize, int nranks) const override {
+    const size_t block = rankBlockCount(count, elementSize, nranks);
     CollectiveCounts c;
     c.sendCount = block;
     c.recvCount = block * static_cast<size_t>(nranks);

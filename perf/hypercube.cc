@@ -1,8 +1,8 @@
 // hypercube_perf: nccl-tests' HyperCube benchmark on Weft's public API: an all-gather built from
 // log2(nranks) grouped exchanges, step k with peer rank ^ (1 << k) (power-of-two rank counts only).
 
-#include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "nccl.h"
 #include "perf/common/benchmark.h"
@@ -18,10 +18,15 @@ class HyperCube final : public Collective {
   const char* name() const override { return "HyperCube"; }
   bool reduces() const override { return false; }
   bool hasRoot() const override { return false; }
+  std::string skipReason(int nranks) const override {
+    if ((nranks & (nranks - 1)) == 0) return {};
+    return "nRanks " + std::to_string(nranks) + " is not a power of 2, skipping";
+  }
 
-  // As AllGather: count is the whole gathered buffer, count/nranks elements per rank.
-  CollectiveCounts counts(size_t count, int nranks) const override {
-    const size_t block = count / static_cast<size_t>(nranks);
+  // As AllGather: count is the whole gathered buffer, a block of count/nranks elements rounded
+  // down to 16 bytes per rank.
+  CollectiveCounts counts(size_t count, size_t elementSize, int nranks) const override {
+    const size_t block = rankBlockCount(count, elementSize, nranks);
     CollectiveCounts c;
     c.sendCount = block;
     c.recvCount = block * static_cast<size_t>(nranks);
@@ -40,10 +45,6 @@ class HyperCube final : public Collective {
     int rank = 0;
     if (ncclResult_t r = ncclCommCount(comm, &nranks); r != ncclSuccess) return r;
     if (ncclResult_t r = ncclCommUserRank(comm, &rank); r != ncclSuccess) return r;
-    if ((nranks & (nranks - 1)) != 0) {
-      if (rank == 0) std::printf("nRanks %d is not a power of 2: HyperCube needs one\n", nranks);
-      return ncclInvalidUsage;
-    }
     const size_t blockBytes = count * typeInfo(type).size;
     char* out = static_cast<char*>(recvbuff);
     char* own = out + blockBytes * static_cast<size_t>(rank);

@@ -14,7 +14,7 @@ class Reduce final : public Collective {
   bool reduces() const override { return true; }
   bool hasRoot() const override { return true; }
 
-  CollectiveCounts counts(size_t count, int) const override { return sameCounts(count); }
+  CollectiveCounts counts(size_t count, size_t, int) const override { return sameCounts(count); }
 
   // A pipelined reduction carries the whole buffer over every link once.
   double busBandwidthFactor(int) const override { return 1.0; }

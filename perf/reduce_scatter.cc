@@ -14,9 +14,10 @@ class ReduceScatter final : public Collective {
   bool reduces() const override { return true; }
   bool hasRoot() const override { return false; }
 
-  // count is the whole reduced buffer; each rank ends with count/nranks elements of it.
-  CollectiveCounts counts(size_t count, int nranks) const override {
-    const size_t block = count / static_cast<size_t>(nranks);
+  // count is the whole reduced buffer; each rank ends with a block of it (count/nranks elements
+  // rounded down to 16 bytes, as nccl-tests).
+  CollectiveCounts counts(size_t count, size_t elementSize, int nranks) const override {
+    const size_t block = rankBlockCount(count, elementSize, nranks);
     CollectiveCounts c;
     c.sendCount = block * static_cast<size_t>(nranks);
     c.recvCount = block;

@@ -15,7 +15,7 @@ class SendRecv final : public Collective {
   bool reduces() const override { return false; }
   bool hasRoot() const override { return false; }
 
-  CollectiveCounts counts(size_t count, int) const override { return sameCounts(count); }
+  CollectiveCounts counts(size_t count, size_t, int) const override { return sameCounts(count); }
 
   double busBandwidthFactor(int) const override { return 1.0; }
 

@@ -1,14 +1,13 @@
 #include "perf/common/benchmark.h"
 
-#include <dlfcn.h>
 #include <errno.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,16 +15,18 @@
 
 #include "perf/common/data_types.h"
 #include "perf/common/host_buffer.h"
+#include "perf/common/iteration_stats.h"
+#include "perf/common/json_output.h"
 #include "perf/common/options.h"
 #include "perf/common/process_group.h"
 #include "perf/common/report.h"
+#include "perf/common/run_header.h"
+#include "perf/common/split_color.h"
 #include "perf/common/thread_team.h"
 #include "perf/common/timer.h"
 #include "perf/common/watchdog.h"
 
-#ifndef WEFT_PERF_VERSION
-#define WEFT_PERF_VERSION "dev"
-#endif
+extern char** environ;
 
 namespace weft::perf {
 namespace {
@@ -64,7 +65,8 @@ enum class TestResult : int {
 // One rank: driven by one thread of this process.
 struct RankState {
   int thread = 0;
-  int rank = 0;
+  int rank = 0;              // in its communicator
+  bool worldRank0 = false;   // thread 0 of process 0: the rank whose time -a 0 reports
   ncclComm_t comm = nullptr;
   HostBuffer send;
   HostBuffer recv;
@@ -77,6 +79,7 @@ struct RankState {
   // Counts of the size being measured.
   CollectiveCounts counts;
   size_t elementSize = 1;
+  std::vector<double> iterationSeconds;  // -I: each timed iteration's time per call
   // Results.
   int64_t errors = 0;
   double busBwSum = 0;
@@ -91,7 +94,7 @@ struct Run {
   ProcessGroup& group;
   ThreadTeam& team;
   Watchdog& watchdog;
-  int nranks;
+  int nranks;  // of the communicator
   size_t minBytes;
   size_t maxBytes;
   ncclUniqueId id;
@@ -100,7 +103,7 @@ struct Run {
 size_t maxOf(size_t a, size_t b) { return a > b ? a : b; }
 
 // Where a call's buffers start for in-place or out-of-place, iteration iter (iterations walk
-// through the buffers to avoid measuring a warm cache).
+// through the buffers to avoid measuring a warm cache), -u elements past the allocations' start.
 struct CallBuffers {
   const void* send;
   void* recv;
@@ -111,7 +114,8 @@ CallBuffers callBuffers(const Run& run, const RankState& s, bool inPlace, int it
   size_t span = maxOf(c.sendCount, c.recvCount) * s.elementSize;
   size_t steps = span > 0 ? run.maxBytes / span : 1;
   if (steps == 0) steps = 1;
-  size_t shift = span * (static_cast<size_t>(iter) % steps);
+  size_t shift = span * (static_cast<size_t>(iter) % steps) +
+                 static_cast<size_t>(run.options.unalign) * s.elementSize;
   char* recv = s.recv.bytes() + shift;
   char* send = s.send.bytes() + shift;
   auto rank = static_cast<size_t>(s.rank);
@@ -122,7 +126,7 @@ CallBuffers callBuffers(const Run& run, const RankState& s, bool inPlace, int it
 
 void setupSize(const Run& run, RankState& s, size_t bytes, ncclDataType_t type) {
   s.elementSize = typeInfo(type).size;
-  s.counts = run.collective.counts(bytes / s.elementSize, run.nranks);
+  s.counts = run.collective.counts(bytes / s.elementSize, s.elementSize, run.nranks);
 }
 
 // Host calls are complete when they return; what is left is to notice an asynchronous failure.
@@ -150,17 +154,16 @@ TestResult startCall(const Run& run, RankState& s, ncclDataType_t type, TestOp o
   run.watchdog.leave(s.thread);
   WEFT_PERF_RETURN_IF_NCCL_ERROR(result);
   if (preMulSum) WEFT_PERF_RETURN_IF_NCCL_ERROR(ncclRedOpDestroy(redOp, s.comm));
-  if (run.options.blocking) {
-    WEFT_PERF_RETURN_IF_FAILED(completeCall(s));
-    run.team.barrier();
-  }
+  if (run.options.blocking) WEFT_PERF_RETURN_IF_FAILED(completeCall(s));
+  if (run.options.blocking == 1) run.team.barrier();
   return TestResult::kSuccess;
 }
 
 void prepareData(const Run& run, RankState& s, ncclDataType_t type, TestOp op, int root,
                  bool inPlace, uint64_t seed) {
-  std::memset(s.recv.data(), 0, s.counts.recvCount * s.elementSize);
-  CallBuffers buffers = callBuffers(run, s, inPlace, 0);
+  CallBuffers buffers = callBuffers(run, s, false, 0);
+  std::memset(buffers.recv, 0, s.counts.recvCount * s.elementSize);
+  buffers = callBuffers(run, s, inPlace, 0);
   DataSpec spec{type, op, run.nranks, seed};
   run.collective.prepareData(spec, s.counts, s.rank, root, const_cast<void*>(buffers.send),
                              s.expected.data());
@@ -178,18 +181,23 @@ TestResult measure(const Run& run, RankState& s, ncclDataType_t type, TestOp op,
   run.team.barrier();
 
   Timer timer;
+  Timer iterationTimer;
   for (int iter = 0; iter < o.iters; ++iter) {
     if (o.aggIters > 1) WEFT_PERF_RETURN_IF_NCCL_ERROR(ncclGroupStart());
     for (int a = 0; a < o.aggIters; ++a) {
       WEFT_PERF_RETURN_IF_FAILED(startCall(run, s, type, op, root, inPlace, iter * o.aggIters + a));
     }
     if (o.aggIters > 1) WEFT_PERF_RETURN_IF_NCCL_ERROR(ncclGroupEnd());
+    if (o.perIterationTiming) {
+      s.iterationSeconds[iter] = iterationTimer.seconds() / o.aggIters;
+      iterationTimer.reset();
+    }
   }
   const double calls = static_cast<double>(o.iters) * o.aggIters;
   const double cpuSeconds = timer.seconds() / calls;
   WEFT_PERF_RETURN_IF_FAILED(completeCall(s));
   double seconds = timer.seconds() / calls;
-  seconds = run.team.aggregateTime(seconds, o.aggregation, s.rank == 0);
+  seconds = run.team.aggregateTime(seconds, o.aggregation, s.worldRank0);
 
   const double algBw = static_cast<double>(s.counts.paramCount * s.elementSize) / 1.0e9 / seconds *
                        run.collective.algBandwidthFactor(run.nranks);
@@ -211,9 +219,18 @@ TestResult measure(const Run& run, RankState& s, ncclDataType_t type, TestOp op,
     if (wrong != 0) break;
   }
 
-  const double microseconds = (o.reportCpuTime ? cpuSeconds : seconds) * 1.0e6;
-  s.report->rowResult(microseconds, algBw, busBw, checked, wrong,
-                      o.reportTimestamps && inPlace);
+  Measurement m;
+  m.inPlace = inPlace;
+  m.microseconds = (o.reportCpuTime ? cpuSeconds : seconds) * 1.0e6;
+  m.algBw = algBw;
+  m.busBw = busBw;
+  m.checked = checked;
+  m.wrong = wrong;
+  s.report->rowResult(m);
+  if (o.perIterationTiming) {
+    std::vector<std::vector<double>> rows = run.team.gatherIterationTimes(s.iterationSeconds);
+    if (!rows.empty()) s.report->rowIterations(inPlace, maxOverRows(rows), rows);
+  }
   s.busBwSum += busBw;
   s.busBwCount += 1;
   return TestResult::kSuccess;
@@ -243,7 +260,7 @@ TestResult sweep(const Run& run, RankState& s, const TypeInfo& type, TestOp op, 
                          s.counts.paramCount, type.name, opLabel, root);
       WEFT_PERF_RETURN_IF_FAILED(measure(run, s, type.type, op, root, false));
       WEFT_PERF_RETURN_IF_FAILED(measure(run, s, type.type, op, root, true));
-      s.report->rowEnd();
+      s.report->rowEnd(o.iters);
     }
   } while (--cycles != 0);
   return TestResult::kSuccess;
@@ -251,6 +268,10 @@ TestResult sweep(const Run& run, RankState& s, const TypeInfo& type, TestOp op, 
 
 TestResult runSweeps(const Run& run, RankState& s) {
   const Options& o = run.options;
+  if (std::string reason = run.collective.skipReason(run.nranks); !reason.empty()) {
+    s.report->line("%s\n", reason.c_str());
+    return TestResult::kSuccess;
+  }
   auto types = allTypes();
   auto ops = allOps();
   // -r -1 runs every root in turn, as nccl-tests does; collectives without a root show -1.
@@ -278,11 +299,16 @@ TestResult runSweeps(const Run& run, RankState& s) {
 }
 
 TestResult allocateBuffers(const Run& run, RankState& s) {
-  CollectiveCounts largest = run.collective.counts(run.maxBytes, run.nranks);
+  CollectiveCounts largest = run.collective.counts(run.maxBytes, 1, run.nranks);
   const bool viaNccl = run.options.localRegister != 0;
-  WEFT_PERF_RETURN_IF_NCCL_ERROR(s.send.allocate(maxOf(largest.sendCount, run.maxBytes), viaNccl));
-  WEFT_PERF_RETURN_IF_NCCL_ERROR(s.recv.allocate(maxOf(largest.recvCount, run.maxBytes), viaNccl));
+  // -u shifts the buffers by up to 8 bytes (the largest type) per element.
+  const size_t unalignBytes = 8 * static_cast<size_t>(run.options.unalign);
+  WEFT_PERF_RETURN_IF_NCCL_ERROR(
+      s.send.allocate(maxOf(largest.sendCount, run.maxBytes) + unalignBytes, viaNccl));
+  WEFT_PERF_RETURN_IF_NCCL_ERROR(
+      s.recv.allocate(maxOf(largest.recvCount, run.maxBytes) + unalignBytes, viaNccl));
   if (run.options.check) WEFT_PERF_RETURN_IF_NCCL_ERROR(s.expected.allocate(largest.recvCount, false));
+  if (run.options.perIterationTiming) s.iterationSeconds.assign(static_cast<size_t>(run.options.iters), 0.0);
   return TestResult::kSuccess;
 }
 
@@ -334,47 +360,12 @@ TestResult initComms(const Run& run, const std::vector<RankState*>& ranks) {
   return registerBuffers(run, ranks);
 }
 
-std::string loadedLibraryPath() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&ncclGetVersion), &info) != 0 && info.dli_fname != nullptr) {
-    return info.dli_fname;
-  }
-  return "(unknown)";
-}
-
-std::string versionText(int code) {
-  int major = code >= 10000 ? code / 10000 : code / 1000;
-  int minor = code >= 10000 ? code % 10000 / 100 : code % 1000 / 100;
-  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(code % 100);
-}
-
-std::string cpuModel() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("model name", 0) != 0) continue;
-    size_t colon = line.find(':');
-    if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
-  }
-  return "host memory";
-}
-
-std::string deviceLines(const Options& o, const ProcessGroup& group) {
+// Prints every process's "#  Rank ..." lines (on process 0) and returns them there.
+std::string printDeviceLines(const Options& o, ProcessGroup& group, int color, const Report& report) {
   std::string lines;
-  const std::string host = shortHostName();
-  const std::string model = cpuModel();
-  for (int t = 0; t < o.nThreads; ++t) {
-    char line[512];
-    std::snprintf(line, sizeof(line), "#  Rank %2d Group %2d Pid %6d on %10s device %2d [host] %s\n",
-                  group.rank() * o.nThreads + t, 0, static_cast<int>(getpid()), host.c_str(),
-                  group.localRank() * o.nThreads + t, model.c_str());
-    lines += line;
-  }
+  for (const std::string& text : group.gatherToRoot(deviceLines(o, group, color))) lines += text;
+  report.line("%s", lines.c_str());
   return lines;
-}
-
-void printDeviceLines(const Options& o, ProcessGroup& group, const Report& report) {
-  for (const std::string& text : group.gatherToRoot(deviceLines(o, group))) report.line("%s", text.c_str());
 }
 
 // Largest maxBytes whose buffers (send, receive and, when checking, expected) of every rank of this
@@ -386,6 +377,39 @@ size_t memoryLimitedMaxBytes(const Options& o) {
   const size_t reserve = size_t{1} << 30;
   if (physical <= reserve) return physical / 4;
   return (physical - reserve) / static_cast<size_t>(o.nThreads) / (o.check ? 3 : 2);
+}
+
+// This process's NCCL_TESTS_SPLIT_MASK / NCCL_TESTS_SPLIT color. As nccl-tests (which reads them
+// only when built with MPI), only mpirun's processes split; elsewhere a note says they are ignored.
+bool processColor(const ProcessGroup& group, Options* options, int* color, std::string* error) {
+  const char* mask = std::getenv("NCCL_TESTS_SPLIT_MASK");
+  const char* split = std::getenv("NCCL_TESTS_SPLIT");
+  *color = 0;
+  if (std::strcmp(group.launcher(), "mpi") == 0) return splitColor(group.rank(), mask, split, color, error);
+  if ((mask != nullptr && *mask != '\0') || (split != nullptr && *split != '\0')) {
+    options->notes.push_back("# NCCL_TESTS_SPLIT_MASK and NCCL_TESTS_SPLIT split mpirun's processes "
+                             "only: ignored");
+  }
+  return true;
+}
+
+// -J: the JSON file, written by process 0 when the name ends in .json (nccl-tests' only format).
+std::unique_ptr<JsonOutput> openJsonOutput(Options* options, const ProcessGroup& group, int argc,
+                                           char** argv, int libraryVersion) {
+  const std::string& path = options->outputFile;
+  if (path.empty() || group.rank() != 0) return nullptr;
+  const size_t dot = path.rfind('.');
+  const size_t slash = path.rfind('/');
+  const bool json = dot != std::string::npos && (slash == std::string::npos || dot > slash) &&
+                    strcasecmp(path.c_str() + dot + 1, "json") == 0;
+  if (!json) {
+    options->notes.push_back("# -J " + path + ": only JSON output (a name ending in .json) is "
+                             "supported; nothing is written");
+    return nullptr;
+  }
+  std::unique_ptr<JsonOutput> output = JsonOutput::create(path);
+  if (output != nullptr) output->begin(argc, argv, environ, libraryVersion);
+  return output;
 }
 
 }  // namespace
@@ -401,33 +425,23 @@ int benchmarkMain(int argc, char** argv, const Collective& collective) {
 
   std::string error;
   std::unique_ptr<ProcessGroup> group = createProcessGroup(&argc, &argv, options, &error);
-  if (group == nullptr) {
+  int color = 0;
+  if (group == nullptr || !processColor(*group, &options, &color, &error)) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 255;
   }
+  std::unique_ptr<JsonOutput> json = openJsonOutput(&options, *group, argc, argv, libraryVersion);
   const int nThreads = options.nThreads;
-  const int nranks = group->size() * nThreads;
-  const Report mainReport(group->rank() == 0);
-  const Report silentReport(false);
+  const TableLayout layout{options.reportCpuTime != 0, options.reportTimestamps != 0,
+                           options.perIterationTiming != 0};
+  const Report mainReport(group->rank() == 0, layout, json.get());
+  const Report silentReport(false, layout);
 
-  mainReport.line("# nccl-tests version weft-%s nccl-headers=%d nccl-library=%d\n", WEFT_PERF_VERSION,
-                  NCCL_VERSION_CODE, libraryVersion);
-  mainReport.line("#  Using libnccl: %s\n", loadedLibraryPath().c_str());
-  mainReport.line("#  NCCL version %s\n", versionText(libraryVersion).c_str());
-  mainReport.line("# Collective test starting: %s\n", program_invocation_short_name);
-  mainReport.line(
-      "# nThread %d nGpus %d minBytes %ld maxBytes %ld step: %ld(%s) warmup iters: %d iters: %d agg "
-      "iters: %d validation: %d graph: %d\n",
-      nThreads, options.nGpus, static_cast<long>(options.minBytes), static_cast<long>(options.maxBytes),
-      static_cast<long>(options.stepFactor > 1 ? options.stepFactor : options.stepBytes),
-      options.stepFactor > 1 ? "factor" : "bytes", options.warmupIters, options.iters,
-      options.aggIters, options.check, 0);
-  if (options.blocking) mainReport.line("# Blocking Enabled: wait for completion and barrier after each collective \n");
-  if (options.parallelInit) mainReport.line("# Parallel Init Enabled: threads call into NcclInitRank concurrently \n");
-  for (const std::string& note : options.notes) mainReport.line("%s\n", note.c_str());
-  mainReport.line("#\n");
-  mainReport.line("# Using devices\n");
-  if (!group->needsComm()) printDeviceLines(options, *group, mainReport);
+  printRunHeader(mainReport, options, libraryVersion);
+  if (!group->needsComm()) {
+    std::string devices = printDeviceLines(options, *group, color, mainReport);
+    if (json != nullptr) json->config(options, devices);
+  }
 
   size_t minBytes = options.minBytes;
   size_t maxBytes = options.maxBytes;
@@ -439,16 +453,28 @@ int benchmarkMain(int argc, char** argv, const Collective& collective) {
     mainReport.line("#\n# Reducing maxBytes to %ld due to memory limitation\n", static_cast<long>(maxBytes));
   }
 
+  // A failure anywhere ends the whole run; the JSON file keeps what was measured.
+  auto failed = [&](TestResult result) {
+    if (json != nullptr) {
+      json->errors(ncclGetLastError(nullptr));
+      json->finish();
+    }
+    group->abort(static_cast<int>(result));
+  };
+
   ncclUniqueId id;
   std::memset(&id, 0, sizeof(id));
-  if (!group->shareUniqueId(&id, &error)) {
+  int commRank = 0;
+  int commSize = 1;
+  if (!group->shareUniqueId(color, &id, &commRank, &commSize, &error)) {
     std::printf("%s: %s\n", shortHostName().c_str(), error.c_str());
-    group->abort(static_cast<int>(TestResult::kNcclError));
+    failed(TestResult::kNcclError);
   }
 
-  ThreadTeam team(nThreads, group.get(), nranks);
+  // Barriers and timings span every process (all colors), as nccl-tests' do.
+  ThreadTeam team(nThreads, group.get(), group->size() * nThreads);
   Watchdog watchdog(options.timeoutSeconds, nThreads, group.get());
-  Run run{options, collective, *group, team, watchdog, nranks, minBytes, maxBytes, id};
+  Run run{options, collective, *group, team, watchdog, commSize * nThreads, minBytes, maxBytes, id};
 
   std::vector<std::unique_ptr<RankState>> states;
   std::vector<RankState*> ranks;
@@ -456,11 +482,11 @@ int benchmarkMain(int argc, char** argv, const Collective& collective) {
     states.push_back(std::make_unique<RankState>());
     RankState& s = *states.back();
     s.thread = t;
-    s.rank = group->rank() * nThreads + t;
+    s.rank = commRank * nThreads + t;
+    s.worldRank0 = group->rank() == 0 && t == 0;
     s.report = (t == 0) ? &mainReport : &silentReport;
     ranks.push_back(&s);
   }
-  auto failed = [&](TestResult result) { group->abort(static_cast<int>(result)); };
   for (RankState* s : ranks) {
     if (TestResult r = allocateBuffers(run, *s); r != TestResult::kSuccess) failed(r);
   }
@@ -471,9 +497,10 @@ int benchmarkMain(int argc, char** argv, const Collective& collective) {
   }
   if (group->needsComm()) {
     group->attachComm(ranks[0]->comm);
-    printDeviceLines(options, *group, mainReport);
+    std::string devices = printDeviceLines(options, *group, color, mainReport);
+    if (json != nullptr) json->config(options, devices);
   }
-  mainReport.tableHeading(options.reportCpuTime != 0, options.reportTimestamps != 0);
+  mainReport.tableHeading();
 
   auto rankMain = [&](RankState& s) {
     TestResult result = TestResult::kSuccess;
@@ -511,13 +538,8 @@ int benchmarkMain(int argc, char** argv, const Collective& collective) {
   const char* minBwText = std::getenv("NCCL_TESTS_MIN_BW");
   const double minBw = minBwText != nullptr ? std::atof(minBwText) : -1;
   const double busBw = busBwSum / busBwCount;
-  const bool bwFailed = minBw != -1 && busBw < minBw * 0.9;
-  mainReport.line("# %-20s : %d %s\n", "Out of bounds values", static_cast<int>(errors),
-                  errors != 0 ? "FAILED" : "OK");
-  mainReport.line("# %-20s : %g %s\n", "Avg bus bandwidth", busBw,
-                  minBw == -1 ? "" : (bwFailed ? "FAILED" : "OK"));
-  mainReport.line("#\n");
-  mainReport.line("# Collective test concluded: %s\n", program_invocation_short_name);
+  const bool bwFailed = minBw >= 0 && busBw < minBw * 0.9;
+  mainReport.summary(errors, busBw, minBw, program_invocation_short_name);
   mainReport.line("#\n");
   group->finalize();
   const char* lastError = ncclGetLastError(nullptr);
@@ -525,6 +547,10 @@ int benchmarkMain(int argc, char** argv, const Collective& collective) {
     mainReport.line("# error: %s\n", lastError);
   } else {
     mainReport.line("\n");
+  }
+  if (json != nullptr) {
+    json->errors(lastError);
+    json->finish();
   }
 
   if (errors != 0 || bwFailed) {

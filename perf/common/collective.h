@@ -3,6 +3,7 @@
 // sizes, bandwidth formula, call and expected result. all_reduce.cc is the model to copy.
 
 #include <cstddef>
+#include <string>
 
 #include "nccl.h"
 #include "perf/common/data_check.h"
@@ -17,6 +18,15 @@ struct CollectiveCounts {
   size_t sendInPlaceOffset = 0;  // in place: send = recv + sendInPlaceOffset*rank elements
   size_t recvInPlaceOffset = 0;  // in place: recv = recv + recvInPlaceOffset*rank elements
 };
+
+/// nccl-tests' share of one rank in a collective that splits its buffer over the ranks (AllGather,
+/// ReduceScatter, AlltoAll, Gather, Scatter, HyperCube): count/nranks elements, rounded down to a
+/// whole number of 16-byte units, so that the size and count columns match nccl-tests' for the
+/// same flags. elementSize is a power of two no larger than 16.
+inline size_t rankBlockCount(size_t count, size_t elementSize, int nranks) {
+  const size_t elementsPer16Bytes = 16 / elementSize;
+  return count / static_cast<size_t>(nranks) / elementsPer16Bytes * elementsPer16Bytes;
+}
 
 /// Counts of a call whose send and receive buffers both hold the count argument (AllReduce,
 /// Broadcast, Reduce, SendRecv); in place, both buffers are the receive buffer itself.
@@ -38,9 +48,12 @@ class Collective {
   virtual bool reduces() const = 0;
   /// Whether the root column and -r apply (false: the table shows -1).
   virtual bool hasRoot() const = 0;
+  /// Why the benchmark does not run with nranks ranks (printed instead of the rows; the run still
+  /// succeeds, as in nccl-tests), or an empty string when it does.
+  virtual std::string skipReason(int) const { return {}; }
 
-  /// Counts for count elements per rank (nccl-tests' getCollByteCount).
-  virtual CollectiveCounts counts(size_t count, int nranks) const = 0;
+  /// Counts for a size of count elements of elementSize bytes (nccl-tests' getCollByteCount).
+  virtual CollectiveCounts counts(size_t count, size_t elementSize, int nranks) const = 0;
   /// busbw = algbw * factor: the fraction of the data each rank's link must carry.
   virtual double busBandwidthFactor(int nranks) const = 0;
   /// algbw = bytes of paramCount elements / time * factor: nccl-tests' getBw counts the whole

@@ -33,9 +33,13 @@ class MpiProcessGroup final : public ProcessGroup {
   int size() const override { return size_; }
   int localRank() const override { return localRank_; }
 
-  bool shareUniqueId(ncclUniqueId* id, std::string* error) override {
+  bool shareUniqueId(int color, ncclUniqueId* id, int* commRank, int* commSize,
+                     std::string* error) override {
+    if (colorComm_ == MPI_COMM_NULL) MPI_Comm_split(MPI_COMM_WORLD, color, rank_, &colorComm_);
+    MPI_Comm_rank(colorComm_, commRank);
+    MPI_Comm_size(colorComm_, commSize);
     int ok = 1;
-    if (rank_ == 0) {
+    if (*commRank == 0) {
       ncclResult_t result = ncclGetUniqueId(id);
       if (result != ncclSuccess) {
         *error = std::string("ncclGetUniqueId failed: ") + ncclGetErrorString(result) + " / " +
@@ -43,12 +47,12 @@ class MpiProcessGroup final : public ProcessGroup {
         ok = 0;
       }
     }
-    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&ok, 1, MPI_INT, 0, colorComm_);
     if (!ok) {
-      if (rank_ != 0) *error = "process 0 could not make the unique id";
+      if (*commRank != 0) *error = "the first process of this color could not make the unique id";
       return false;
     }
-    MPI_Bcast(id, sizeof(*id), MPI_BYTE, 0, MPI_COMM_WORLD);
+    MPI_Bcast(id, sizeof(*id), MPI_BYTE, 0, colorComm_);
     return true;
   }
 
@@ -84,12 +88,16 @@ class MpiProcessGroup final : public ProcessGroup {
     MPI_Abort(MPI_COMM_WORLD, exitCode);
     ProcessGroup::abort(exitCode);
   }
-  void finalize() override { MPI_Finalize(); }
+  void finalize() override {
+    if (colorComm_ != MPI_COMM_NULL) MPI_Comm_free(&colorComm_);
+    MPI_Finalize();
+  }
 
  private:
   int rank_ = 0;
   int size_ = 1;
   int localRank_ = 0;
+  MPI_Comm colorComm_ = MPI_COMM_NULL;  // the processes of this process's color
 };
 
 }  // namespace

@@ -56,20 +56,25 @@ void printUsage(const char* program) {
       "[-o,--op <sum/prod/min/max/avg/mulsum/all>] \n\t"
       "[-d,--datatype <nccltype/all>] \n\t"
       "[-r,--root <root>] \n\t"
-      "[-z,--blocking <0/1>] \n\t"
+      "[-z,--blocking <0/1/2> 1=wait for completion and barrier (default behavior), 2=wait without "
+      "barrier] \n\t"
       "[-y,--stream_null <0/1>] (ignored on host memory)\n\t"
       "[-T,--timeout <time in seconds>] \n\t"
       "[-G,--cudagraph <num graph launches>] (ignored on host memory)\n\t"
       "[-C,--report_cputime <0/1>] \n\t"
       "[-S,--report_timestamps <0/1> report timestamps (default 0)] \n\t"
-      "[-J,--output_file <file>] (not supported yet)\n\t"
+      "[-J,--output_file <file> write output to filepath, if accessible. Infer type from suffix "
+      "(only json supported presently.)] \n\t"
       "[-a,--average <0/1/2/3> report average iteration time <0=RANK0/1=AVG/2=MIN/3=MAX>] \n\t"
       "[-R,--local_register <0/1/2> enable local (1) or symmetric (2) buffer registration on "
       "send/recv buffers (default: disable (0))] \n\t"
       "[-x,--cta_policy <0/1/2>] (ignored on host memory)\n\t"
       "[-D,--device_implementation <implementation number>] (ignored on host memory)\n\t"
       "[-V,--device_cta_count <number>] (ignored on host memory)\n\t"
-      "[-M,--memory_report <0/1>] (ignored on host memory)\n\t"
+      "[-M,--memory <0/1>] (ignored on host memory)\n\t"
+      "[-u,--unalign <index of first element> Misalign source and destination buffers (default: "
+      "0)] \n\t"
+      "[-I,--per_iter_timing <0/1> per-iteration timing (default: 0)] \n\t"
       "[-h,--help]\n",
       program);
 }
@@ -119,7 +124,10 @@ ParseOutcome parseOptions(int argc, char** argv, Options* options) {
       {"cta_policy", required_argument, nullptr, 'x'},
       {"device_implementation", required_argument, nullptr, 'D'},
       {"device_cta_count", required_argument, nullptr, 'V'},
-      {"memory_report", required_argument, nullptr, 'M'},
+      {"memory", required_argument, nullptr, 'M'},
+      {"memory_report", required_argument, nullptr, 'M'},  // nccl-tests' earlier name
+      {"unalign", required_argument, nullptr, 'u'},
+      {"per_iter_timing", required_argument, nullptr, 'I'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
@@ -132,7 +140,7 @@ ParseOutcome parseOptions(int argc, char** argv, Options* options) {
 
   optind = 1;
   for (;;) {
-    int c = getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:N:p:c:o:d:r:z:y:T:hG:C:a:R:x:D:V:J:S:M:",
+    int c = getopt_long(argc, argv, "t:g:b:e:i:f:n:m:w:N:p:I:c:o:d:r:z:y:T:hG:C:a:R:x:D:V:J:S:M:u:",
                         kLongOptions, nullptr);
     if (c == -1) break;
     double size = 0;
@@ -179,11 +187,7 @@ ParseOutcome parseOptions(int argc, char** argv, Options* options) {
       case 'G': ignore('G', "cudagraph"); break;
       case 'C': options->reportCpuTime = static_cast<int>(integerArgument(optarg)); break;
       case 'S': options->reportTimestamps = static_cast<int>(integerArgument(optarg)); break;
-      case 'J':
-        if (ignoredSeen.insert('J').second) {
-          options->notes.push_back("# -J (output_file) is not supported yet: results go to stdout only");
-        }
-        break;
+      case 'J': options->outputFile = optarg; break;
       case 'a':
         options->aggregation = static_cast<TimeAggregation>(integerArgument(optarg));
         break;
@@ -191,7 +195,9 @@ ParseOutcome parseOptions(int argc, char** argv, Options* options) {
       case 'x': ignore('x', "cta_policy"); break;
       case 'D': ignore('D', "device_implementation"); break;
       case 'V': ignore('V', "device_cta_count"); break;
-      case 'M': ignore('M', "memory_report of GPU memory"); break;
+      case 'M': ignore('M', "memory report of GPU memory"); break;
+      case 'u': options->unalign = static_cast<int>(integerArgument(optarg)); break;
+      case 'I': options->perIterationTiming = static_cast<int>(integerArgument(optarg)); break;
       case 'h':
         printUsage(basename(argv[0]));
         return {false, 0};
@@ -222,6 +228,19 @@ ParseOutcome parseOptions(int argc, char** argv, Options* options) {
   if (aggregation < 0 || aggregation > 3) {
     std::fprintf(stderr, "-a %d: expected 0 (rank 0), 1 (average), 2 (minimum) or 3 (maximum)\n",
                  aggregation);
+    return {false, kBadArgumentsExit};
+  }
+  if (options->perIterationTiming != 0 && options->perIterationTiming != 1) {
+    std::fprintf(stderr, "per-iteration timing (-I) only supports 0=off or 1=on. Disabling.\n");
+    options->perIterationTiming = 0;
+  }
+  if (options->unalign < 0) {
+    std::fprintf(stderr, "-u %d: the first element's index cannot be negative\n", options->unalign);
+    return {false, kBadArgumentsExit};
+  }
+  if (options->blocking < 0 || options->blocking > 2) {
+    std::fprintf(stderr, "-z %d: expected 0, 1 (complete and barrier) or 2 (complete, no barrier)\n",
+                 options->blocking);
     return {false, kBadArgumentsExit};
   }
   if (options->localRegister < 0 || options->localRegister > 2) {

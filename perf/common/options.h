@@ -26,10 +26,13 @@ struct Options {
   int opIndex = 0;    // into allOps(); -1: all
   int typeIndex = 7;  // into allTypes() (float); -1: all
   int root = 0;
-  int blocking = 0;
+  int blocking = 0;   // 1: complete and barrier after every call; 2: complete, no barrier
   int timeoutSeconds = 0;
   int reportCpuTime = 0;
   int reportTimestamps = 0;
+  int perIterationTiming = 0;  // -I: per-iteration statistics columns
+  int unalign = 0;             // -u: buffers start this many elements past their allocation
+  std::string outputFile;      // -J: nccl-tests' JSON output (when it ends in .json)
   TimeAggregation aggregation = TimeAggregation::kAverage;
   int localRegister = 0;  // 1: ncclCommRegister, 2: symmetric ncclCommWindowRegister
   /// "# ... is ignored on host memory" lines for flags that only mean something on a GPU.

@@ -28,7 +28,9 @@ class SingleProcessGroup final : public ProcessGroup {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   int localRank() const override { return 0; }
-  bool shareUniqueId(ncclUniqueId* id, std::string* error) override {
+  bool shareUniqueId(int, ncclUniqueId* id, int* commRank, int* commSize, std::string* error) override {
+    *commRank = 0;
+    *commSize = 1;
     ncclResult_t result = ncclGetUniqueId(id);
     if (result == ncclSuccess) return true;
     *error = std::string("ncclGetUniqueId failed: ") + ncclGetErrorString(result) + " / " +
@@ -53,7 +55,9 @@ class EnvironmentProcessGroup final : public ProcessGroup {
   int size() const override { return size_; }
   int localRank() const override { return localRank_; }
 
-  bool shareUniqueId(ncclUniqueId* id, std::string* error) override {
+  bool shareUniqueId(int, ncclUniqueId* id, int* commRank, int* commSize, std::string* error) override {
+    *commRank = rank_;
+    *commSize = size_;
     // With NCCL_COMM_ID every process derives the same id from the address it names.
     ncclResult_t result = ncclGetUniqueId(id);
     if (result == ncclSuccess) return true;
@@ -65,15 +69,25 @@ class EnvironmentProcessGroup final : public ProcessGroup {
   bool needsComm() const override { return true; }
   void attachComm(ncclComm_t comm) override { comm_ = comm; }
 
+  // Slots as long as the longest text, each starting with its text's length.
   std::vector<std::string> gatherToRoot(const std::string& text) override {
-    constexpr size_t kSlot = 4096;
-    std::vector<char> mine(kSlot, '\0');
-    std::memcpy(mine.data(), text.data(), text.size() < kSlot - 1 ? text.size() : kSlot - 1);
-    std::vector<char> all(kSlot * static_cast<size_t>(size_), '\0');
-    check(ncclAllGather(mine.data(), all.data(), kSlot, ncclChar, comm_, nullptr), "ncclAllGather");
+    auto longest = static_cast<int64_t>(text.size());
+    allReduce(&longest, ReduceKind::kMax);
+    const size_t slot = sizeof(uint64_t) + static_cast<size_t>(longest);
+    std::vector<char> mine(slot, '\0');
+    const uint64_t length = text.size();
+    std::memcpy(mine.data(), &length, sizeof(length));
+    std::memcpy(mine.data() + sizeof(length), text.data(), text.size());
+    std::vector<char> all(slot * static_cast<size_t>(size_), '\0');
+    check(ncclAllGather(mine.data(), all.data(), slot, ncclChar, comm_, nullptr), "ncclAllGather");
     std::vector<std::string> texts;
     if (rank_ != 0) return texts;
-    for (int p = 0; p < size_; ++p) texts.emplace_back(all.data() + kSlot * static_cast<size_t>(p));
+    for (int p = 0; p < size_; ++p) {
+      const char* start = all.data() + slot * static_cast<size_t>(p);
+      uint64_t size = 0;
+      std::memcpy(&size, start, sizeof(size));
+      texts.emplace_back(start + sizeof(size), size);
+    }
     return texts;
   }
 

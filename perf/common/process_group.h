@@ -33,9 +33,13 @@ class ProcessGroup {
   /// Index of this process among those on the same host.
   virtual int localRank() const = 0;
 
-  /// Collective: gives every process the same unique id. Returns false (with a message in *error)
-  /// when the id cannot be made.
-  virtual bool shareUniqueId(ncclUniqueId* id, std::string* error) = 0;
+  /// Collective: the processes of each color (NCCL_TESTS_SPLIT) form one communicator. Gives the
+  /// processes of this process's color the same unique id and sets *commRank and *commSize to this
+  /// process's index among them and their number (in process order). Only the mpi launcher splits:
+  /// the others take every process as one color. Returns false (with a message in *error) when
+  /// the id cannot be made.
+  virtual bool shareUniqueId(int color, ncclUniqueId* id, int* commRank, int* commSize,
+                             std::string* error) = 0;
 
   /// True when the exchanges below work only after attachComm (the environment launcher).
   virtual bool needsComm() const { return false; }
@@ -43,7 +47,8 @@ class ProcessGroup {
   /// comm must outlive the last exchange.
   virtual void attachComm(ncclComm_t comm) { (void)comm; }
 
-  /// Collective: process 0 receives every process's text in process order; others get nothing.
+  /// Collective: process 0 receives every process's text (any bytes) in process order; others get
+  /// nothing.
   virtual std::vector<std::string> gatherToRoot(const std::string& text) = 0;
   /// Collective, called by one thread per process at a time.
   virtual void barrier() = 0;

@@ -32,12 +32,27 @@ void Report::line(const char* format, ...) const {
   va_end(args);
 }
 
-void Report::tableHeading(bool cpuTime, bool timestamps) const {
-  const char* time = cpuTime ? "cputime" : "time";
-  const char* stampLabel = timestamps ? "timestamp" : "";
-  const char* stampFormat = timestamps ? "%Y-%m-%d %H:%M:%S" : "";
-  const int stampWidth = timestamps ? 19 : 0;
+void Report::tableHeading() const {
+  const char* time = layout_.cpuTime ? "cputime" : "time";
+  const char* stampLabel = layout_.timestamps ? "timestamp" : "";
+  const char* stampFormat = layout_.timestamps ? "%Y-%m-%d %H:%M:%S" : "";
+  const int stampWidth = layout_.timestamps ? 19 : 0;
   line("#\n");
+  if (layout_.perIteration) {
+    line("# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                    "
+         "            in-place (+ per-iteration)\n",
+         "", "", "", "", "");
+    line("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  "
+         "%7s  %7s  %7s  %7s %*s\n",
+         "size", "count", "type", "redop", "root", time, "algbw", "busbw", "#wrong", "i_min", "i_max",
+         "i_p99", "i_cv%", time, "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
+         stampWidth, stampLabel);
+    line("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  "
+         "%7s  %7s  %7s  %7s %*s\n",
+         "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
+         "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", stampWidth, stampFormat);
+    return;
+  }
   line("# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n",
        "", "", "", "", "");
   line("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s %*s\n", "size", "count",
@@ -52,28 +67,55 @@ void Report::rowStart(size_t bytes, size_t count, const char* typeName, const ch
                       int root) const {
   line("%12li  %12li  %8s  %6s  %6i", static_cast<long>(bytes), static_cast<long>(count), typeName,
        opName, root);
+  if (json_ != nullptr) json_->rowStart(bytes, count, typeName, opName, root);
 }
 
-void Report::rowResult(double microseconds, double algBw, double busBw, bool checked, int64_t wrong,
-                       bool timestamp) const {
-  std::string time = formatFitted(microseconds, 7);
-  std::string alg = formatFitted(algBw, 6);
-  std::string bus = formatFitted(busBw, 6);
-  if (checked) {
-    line("  %7s  %6s  %6s  %6g", time.c_str(), alg.c_str(), bus.c_str(), static_cast<double>(wrong));
+void Report::rowResult(const Measurement& m) const {
+  std::string time = formatFitted(m.microseconds, 7);
+  std::string alg = formatFitted(m.algBw, 6);
+  std::string bus = formatFitted(m.busBw, 6);
+  if (m.checked) {
+    line("  %7s  %6s  %6s  %6g", time.c_str(), alg.c_str(), bus.c_str(), static_cast<double>(m.wrong));
   } else {
     line("  %7s  %6s  %6s    N/A", time.c_str(), alg.c_str(), bus.c_str());
   }
-  if (timestamp) {
-    char stamp[64];
-    std::time_t now = std::time(nullptr);
-    std::tm local{};
-    localtime_r(&now, &local);
-    std::strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", &local);
-    line("%21s", stamp);
-  }
+  if (m.inPlace && layout_.timestamps && !layout_.perIteration) timestamp();
+  if (json_ != nullptr) json_->rowResult(m, layout_.cpuTime);
 }
 
-void Report::rowEnd() const { line("\n"); }
+void Report::rowIterations(bool inPlace, const std::vector<double>& times,
+                           const std::vector<std::vector<double>>& processRows) const {
+  if (!active_ || times.empty()) return;
+  const IterationStats stats = iterationStats(times);
+  line("  %7s  %7s  %7s  %7s", formatFitted(stats.min * 1e6, 7).c_str(),
+       formatFitted(stats.max * 1e6, 7).c_str(), formatFitted(stats.p99 * 1e6, 7).c_str(),
+       formatFitted(stats.cvPercent(), 7).c_str());
+  if (inPlace && layout_.timestamps) timestamp();
+  if (json_ != nullptr) json_->rowIterations(inPlace, stats, times, processRows);
+}
+
+void Report::rowEnd(int iterations) const {
+  line("\n");
+  if (json_ != nullptr) json_->rowEnd(iterations);
+}
+
+void Report::summary(int64_t wrongValues, double busBw, double minBw, const char* program) const {
+  const char* bandwidthVerdict = minBw < 0 ? "" : (busBw < minBw * 0.9 ? "FAILED" : "OK");
+  line("# %-20s : %d %s\n", "Out of bounds values", static_cast<int>(wrongValues),
+       wrongValues != 0 ? "FAILED" : "OK");
+  line("# %-20s : %g %s\n", "Avg bus bandwidth", busBw, bandwidthVerdict);
+  line("#\n");
+  line("# Collective test concluded: %s\n", program);
+  if (json_ != nullptr) json_->summary(wrongValues, busBw, minBw);
+}
+
+void Report::timestamp() const {
+  char stamp[64];
+  std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  std::strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", &local);
+  line("%21s", stamp);
+}
 
 }  // namespace weft::perf

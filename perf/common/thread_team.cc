@@ -1,6 +1,7 @@
 #include "perf/common/thread_team.h"
 
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 namespace weft::perf {
@@ -62,6 +63,35 @@ double ThreadTeam::aggregateTime(double seconds, TimeAggregation aggregation, bo
 
 int64_t ThreadTeam::sum(int64_t value) {
   return reduce(value, [](int64_t a, int64_t b) { return a + b; }, ReduceKind::kSum, true);
+}
+
+std::vector<std::vector<double>> ThreadTeam::gatherIterationTimes(const std::vector<double>& seconds) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const uint64_t generation = generation_;
+  std::vector<double>& maxima = iterationMaxima_[generation & 1];
+  std::vector<std::vector<double>>& rows = iterationRows_[generation & 1];
+  if (arrived_ == 0) {
+    maxima = seconds;
+  } else {
+    for (size_t i = 0; i < maxima.size() && i < seconds.size(); ++i) {
+      maxima[i] = std::max(maxima[i], seconds[i]);
+    }
+  }
+  if (++arrived_ == nThreads_) {
+    std::string bytes(maxima.size() * sizeof(double), '\0');
+    std::memcpy(bytes.data(), maxima.data(), bytes.size());
+    rows.clear();
+    for (const std::string& row : group_->gatherToRoot(bytes)) {
+      rows.emplace_back(row.size() / sizeof(double));
+      std::memcpy(rows.back().data(), row.data(), rows.back().size() * sizeof(double));
+    }
+    arrived_ = 0;
+    ++generation_;
+    wake_.notify_all();
+  } else {
+    wake_.wait(lock, [&] { return generation_ != generation; });
+  }
+  return rows;
 }
 
 }  // namespace weft::perf

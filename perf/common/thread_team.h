@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "perf/common/options.h"
 #include "perf/common/process_group.h"
@@ -27,6 +28,11 @@ class ThreadTeam {
   /// Collective over all ranks: the sum of value.
   int64_t sum(int64_t value);
 
+  /// Collective over all ranks (-I): per iteration, the largest of the times of this process's
+  /// threads. Process 0 receives these rows of every process, in process order; the others get an
+  /// empty list.
+  std::vector<std::vector<double>> gatherIterationTimes(const std::vector<double>& seconds);
+
  private:
   // The last thread to arrive combines the process's value with the other processes' (one thread
   // per process talks to the group at a time) and wakes the others.
@@ -44,6 +50,8 @@ class ThreadTeam {
   // write its slot) while slower threads still read the result of this one.
   double doubleValues_[2] = {0, 0};
   int64_t integerValues_[2] = {0, 0};
+  std::vector<double> iterationMaxima_[2];
+  std::vector<std::vector<double>> iterationRows_[2];
 };
 
 }  // namespace weft::perf

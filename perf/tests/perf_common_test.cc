@@ -15,6 +15,7 @@
 #include "perf/common/float_formats.h"
 #include "perf/common/options.h"
 #include "perf/common/report.h"
+#include "perf/common/split_color.h"
 
 namespace weft::perf {
 namespace {
@@ -300,6 +301,90 @@ TEST(Options, FlagsAndIgnoredOnes) {
   EXPECT_EQ(options.opIndex, -1);
   EXPECT_STREQ(allTypes()[options.typeIndex].name, "bfloat16");
   ASSERT_EQ(options.notes.size(), 2u);  // -G once, -y once
+}
+
+ParseOutcome parse(std::vector<std::string> args, Options* options) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return parseOptions(static_cast<int>(args.size()), argv.data(), options);
+}
+
+TEST(Options, NewerNcclTestsFlags) {
+  Options options;
+  ASSERT_TRUE(parse({"alltoall_perf", "-u", "3", "-I", "1", "-J", "out.json", "-z", "2", "-M", "1",
+                     "-x", "1", "-D", "0", "-V", "16", "-R", "1"},
+                    &options)
+                  .run);
+  EXPECT_EQ(options.unalign, 3);
+  EXPECT_EQ(options.perIterationTiming, 1);
+  EXPECT_EQ(options.outputFile, "out.json");
+  EXPECT_EQ(options.blocking, 2);
+  EXPECT_EQ(options.localRegister, 1);
+  EXPECT_EQ(options.notes.size(), 4u);  // -M, -x, -D, -V: GPU only
+
+  Options longNames;
+  ASSERT_TRUE(parse({"alltoall_perf", "--unalign", "1", "--per_iter_timing", "1", "--output_file", "a.json",
+                     "--memory", "1", "--memory_report", "0"},
+                    &longNames)
+                  .run);
+  EXPECT_EQ(longNames.unalign, 1);
+  EXPECT_EQ(longNames.perIterationTiming, 1);
+  EXPECT_EQ(longNames.outputFile, "a.json");
+  EXPECT_EQ(longNames.notes.size(), 1u);
+
+  Options defaults;
+  ASSERT_TRUE(parse({"alltoall_perf"}, &defaults).run);
+  EXPECT_EQ(defaults.unalign, 0);
+  EXPECT_EQ(defaults.perIterationTiming, 0);
+  EXPECT_TRUE(defaults.outputFile.empty());
+  EXPECT_EQ(defaults.blocking, 0);
+}
+
+TEST(Options, BadValues) {
+  Options options;
+  EXPECT_TRUE(parse({"all_reduce_perf", "-I", "5"}, &options).run);
+  EXPECT_EQ(options.perIterationTiming, 0);  // nccl-tests disables it and goes on
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"all_reduce_perf", "-z", "3"}, {"all_reduce_perf", "-u", "-1"},
+        {"all_reduce_perf", "-a", "4"}, {"all_reduce_perf", "-R", "3"}, {"all_reduce_perf", "-g", "2"},
+        {"all_reduce_perf", "-b", "2M", "-e", "1M"}, {"all_reduce_perf", "-Q", "1"}}) {
+    Options bad;
+    ParseOutcome outcome = parse(args, &bad);
+    EXPECT_FALSE(outcome.run) << args[1];
+    EXPECT_EQ(outcome.exitCode, 255) << args[1];
+  }
+}
+
+TEST(SplitColor, MaskAndOperations) {
+  auto color = [](int proc, const char* mask, const char* split) {
+    int c = -1;
+    std::string error;
+    EXPECT_TRUE(splitColor(proc, mask, split, &c, &error)) << error;
+    return c;
+  };
+  EXPECT_EQ(color(5, nullptr, nullptr), 0);
+  EXPECT_EQ(color(5, "", ""), 0);
+  EXPECT_EQ(color(7, "0x3", nullptr), 3);
+  EXPECT_EQ(color(6, "3", nullptr), 2);
+  EXPECT_EQ(color(22, "10", nullptr), 16);      // hexadecimal, 0x or not
+  EXPECT_EQ(color(7, "0x1", "MOD4"), 1);        // the mask wins
+  EXPECT_EQ(color(6, nullptr, "AND 0x3"), 2);
+  EXPECT_EQ(color(6, nullptr, "&1"), 0);
+  EXPECT_EQ(color(4, nullptr, "or0b1"), 5);
+  EXPECT_EQ(color(4, nullptr, "|1"), 5);
+  EXPECT_EQ(color(7, nullptr, "MOD 3"), 1);
+  EXPECT_EQ(color(7, nullptr, "%2"), 1);
+  EXPECT_EQ(color(7, nullptr, "DIV2"), 3);
+  EXPECT_EQ(color(7, nullptr, "/4"), 1);
+
+  int c = 0;
+  std::string error;
+  EXPECT_FALSE(splitColor(3, nullptr, "XOR1", &c, &error));
+  EXPECT_NE(error.find("NCCL_TESTS_SPLIT=XOR1"), std::string::npos);
+  EXPECT_FALSE(splitColor(3, nullptr, "MOD0", &c, &error));
+  EXPECT_FALSE(splitColor(3, nullptr, "AND x", &c, &error));
+  EXPECT_FALSE(splitColor(3, "zz", nullptr, &c, &error));
 }
 
 TEST(Report, FittedNumbersAsNcclTests) {
