@@ -27,7 +27,9 @@
   X(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "fewest channels a communicator uses")            \
   X(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "1", "most channels a communicator uses")              \
   X(CommBlocking, "NCCL_COMM_BLOCKING", Int, "1", "0: communicators are nonblocking by default")   \
-  X(Timeout, "WEFT_TIMEOUT", Int, "0", "seconds without progress before a call fails (0: wait forever)") \
+  X(Timeout, "WEFT_TIMEOUT", Int, "0",                                                             \
+    "seconds without progress before a call fails (0: wait forever); also how long a bootstrap "    \
+    "root waits for the next rank (0: one hour)")                                                 \
   X(Check, "WEFT_CHECK", Bool, "0",                                                                \
     "1: before each launch the ranks compare their calls (collective, count, type, op, root) and "  \
     "report a mismatch as ncclInvalidUsage; costs one small allgather per launch")                \

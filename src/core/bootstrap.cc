@@ -43,7 +43,7 @@ Status joinRoot(const wire::IdContents& id, int rank, int nranks, const net::Soc
                            .withContext("rank " + std::to_string(rank) + " joining the bootstrap root at " + root));
 
   const std::string rejected = "rank " + std::to_string(rank) + " waiting for the rank table from the bootstrap root at " +
-                               root + " (if the root closed the connection, it rejected this rank: see its WARN; "
+                               root + " (if the root closed the connection, it rejected this rank or gave up waiting for the other ranks: see its WARN; "
                                "all ranks need the same unique id, the same nranks and distinct ranks)";
   std::array<uint8_t, wire::kTableHeaderBytes> header{};
   WEFT_RETURN_IF_ERROR(socket.recvAll(header.data(), header.size(), context).withContext(rejected));

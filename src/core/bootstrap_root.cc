@@ -3,16 +3,22 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "src/base/knobs.h"
 #include "src/base/log.h"
+#include "src/base/wait.h"
 
 namespace weft::core {
 namespace {
@@ -25,6 +31,104 @@ constexpr size_t kMaxPendingConnections = 256;
 constexpr auto kMaxPollSleep = std::chrono::milliseconds(100);
 /// How long accepting pauses when the process is out of file descriptors.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+/// How long the root waits for the next rank when WEFT_TIMEOUT is 0: long enough for a slow launch
+/// (ranks that start many minutes apart), finite so that an id made and never used, or a rank that
+/// never comes, does not hold a thread and a port for the rest of a long job.
+constexpr auto kDefaultPatience = std::chrono::hours(1);
+/// The longest that process exit waits for running roots to stop (each notices within one poll
+/// sleep).
+constexpr auto kExitWait = std::chrono::seconds(1);
+/// Missing ranks named in the give-up WARN; the rest are counted.
+constexpr size_t kMissingRanksListed = 8;
+
+/// The roots whose thread runs, so that process exit can stop them before the library's statics
+/// are destroyed, and a forked child can close its copies of their listening sockets (the thread
+/// that owns them runs in the parent only). Process-wide by nature, like the threads it tracks;
+/// never destroyed, since exit handlers and the last roots use it while the process ends.
+class RootRegistry {
+ public:
+  static RootRegistry& instance() {
+    static RootRegistry* registry = new RootRegistry();
+    return *registry;
+  }
+
+  /// Called before the root's thread starts; returns the root's key for the other calls.
+  /// `listenerFd` is closed in forked children.
+  uint64_t enroll(int listenerFd) {
+    std::call_once(hooksInstalled_, [] {
+      pthread_atfork(lockForFork, unlockInParent, forgetInChild);
+      std::atexit(stopAllAtExit);
+    });
+    std::lock_guard<std::mutex> lock(mutex_);
+    running_.push_back({++lastKey_, listenerFd});
+    return lastKey_;
+  }
+
+  /// Called by the root's thread just before it closes its listening socket, so that a fork never
+  /// closes a descriptor number that was reused meanwhile.
+  void listenerClosing(uint64_t key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (Entry& entry : running_) {
+      if (entry.key == key) entry.listenerFd = -1;
+    }
+  }
+
+  /// Called by the root's thread last, once it has released everything.
+  void retire(uint64_t key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase_if(running_, [key](const Entry& entry) { return entry.key == key; });
+    if (running_.empty()) allRetired_.notify_all();
+  }
+
+  /// True once the process is exiting: roots leave at once, quietly.
+  bool stopping() const { return stopping_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Entry {
+    uint64_t key;
+    int listenerFd;
+  };
+
+  static void stopAllAtExit() {
+    RootRegistry& registry = instance();
+    registry.stopping_.store(true, std::memory_order_relaxed);
+    std::unique_lock<std::mutex> lock(registry.mutex_);
+    registry.allRetired_.wait_for(lock, kExitWait, [&registry] { return registry.running_.empty(); });
+  }
+
+  static void lockForFork() { instance().mutex_.lock(); }
+  static void unlockInParent() { instance().mutex_.unlock(); }
+  static void forgetInChild() {
+    RootRegistry& registry = instance();
+    for (const Entry& entry : registry.running_) {
+      if (entry.listenerFd >= 0) ::close(entry.listenerFd);
+    }
+    registry.running_.clear();
+    registry.mutex_.unlock();
+  }
+
+  std::once_flag hooksInstalled_;
+  std::mutex mutex_;
+  std::condition_variable allRetired_;
+  std::vector<Entry> running_;
+  uint64_t lastKey_ = 0;
+  std::atomic<bool> stopping_{false};
+};
+
+/// How long the root waits for the next rank, and how to say so.
+struct Patience {
+  std::chrono::seconds limit;
+  std::string text;
+};
+
+Patience patience() {
+  double seconds = defaultTimeoutSeconds();
+  if (seconds <= 0) {
+    return {kDefaultPatience, std::to_string(kDefaultPatience.count()) + " s (the default when WEFT_TIMEOUT is 0)"};
+  }
+  auto limit = std::chrono::seconds(std::max<int64_t>(1, static_cast<int64_t>(seconds)));
+  return {limit, std::to_string(limit.count()) + " s (WEFT_TIMEOUT)"};
+}
 
 class BootstrapRoot {
  public:
@@ -35,17 +139,39 @@ class BootstrapRoot {
         handshakeTimeout_(std::chrono::seconds(
             std::max<int64_t>(1, knobs::getInt(knobs::KnobId::kBootstrapHandshakeTimeout)))),
         tableTimeout_(std::chrono::seconds(
-            std::max<int64_t>(1, knobs::getInt(knobs::KnobId::kSocketConnectTimeout)))) {}
+            std::max<int64_t>(1, knobs::getInt(knobs::KnobId::kSocketConnectTimeout)))),
+        patience_(patience()),
+        giveUpAt_(Clock::now() + patience_.limit),
+        registryKey_(RootRegistry::instance().enroll(listener_.fd())) {}
 
+  /// Closes every socket, then leaves the registry: after that it touches no shared state.
+  ~BootstrapRoot() {
+    closeListener();
+    pending_.clear();
+    ranks_.clear();
+    RootRegistry::instance().retire(registryKey_);
+  }
+
+  BootstrapRoot(const BootstrapRoot&) = delete;
+  BootstrapRoot& operator=(const BootstrapRoot&) = delete;
+
+  /// Serves hellos until every rank has joined, then sends the table. Returns early (closing
+  /// everything as the object is destroyed) when it gives up or the process exits.
   void run() {
     WEFT_INFO(log::kBootstrap, "bootstrap root listening on %s", where_.c_str());
     while (nranks_ == 0 || joined_ < nranks_) {
+      if (RootRegistry::instance().stopping()) return;
+      if (Clock::now() >= giveUpAt_) return giveUp();
       waitForActivity();
       acceptPending();
       servePending();
     }
+    for (const Pending& pending : pending_) {
+      drop(pending, "every rank had joined while it had sent " + std::to_string(pending.got) + " of " +
+                        std::to_string(wire::kRootHelloBytes) + " bytes of a hello");
+    }
     pending_.clear();
-    listener_.close();
+    closeListener();
     sendTables();
     WEFT_INFO(log::kBootstrap, "bootstrap root %s: all %u ranks joined, table sent", where_.c_str(), nranks_);
   }
@@ -59,6 +185,32 @@ class BootstrapRoot {
     size_t got = 0;
     Clock::time_point deadline;
   };
+
+  void closeListener() {
+    RootRegistry::instance().listenerClosing(registryKey_);
+    listener_.close();
+  }
+
+  void giveUp() {
+    closeListener();
+    const char* waited = patience_.text.c_str();
+    if (joined_ == 0) {
+      WEFT_INFO(log::kBootstrap, "bootstrap root %s: no rank joined within %s; closing it, the unique id is no longer "
+                "usable", where_.c_str(), waited);
+      return;
+    }
+    std::string missing;
+    size_t listed = 0;
+    for (uint32_t rank = 0; rank < nranks_; ++rank) {
+      if (ranks_[rank].valid()) continue;
+      if (listed++ < kMissingRanksListed) missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
+    }
+    if (listed > kMissingRanksListed) missing += " and " + std::to_string(listed - kMissingRanksListed) + " more";
+    WEFT_WARN("bootstrap root %s: gave up after %s without a new rank: %u of %u ranks joined, missing rank(s) %s. "
+              "The ranks that joined fail their init. Start every rank with the same unique id and nranks, or "
+              "raise WEFT_TIMEOUT if ranks start this far apart",
+              where_.c_str(), waited, joined_, nranks_, missing.c_str());
+  }
 
   bool accepting() const { return pending_.size() < kMaxPendingConnections && Clock::now() >= acceptPausedUntil_; }
 
@@ -152,6 +304,7 @@ class BootstrapRoot {
     ranks_[hello.rank] = std::move(pending->socket);
     addresses_[hello.rank] = hello.listenAddress;
     ++joined_;
+    giveUpAt_ = Clock::now() + patience_.limit;
   }
 
   void sendTables() {
@@ -164,7 +317,7 @@ class BootstrapRoot {
     std::vector<size_t> sent(nranks_, 0);
     const Clock::time_point deadline = Clock::now() + tableTimeout_;
     uint32_t done = 0;
-    while (done < nranks_) {
+    while (done < nranks_ && !RootRegistry::instance().stopping()) {
       std::vector<pollfd> fds;
       for (uint32_t rank = 0; rank < nranks_; ++rank) {
         if (!ranks_[rank].valid()) continue;
@@ -196,6 +349,9 @@ class BootstrapRoot {
   std::string where_;
   std::chrono::seconds handshakeTimeout_;
   std::chrono::seconds tableTimeout_;
+  Patience patience_;
+  Clock::time_point giveUpAt_;  // patience_.limit after the start or after the last rank that joined
+  uint64_t registryKey_;
   std::vector<Pending> pending_;
   Clock::time_point acceptPausedUntil_{};
   uint32_t nranks_ = 0;  // 0 until the first valid hello

@@ -1,7 +1,7 @@
 #pragma once
 // The bootstrap root: the rendezvous where the ranks of one communicator learn each other's
 // addresses. It runs in a detached thread of the process that made the unique id (or of rank 0
-// with NCCL_COMM_ID).
+// with NCCL_COMM_ID) and ends once every rank has joined, or when it gives up waiting.
 
 #include "src/base/socket.h"
 #include "src/base/status.h"
@@ -16,8 +16,14 @@ namespace weft::core {
 /// secret, an nranks different from the first rank's, a rank that joined already), too little, or
 /// nothing are closed with a WARN while the others proceed: pending connections are served
 /// together, each with its own deadline. Once every rank has joined, the root sends each the
-/// table of listen addresses, closes everything and the thread ends. A root whose ranks never all
-/// come waits (asleep in poll) until the process exits; it never keeps the process alive.
+/// table of listen addresses, closes everything and the thread ends.
+///
+/// The root never outlives its use: when no rank has joined for WEFT_TIMEOUT seconds (one hour
+/// when WEFT_TIMEOUT is 0) it gives up, closes its port and the connections of the ranks that
+/// joined (their init fails, naming the root) and its thread ends; a WARN names the ranks that
+/// never came. At process exit (exit(), or returning from main) running roots stop before the
+/// library's statics are destroyed, and a child forked while a root runs closes its copy of the
+/// root's listening socket, so that the port closes when the root is done.
 Status startBootstrapRoot(net::Socket listener, const wire::Secret& secret);
 
 }  // namespace weft::core

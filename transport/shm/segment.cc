@@ -8,6 +8,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,9 @@ namespace {
 
 constexpr int kNameAttempts = 8;
 constexpr double kMiB = 1024.0 * 1024.0;
+/// Reserved by one posix_fallocate call: short enough that a timer signal every millisecond
+/// rarely interrupts it.
+constexpr size_t kReservePieceBytes = size_t{256} << 10;
 
 Status randomHex(std::string* text) {
   uint64_t value = 0;
@@ -39,9 +43,25 @@ Status missingFolder(const std::string& dir, int err) {
 
 Status notEnoughSpace(const std::string& dir, double freeBytes, size_t bytes, int peerRank) {
   return systemError(
-      "%s has %.1f MiB free, %.1f MiB needed for a shared-memory connection to rank %d: "
-      "enlarge it (e.g. docker --shm-size) or set NCCL_SHM_DISABLE=1",
-      dir.c_str(), freeBytes / kMiB, bytes / kMiB, peerRank);
+      "%s has %.1f MiB free, %.1f MiB needed (%zu bytes) for a shared-memory connection with rank %d: "
+      "enlarge this folder (WEFT_SHM_DIR; e.g. docker --shm-size, or mount -o remount,size=... for a "
+      "tmpfs) or set NCCL_SHM_DISABLE=1",
+      dir.c_str(), freeBytes / kMiB, bytes / kMiB, bytes, peerRank);
+}
+
+/// posix_fallocate of [0, bytes). It fails with EINTR when a signal arrives while it reserves (tmpfs
+/// checks between pages and undoes the interrupted request), so it reserves in pieces and retries
+/// an interrupted piece: a large segment is reserved even under a frequent timer signal. Returns 0
+/// or an errno value.
+int reserve(int fd, size_t bytes) {
+  for (size_t offset = 0; offset < bytes;) {
+    size_t piece = std::min(kReservePieceBytes, bytes - offset);
+    int err = posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(piece));
+    if (err == EINTR) continue;
+    if (err != 0) return err;
+    offset += piece;
+  }
+  return 0;
 }
 
 /// Free bytes in `dir` for an unprivileged writer.
@@ -118,7 +138,7 @@ Status ShmSegment::create(const std::string& dir, const std::string& prefix, siz
   Status status;
   if (fstat(fd, &info) != 0) status = errnoStatus(errno, "fstat of %s", path.c_str());
   if (status.isOk()) {
-    int err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    int err = reserve(fd, bytes);
     if (err == ENOSPC) {
       double nowFree = 0;
       (void)freeBytesIn(dir, &nowFree);
