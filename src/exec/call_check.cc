@@ -1,10 +1,12 @@
 #include "src/exec/call_check.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "algorithms/collective.h"
 #include "algorithms/datatype.h"
+#include "src/core/communicator.h"
 
 namespace weft::exec {
 namespace {
@@ -123,6 +125,13 @@ std::string messages(uint32_t count, uint64_t bytes) {
   return std::to_string(count) + " message(s), " + std::to_string(bytes) + " bytes in all";
 }
 
+bool involvesEveryRank(std::span<const core::Op* const> ops) {
+  for (const core::Op* op : ops) {
+    if (!isPointToPoint(op->collective)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<PeerTraffic> trafficByPeer(std::span<const core::Op* const> ops, int nranks) {
@@ -147,13 +156,6 @@ Status compareTraffic(int from, int to, const PeerTraffic& fromToTo, const PeerT
   return differs("rank " + std::to_string(from) + " sends " + messages(fromToTo.sends, fromToTo.sendBytes) +
                  " to rank " + std::to_string(to) + ", which receives " +
                  messages(toFromFrom.recvs, toFromFrom.recvBytes) + " from rank " + std::to_string(from));
-}
-
-bool involvesEveryRank(std::span<const core::Op* const> ops) {
-  for (const core::Op* op : ops) {
-    if (!isPointToPoint(op->collective)) return true;
-  }
-  return false;
 }
 
 size_t callSignatureBytes(int nranks) { return sizeof(Header) + sizeof(PeerTraffic) * static_cast<size_t>(nranks); }
@@ -189,6 +191,83 @@ Status compareCallSignatures(std::span<const uint8_t> gathered, int nranks) {
     for (int to = 0; to < nranks; ++to) {
       WEFT_RETURN_IF_ERROR(
           compareTraffic(from, to, trafficOf(gathered, bytes, from, to), trafficOf(gathered, bytes, to, from)));
+    }
+  }
+  return Status::ok();
+}
+
+LaunchCheck::LaunchCheck(std::span<const core::Op> ops) {
+  std::vector<core::Communicator*> comms;
+  for (const core::Op& op : ops) {
+    if (op.comm->checksCalls() && std::find(comms.begin(), comms.end(), op.comm) == comms.end()) {
+      comms.push_back(op.comm);
+    }
+  }
+  // Sized once: the exchange ops point into the exchanges.
+  exchanges_.resize(comms.size());
+  for (size_t i = 0; i < comms.size(); ++i) {
+    Exchange& exchange = exchanges_[i];
+    exchange.comm = comms[i];
+    const int nranks = exchange.comm->nranks();
+    std::vector<const core::Op*> mine;
+    uint64_t collectives = 0;
+    for (const core::Op& op : ops) {
+      if (op.comm != exchange.comm) continue;
+      mine.push_back(&op);
+      if (!isPointToPoint(op.collective)) ++collectives;
+    }
+    exchange.everyRank = involvesEveryRank(mine);
+    if (exchange.everyRank) {
+      exchange.signature = buildCallSignature(mine, exchange.comm->takeCollectiveNumbers(collectives), nranks);
+      exchange.gathered.resize(exchange.signature.size() * static_cast<size_t>(nranks));
+      addOp(exchange.comm, Collective::kAllGather, exchange.signature.data(), exchange.gathered.data(),
+            exchange.signature.size(), 0);
+      continue;
+    }
+    // Only the peers take part: each tells each of its peers what it sends to and receives from it.
+    exchange.mine = trafficByPeer(mine, nranks);
+    exchange.theirs.assign(nranks, PeerTraffic{});
+    for (int peer = 0; peer < nranks; ++peer) {
+      const PeerTraffic& traffic = exchange.mine[peer];
+      if (traffic.sends == 0 && traffic.recvs == 0) continue;
+      addOp(exchange.comm, Collective::kSend, &exchange.mine[peer], nullptr, sizeof(PeerTraffic), peer);
+      addOp(exchange.comm, Collective::kRecv, nullptr, &exchange.theirs[peer], sizeof(PeerTraffic), peer);
+    }
+  }
+}
+
+void LaunchCheck::addOp(core::Communicator* comm, Collective collective, const void* send, void* recv, size_t bytes,
+                        int peer) {
+  core::Op op;
+  op.comm = comm;
+  op.collective = collective;
+  op.sendbuff = send;
+  op.recvbuff = recv;
+  op.count = bytes;
+  op.root = peer;
+  op.type = algorithms::DataType::kUint8;
+  op.reduction.type = algorithms::DataType::kUint8;
+  exchangeOps_.push_back(op);
+}
+
+Status LaunchCheck::compare() const {
+  for (const Exchange& exchange : exchanges_) {
+    const int nranks = exchange.comm->nranks();
+    if (exchange.everyRank) {
+      WEFT_RETURN_IF_ERROR(compareCallSignatures(exchange.gathered, nranks));
+      continue;
+    }
+    const int me = exchange.comm->rank();
+    for (int peer = 0; peer < nranks; ++peer) {
+      const PeerTraffic& mine = exchange.mine[peer];
+      if (mine.sends == 0 && mine.recvs == 0) continue;
+      const PeerTraffic& theirs = exchange.theirs[peer];
+      // The lower rank's view first, so that both ends word the same difference the same way.
+      const int low = std::min(me, peer), high = std::max(me, peer);
+      const PeerTraffic& lowToHigh = me == low ? mine : theirs;
+      const PeerTraffic& highToLow = me == low ? theirs : mine;
+      WEFT_RETURN_IF_ERROR(compareTraffic(low, high, lowToHigh, highToLow));
+      WEFT_RETURN_IF_ERROR(compareTraffic(high, low, highToLow, lowToHigh));
     }
   }
   return Status::ok();

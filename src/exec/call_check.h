@@ -31,10 +31,6 @@ std::vector<PeerTraffic> trafficByPeer(std::span<const core::Op* const> ops, int
 /// Compares what rank `from` sends to rank `to` with what `to` receives from `from`.
 Status compareTraffic(int from, int to, const PeerTraffic& fromToTo, const PeerTraffic& toFromFrom);
 
-/// A launch with collectives involves every rank, which then all-gather signatures; a launch of
-/// only Send/Recv involves only the peers, which exchange their PeerTraffic pairwise.
-bool involvesEveryRank(std::span<const core::Op* const> ops);
-
 /// The bytes one rank contributes for one communicator of a launch (size callSignatureBytes).
 /// `ops` are the launch's operations on that communicator, in call order; `firstSequence` the
 /// number of the first one on the communicator.
@@ -46,5 +42,36 @@ size_t callSignatureBytes(int nranks);
 /// Compares every rank's signature (`gathered` holds nranks of them, in rank order). Returns
 /// kInvalidUsage describing the first difference, or ok.
 Status compareCallSignatures(std::span<const uint8_t> gathered, int nranks);
+
+/// One launch's check: the operations through which the ranks of every communicator that checks
+/// calls (WEFT_CHECK) exchange what they were asked to do, then the comparison. A launch with
+/// collectives involves every rank, which all-gather signatures; a launch of only Send/Recv
+/// involves only the peers, which exchange their PeerTraffic pairwise.
+class LaunchCheck {
+ public:
+  /// Prepares the exchange for `ops` (which must outlive this object). Allocates nothing when no
+  /// communicator of `ops` checks calls.
+  explicit LaunchCheck(std::span<const core::Op> ops);
+
+  /// The operations to run first; empty when there is nothing to check.
+  std::span<const core::Op> exchangeOps() const { return exchangeOps_; }
+
+  /// Once they have run: ok, or kInvalidUsage describing the first mismatch (the same on every rank).
+  Status compare() const;
+
+ private:
+  struct Exchange {
+    core::Communicator* comm = nullptr;
+    bool everyRank = false;
+    std::vector<uint8_t> signature, gathered;
+    std::vector<PeerTraffic> mine, theirs;
+  };
+
+  void addOp(core::Communicator* comm, algorithms::Collective collective, const void* send, void* recv, size_t bytes,
+             int peer);
+
+  std::vector<Exchange> exchanges_;
+  std::vector<core::Op> exchangeOps_;
+};
 
 }  // namespace weft::exec

@@ -313,90 +313,12 @@ Status HostExecutor::flushSends(const WaitContext& context) {
 }
 
 Status HostExecutor::run(std::span<const core::Op> ops) {
-  WEFT_RETURN_IF_ERROR(checkCallsMatch(ops));
+  LaunchCheck check(ops);
+  if (!check.exchangeOps().empty()) {
+    WEFT_RETURN_IF_ERROR(execute(check.exchangeOps()));
+    WEFT_RETURN_IF_ERROR(check.compare());
+  }
   return execute(ops);
-}
-
-Status HostExecutor::checkCallsMatch(std::span<const core::Op> ops) {
-  std::vector<core::Communicator*> comms;
-  for (const core::Op& op : ops) {
-    if (op.comm->checksCalls() && std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
-  }
-  if (comms.empty()) return Status::ok();
-  // What each communicator's ranks exchange: signatures (all ranks) or traffic records (peers).
-  struct Exchange {
-    core::Communicator* comm;
-    bool everyRank;
-    std::vector<uint8_t> signature, gathered;
-    std::vector<PeerTraffic> mine, theirs;
-  };
-  std::vector<Exchange> exchanges(comms.size());
-  std::vector<core::Op> exchangeOps;
-  auto addOp = [&](core::Communicator* comm, algorithms::Collective collective, const void* send, void* recv,
-                   size_t bytes, int peer) {
-    core::Op op;
-    op.comm = comm;
-    op.collective = collective;
-    op.sendbuff = send;
-    op.recvbuff = recv;
-    op.count = bytes;
-    op.root = peer;
-    op.type = algorithms::DataType::kUint8;
-    op.reduction.type = algorithms::DataType::kUint8;
-    exchangeOps.push_back(op);
-  };
-  for (size_t i = 0; i < comms.size(); ++i) {
-    Exchange& exchange = exchanges[i];
-    exchange.comm = comms[i];
-    const int nranks = exchange.comm->nranks();
-    std::vector<const core::Op*> mine;
-    uint64_t collectives = 0;
-    for (const core::Op& op : ops) {
-      if (op.comm != exchange.comm) continue;
-      mine.push_back(&op);
-      if (op.collective != algorithms::Collective::kSend && op.collective != algorithms::Collective::kRecv) ++collectives;
-    }
-    exchange.everyRank = involvesEveryRank(mine);
-    if (exchange.everyRank) {
-      exchange.signature = buildCallSignature(mine, exchange.comm->takeCollectiveNumbers(collectives), nranks);
-      exchange.gathered.resize(exchange.signature.size() * static_cast<size_t>(nranks));
-      addOp(exchange.comm, algorithms::Collective::kAllGather, exchange.signature.data(), exchange.gathered.data(),
-            exchange.signature.size(), 0);
-      continue;
-    }
-    // Only the peers take part: each tells each of its peers what it sends to and receives from it.
-    exchange.mine = trafficByPeer(mine, nranks);
-    exchange.theirs.assign(nranks, PeerTraffic{});
-    for (int peer = 0; peer < nranks; ++peer) {
-      const PeerTraffic& traffic = exchange.mine[peer];
-      if (traffic.sends == 0 && traffic.recvs == 0) continue;
-      addOp(exchange.comm, algorithms::Collective::kSend, &exchange.mine[peer], nullptr, sizeof(PeerTraffic), peer);
-      addOp(exchange.comm, algorithms::Collective::kRecv, nullptr, &exchange.theirs[peer], sizeof(PeerTraffic), peer);
-    }
-  }
-  WEFT_RETURN_IF_ERROR(execute(exchangeOps));
-  for (const Exchange& exchange : exchanges) {
-    const int nranks = exchange.comm->nranks();
-    if (exchange.everyRank) {
-      WEFT_RETURN_IF_ERROR(compareCallSignatures(exchange.gathered, nranks));
-      continue;
-    }
-    const int me = exchange.comm->rank();
-    for (int peer = 0; peer < nranks; ++peer) {
-      const PeerTraffic& mine = exchange.mine[peer];
-      if (mine.sends == 0 && mine.recvs == 0) continue;
-      const PeerTraffic& theirs = exchange.theirs[peer];
-      // The lower rank's view first, so that both ends word the same difference the same way.
-      if (me < peer) {
-        WEFT_RETURN_IF_ERROR(compareTraffic(me, peer, mine, theirs));
-        WEFT_RETURN_IF_ERROR(compareTraffic(peer, me, theirs, mine));
-      } else {
-        WEFT_RETURN_IF_ERROR(compareTraffic(peer, me, theirs, mine));
-        WEFT_RETURN_IF_ERROR(compareTraffic(me, peer, mine, theirs));
-      }
-    }
-  }
-  return Status::ok();
 }
 
 Status HostExecutor::execute(std::span<const core::Op> ops) {

@@ -35,8 +35,6 @@ class HostExecutor {
   struct LaneState;
   struct EndpointQueue;
 
-  /// WEFT_CHECK: the ranks of every communicator that checks calls compare their part of `ops`.
-  Status checkCallsMatch(std::span<const core::Op> ops);
   /// Runs `ops` (what run() does once they are checked).
   Status execute(std::span<const core::Op> ops);
   Status buildPrograms(std::span<const core::Op> ops);
