@@ -21,7 +21,9 @@ struct Call {
   const void* sendbuff;
   void* recvbuff;
   size_t count;
-  ncclDataType_t datatype;
+  // Enums as int: a C caller may pass any int, and a C++ enum holding a value outside its range is
+  // undefined behaviour (UBSan's -fsanitize=enum reports the load).
+  int datatype;  // ncclDataType_t
   bool reduces;
   int op;    // ncclRedOp_t, when the collective reduces
   int root;  // root or peer; -1 when unused
@@ -64,8 +66,7 @@ Status checkAndBuild(const Call& call, Op* op) {
   WEFT_RETURN_IF_ERROR(weft::api::resolveComm(call.comm, &comm));
   WEFT_RETURN_IF_ERROR(comm->checkUsable());
   if (call.datatype < 0 || call.datatype >= ncclNumTypes) {
-    return weft::invalidArgument("datatype %d is not an ncclDataType_t (0..%d)", static_cast<int>(call.datatype),
-                                 ncclNumTypes - 1);
+    return weft::invalidArgument("datatype %d is not an ncclDataType_t (0..%d)", call.datatype, ncclNumTypes - 1);
   }
   DataType type = static_cast<DataType>(call.datatype);
   int nranks = comm->nranks();

@@ -73,10 +73,26 @@ std::string describeWaitStatus(int status) {
   _exit(record.failed() ? 1 : 0);
 }
 
+/// In a child: reads the id the parent sends once every rank is forked. False if the parent closed
+/// the pipe without sending it.
+bool receiveId(int fd, ncclUniqueId* id) {
+  char* bytes = reinterpret_cast<char*>(id);
+  size_t got = 0;
+  while (got < sizeof(*id)) {
+    ssize_t n = read(fd, bytes + got, sizeof(*id) - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  return true;
+}
+
 struct Child {
   int rank = -1;
   pid_t pid = -1;
   int fd = -1;  // the read end; -1 once the child closed its end
+  int idFd = -1;  // the write end of the pipe that takes the id to the child; -1 once sent
   std::string inbox;
   bool done = false;
   bool reaped = false;
@@ -137,21 +153,28 @@ void killAndReap(std::vector<Child>* children) {
       child.reaped = true;
     }
     if (child.fd >= 0) close(child.fd);
+    if (child.idFd >= 0) close(child.idFd);
     child.fd = -1;
+    child.idFd = -1;
   }
 }
 
 }  // namespace
 
 ::testing::AssertionResult runProcessRanks(const RankRunOptions& options, const RankFunction& fn,
-                                           const ncclUniqueId& id) {
+                                           const IdMaker& makeId) {
   const int nranks = options.nranks;
   std::vector<Child> children(nranks);
   // Unflushed output would otherwise be printed once more by every child.
   std::fflush(nullptr);
+  // Every rank is forked before the id exists, and gets it through a pipe: making the id starts the
+  // bootstrap root's thread, and a child forked while that thread runs inherits the locks it holds
+  // at that moment (AddressSanitizer's allocator has no fork handlers: such a child would hang in
+  // its next malloc).
   for (int r = 0; r < nranks; ++r) {
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
+    int idFds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0 || pipe2(idFds, O_CLOEXEC) != 0) {
       std::string error = std::strerror(errno);
       killAndReap(&children);
       return ::testing::AssertionFailure() << "pipe for rank " << r << ": " << error;
@@ -159,19 +182,38 @@ void killAndReap(std::vector<Child>* children) {
     pid_t pid = fork();
     if (pid == 0) {
       close(fds[0]);
-      for (int earlier = 0; earlier < r; ++earlier) close(children[earlier].fd);
+      close(idFds[1]);
+      for (int earlier = 0; earlier < r; ++earlier) {
+        close(children[earlier].fd);
+        close(children[earlier].idFd);
+      }
+      ncclUniqueId id;
+      if (!receiveId(idFds[0], &id)) _exit(1);  // the parent could not make the id and says so
       runChild(r, fds[1], options, fn, id);
     }
     close(fds[1]);
+    close(idFds[0]);
     if (pid < 0) {
       std::string error = std::strerror(errno);
       close(fds[0]);
+      close(idFds[1]);
       killAndReap(&children);
       return ::testing::AssertionFailure() << "fork for rank " << r << ": " << error;
     }
     children[r].rank = r;
     children[r].pid = pid;
     children[r].fd = fds[0];
+    children[r].idFd = idFds[1];
+  }
+  ncclUniqueId id{};
+  if (::testing::AssertionResult made = makeId(&id); !made) {
+    killAndReap(&children);
+    return made;
+  }
+  for (Child& child : children) {
+    writeAll(child.idFd, reinterpret_cast<const char*>(&id), sizeof(id));
+    close(child.idFd);
+    child.idFd = -1;
   }
 
   const auto deadline = std::chrono::steady_clock::now() + options.deadline;

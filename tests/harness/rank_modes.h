@@ -2,6 +2,7 @@
 // The two ways of running ranks behind runRanks (tests/harness/rank_runner.h). Internal to the
 // harness.
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,13 @@ namespace weft::harness {
 ::testing::AssertionResult runThreadRanks(const RankRunOptions& options, const RankFunction& fn,
                                           const ncclUniqueId& id);
 
+/// Makes the ranks' unique id (ncclGetUniqueId, with the run's environment in force).
+using IdMaker = std::function<::testing::AssertionResult(ncclUniqueId* id)>;
+
 /// Ranks as forked children reporting through pipes; kills them at the deadline or the first
-/// failure.
+/// failure. Calls `makeId` once every child is forked, and sends the children its id.
 ::testing::AssertionResult runProcessRanks(const RankRunOptions& options, const RankFunction& fn,
-                                           const ncclUniqueId& id);
+                                           const IdMaker& makeId);
 
 /// Runs `fn` for one rank under a RankScope bound to `record`, turning exceptions into failures.
 void runOneRank(RankRecord* record, const RankFunction& fn, int nranks, const ncclUniqueId& id);

@@ -12,18 +12,22 @@ namespace weft::harness {
   if (options.nranks < 1) {
     return ::testing::AssertionFailure() << label << ": nranks " << options.nranks << " < 1";
   }
-  ncclUniqueId id{};
-  {
+  const IdMaker makeId = [&options](ncclUniqueId* id) -> ::testing::AssertionResult {
     ScopedEnv env(options.env);
-    ncclResult_t result = ncclGetUniqueId(&id);
+    ncclResult_t result = ncclGetUniqueId(id);
     if (result != ncclSuccess) {
-      return ::testing::AssertionFailure()
-             << label << ": ncclGetUniqueId returned " << describeResult(result);
+      return ::testing::AssertionFailure() << "ncclGetUniqueId returned " << describeResult(result);
     }
+    return ::testing::AssertionSuccess();
+  };
+  ::testing::AssertionResult outcome = ::testing::AssertionSuccess();
+  if (options.mode == RankMode::kThreads) {
+    ncclUniqueId id{};
+    outcome = makeId(&id);
+    if (outcome) outcome = runThreadRanks(options, fn, id);
+  } else {
+    outcome = runProcessRanks(options, fn, makeId);
   }
-  ::testing::AssertionResult outcome = options.mode == RankMode::kThreads
-                                           ? runThreadRanks(options, fn, id)
-                                           : runProcessRanks(options, fn, id);
   if (outcome) return outcome;
   return ::testing::AssertionFailure() << label << " (" << options.nranks << " ranks as "
                                        << (options.mode == RankMode::kThreads ? "threads" : "processes")

@@ -144,13 +144,22 @@ INSTANTIATE_TEST_SUITE_P(RankCounts, BootstrapThreadsTest, ::testing::Values(1, 
 
 TEST_F(BootstrapTest, RanksAsForkedProcesses) {
   for (int nranks : {2, 4}) {
-    UniqueId id;
-    ASSERT_TRUE(createUniqueId(&id).isOk());
+    // Every rank is forked before the id exists and reads it from a pipe: making the id starts the
+    // root's thread, and a child forked while that thread runs inherits the locks it holds at that
+    // moment (AddressSanitizer's allocator has no fork handlers: the child would hang in malloc).
     std::vector<pid_t> children;
+    std::vector<int> idPipes;
     for (int rank = 0; rank < nranks; ++rank) {
+      int fds[2];
+      ASSERT_EQ(pipe(fds), 0);
       pid_t pid = fork();
       ASSERT_GE(pid, 0);
       if (pid == 0) {
+        close(fds[1]);
+        for (int earlier : idPipes) close(earlier);
+        UniqueId id;
+        // One write of 128 bytes (at most PIPE_BUF) arrives whole; end of file means no id.
+        if (read(fds[0], id.bytes.data(), id.bytes.size()) != static_cast<ssize_t>(id.bytes.size())) _exit(2);
         WaitContext context = rankContext();
         std::unique_ptr<Bootstrap> bootstrap;
         Status status = Bootstrap::create(id, rank, nranks, &context, &bootstrap);
@@ -158,7 +167,18 @@ TEST_F(BootstrapTest, RanksAsForkedProcesses) {
         if (!status.isOk()) fprintf(stderr, "forked rank %d: %s\n", rank, status.message().c_str());
         _exit(status.isOk() ? 0 : 1);
       }
+      close(fds[0]);
       children.push_back(pid);
+      idPipes.push_back(fds[1]);
+    }
+    UniqueId id;
+    Status created = createUniqueId(&id);
+    EXPECT_TRUE(created.isOk()) << created.message();
+    for (int fd : idPipes) {
+      if (created.isOk()) {
+        EXPECT_EQ(write(fd, id.bytes.data(), id.bytes.size()), static_cast<ssize_t>(id.bytes.size()));
+      }
+      close(fd);
     }
     // Reap the children within a deadline; a hung child is killed and fails the test.
     auto start = Clock::now();
