@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <new>
 #include <vector>
 
 namespace weft::perf::compare {

@@ -133,7 +133,9 @@ mpirun_for() {
   echo "memory: $(free -g | awk '/^Mem:/ { print $2 }') GiB"
   echo "kernel: $(uname -r)"
   echo "os: Debian $(cat /etc/debian_version 2>/dev/null || echo unknown)"
-  echo "weft: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
+  commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  git diff --quiet HEAD 2>/dev/null || commit="$commit (with local changes)"
+  echo "weft: $commit"
   echo "openmpi: $(dpkg-query -W -f '${Version}' libopenmpi-dev 2>/dev/null)"
   echo "gloo: $(dpkg-query -W -f '${Version}' libgloo-dev 2>/dev/null)"
   echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -38,7 +38,8 @@ expect "$text" "  NOT MET  shm 256 MiB: busbw >= 2.5x MPI_Allreduce's: Weft 2.00
 expect "$text" "  NOT MET  shm 256 MiB: busbw >= 65% of the visible-buffers bound: Weft 2.00 GB/s, bound 4.00 GB/s: 50%"
 expect "$text" "  MET      shm 8 B: time <= 1.5x MPI_Allreduce's: Weft 1.20 us, MPI 0.80 us: 1.50x"
 expect "$text" "  NOT MET  socket 64 MiB: busbw >= 1.3x Gloo's: Weft 0.50 GB/s, Gloo 0.50 GB/s: 1.00x"
-expect "$text" "  MET      socket 64 MiB: busbw >= 70% of the two-way TCP loopback bound: Weft 0.50 GB/s, bound 0.60 GB/s: 83%"
+expect "$text" "  MET      socket 64 MiB: busbw >= 70% of the two-way TCP loopback bound: Weft 0.50 GB/s, \
+bound 0.60 GB/s: 83%"
 expect "$text" "  MET      socket 8 B: time <= 1/5 of Gloo's: Weft 20.0 us, Gloo 100 us: 0.20x"
 expect "$text" "  2      64 MiB   3.00          -     1.00           3.00x           4.00           75%    6.00"
 expect "$markdown" "| 2 | 64 MiB | 3.00 | - | 1.00 | 3.00x | 4.00 | 75% | 6.00 |"

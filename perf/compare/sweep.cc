@@ -142,7 +142,8 @@ int runSweep(const SweepOptions& options, const std::string& title, SweepTarget&
     const double algBw = static_cast<double>(bytes) / 1.0e9 / meanSeconds;
     const auto wrong = static_cast<int64_t>(target.sumOverRanks(static_cast<double>(target.checkOnce(bytes))));
     wrongTotal += wrong;
-    if (prints) printRow(bytes, target.labels(), meanSeconds * 1.0e6, algBw, algBw * target.busBandwidthFactor(), wrong);
+    const double busBw = algBw * target.busBandwidthFactor();
+    if (prints) printRow(bytes, target.labels(), meanSeconds * 1.0e6, algBw, busBw, wrong);
     if (bytes > options.maxBytes / options.stepFactor) break;  // the next step would overflow
   }
   if (prints) {
