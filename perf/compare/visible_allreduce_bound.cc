@@ -47,11 +47,10 @@ void sumIntoEvery(const std::vector<const float*>& inputs, const std::vector<flo
   }
 }
 
-// A child of fork() finds the pages of a shared mapping unmapped until it first touches them: map
-// them all now, so that no page fault is timed.
-void mapEveryPage(char* mapping, size_t bytes) {
-  if (madvise(mapping, bytes, MADV_POPULATE_WRITE) == 0) return;
-  // Before Linux 5.14: reading one byte of each page maps it (for reading at least).
+// A child of fork() finds the pages of a shared mapping unmapped until it first touches them, and
+// a first touch is slow (a page fault); MADV_POPULATE_WRITE does not avoid it here. Touch one byte
+// of every page (reading maps it for writing too), so that no first touch is timed.
+void touchEveryPage(const char* mapping, size_t bytes) {
   const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   volatile const char* pages = mapping;
   for (size_t offset = 0; offset < bytes; offset += page) (void)pages[offset];
@@ -138,7 +137,7 @@ int main(int argc, char** argv) {
   }
   std::memset(mapping, 0, mappingBytes);  // every page exists before anything is timed
   const int status = ForkedTeam::run(options.ranks, [&](ForkedTeam& team) {
-    mapEveryPage(static_cast<char*>(mapping), mappingBytes);
+    touchEveryPage(static_cast<const char*>(mapping), mappingBytes);
     VisibleAllReduce target(team, static_cast<char*>(mapping), options.maxBytes);
     return runSweep(options, "# visible_allreduce_bound: every rank's buffers in one shared mapping", target);
   });

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstring>
 #include <deque>
@@ -206,13 +207,15 @@ std::vector<Connection> readConnections(FuzzInput* input) {
   while (input->remaining() > 0 && connections.size() < kMaxConnections) {
     const uint8_t flags = input->u8();
     std::span<const uint8_t> bytes = input->take(input->u16());
-    Connection connection{{}, (flags & 8) != 0};
-    if ((flags & 1) == 0) {
+    std::array<uint8_t, wire::kPeerHelloBytes> hello{};
+    const size_t helloBytes = (flags & 1) == 0 ? hello.size() : 0;
+    if (helloBytes > 0) {
       const uint32_t rank = (flags >> 1) % 4;
-      auto hello = wire::encodePeerHello({secret(), rank, static_cast<uint32_t>(kRanks)});
-      connection.stream.assign(hello.begin(), hello.end());
+      hello = wire::encodePeerHello({secret(), rank, static_cast<uint32_t>(kRanks)});
     }
-    connection.stream.insert(connection.stream.end(), bytes.begin(), bytes.end());
+    Connection connection{std::vector<uint8_t>(helloBytes + bytes.size()), (flags & 8) != 0};
+    std::copy_n(hello.begin(), helloBytes, connection.stream.begin());
+    std::copy(bytes.begin(), bytes.end(), connection.stream.begin() + static_cast<ptrdiff_t>(helloBytes));
     connections.push_back(std::move(connection));
   }
   return connections;

@@ -17,10 +17,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <iterator>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "tests/harness/rank_modes.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
 
 namespace weft::harness {
 namespace {
@@ -60,13 +67,33 @@ std::string describeWaitStatus(int status) {
   return "ended with wait status " + std::to_string(status);
 }
 
+/// A forked rank ends with _exit, which skips LeakSanitizer's check at exit: in an AddressSanitizer
+/// build (gcc's macro), runs it now. True if it reported leaks.
+bool leaksFound() {
+#if defined(__SANITIZE_ADDRESS__)
+  return __lsan_do_recoverable_leak_check() != 0;
+#else
+  return false;
+#endif
+}
+
+/// The threads of this process, or 0 if /proc cannot tell.
+size_t threadsRunning() {
+  std::error_code error;
+  std::filesystem::directory_iterator tasks("/proc/self/task", error);
+  return error ? 0 : static_cast<size_t>(std::distance(begin(tasks), end(tasks)));
+}
+
+/// `checkLeaks`: the parent ran no other thread when it forked. Otherwise LeakSanitizer would count
+/// those threads, which it can neither stop nor scan in the child, and report false leaks.
 [[noreturn]] void runChild(int rank, int fd, const RankRunOptions& options, const RankFunction& fn,
-                           const ncclUniqueId& id) {
+                           const ncclUniqueId& id, bool checkLeaks) {
   applyEnv(options.env);
   RankRecord record(
       rank, [fd](const std::string& text) { writeFrame(fd, kFailedFrame, text); },
       [fd](const std::string& text) { writeFrame(fd, kNoteFrame, text); });
   runOneRank(&record, fn, options.nranks, id);
+  if (checkLeaks && leaksFound()) record.addFailure("LeakSanitizer found memory that this rank leaked (report above)");
   if (!record.failed()) writeFrame(fd, kDoneFrame, "");
   std::fflush(nullptr);
   // _exit: the child must not run the parent's atexit handlers or GoogleTest's teardown.
@@ -171,6 +198,7 @@ void killAndReap(std::vector<Child>* children) {
   // bootstrap root's thread, and a child forked while that thread runs inherits the locks it holds
   // at that moment (AddressSanitizer's allocator has no fork handlers: such a child would hang in
   // its next malloc).
+  const bool checkLeaks = threadsRunning() == 1;
   for (int r = 0; r < nranks; ++r) {
     int fds[2];
     int idFds[2];
@@ -189,7 +217,7 @@ void killAndReap(std::vector<Child>* children) {
       }
       ncclUniqueId id;
       if (!receiveId(idFds[0], &id)) _exit(1);  // the parent could not make the id and says so
-      runChild(r, fds[1], options, fn, id);
+      runChild(r, fds[1], options, fn, id, checkLeaks);
     }
     close(fds[1]);
     close(idFds[0]);
