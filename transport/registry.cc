@@ -9,6 +9,9 @@
 #include "src/base/knobs.h"
 #include "transport/shm/transport.h"
 #include "transport/socket/transport.h"
+#if WEFT_CUDA
+#include "transport/cuda_ipc/transport.h"
+#endif
 
 namespace weft::transport {
 namespace {
@@ -17,6 +20,9 @@ struct Registry {
   std::unique_ptr<Transport> shm = shm::makeShmTransport();
   std::unique_ptr<Transport> socket = socket::makeSocketTransport();
   Transport* ordered[2] = {shm.get(), socket.get()};
+#if WEFT_CUDA
+  std::unique_ptr<Transport> cudaIpc = cuda_ipc::makeCudaIpcTransport();
+#endif
 };
 
 const Registry& registry() {
@@ -34,7 +40,31 @@ Transport* findTransport(const char* name) {
   for (Transport* transport : allTransports()) {
     if (strcmp(transport->name(), name) == 0) return transport;
   }
+#if WEFT_CUDA
+  if (strcmp(registry().cudaIpc->name(), name) == 0) return registry().cudaIpc.get();
+#endif
   return nullptr;
+}
+
+Status pickDeviceTransport(const PeerInfo& self, const PeerInfo& peer, Transport** transport) {
+  *transport = nullptr;
+#if WEFT_CUDA
+  Transport* cudaIpc = registry().cudaIpc.get();
+  if (cudaIpc->canConnect(self, peer)) {
+    *transport = cudaIpc;
+    return Status::ok();
+  }
+  if (!self.sameHost(peer)) {
+    return invalidUsage("rank %d (%s) and rank %d (%s) are on different hosts: GPU buffers between hosts need the "
+                        "network proxy, which this version of Weft does not have yet; use host buffers there",
+                        self.rank, self.hostname, peer.rank, peer.hostname);
+  }
+  return invalidUsage("rank %d (CUDA device %d) and rank %d (CUDA device %d): both need a CUDA device for GPU "
+                      "buffers",
+                      self.rank, self.cudaDevice, peer.rank, peer.cudaDevice);
+#else
+  return invalidUsage("this build of Weft has no GPU path (built without CUDA): GPU buffers cannot be used");
+#endif
 }
 
 Status pickTransport(const PeerInfo& self, const PeerInfo& peer, Transport** transport) {

@@ -19,6 +19,11 @@ std::span<Transport* const> allTransports();
 /// this build lacks.
 Status pickTransport(const PeerInfo& self, const PeerInfo& peer, Transport** transport);
 
+/// The transport to connect `self` (receiving end) and `peer` when both ends' buffers are in GPU
+/// memory: cuda_ipc on one host. Fails with a message naming the pair otherwise (GPU buffers
+/// between hosts, or a build without CUDA).
+Status pickDeviceTransport(const PeerInfo& self, const PeerInfo& peer, Transport** transport);
+
 /// The transport whose name() is `name`, or nullptr.
 Transport* findTransport(const char* name);
 

@@ -24,6 +24,18 @@
 
 namespace weft::transport {
 
+/// One connection whose slots live in GPU memory (cuda_ipc), as a kernel reaches it: the
+/// receiver's slots and counters, mapped into this process. The sender fills slot
+/// `posted % slotCount` and then increments `posted`; the receiver consumes slot
+/// `released % slotCount` and then increments `released`. Both counts only grow.
+struct DeviceEnd {
+  char* slots = nullptr;           // slotCount slots of slotBytes each
+  uint64_t* posted = nullptr;      // slots filled so far (written by the sender only)
+  uint64_t* released = nullptr;    // slots consumed so far (written by the receiver only)
+  size_t slotBytes = 0;
+  int slotCount = 0;
+};
+
 /// Sending end of a connection. Used by one thread at a time.
 class SendConnection {
  public:
@@ -37,6 +49,8 @@ class SendConnection {
   /// transports, handed to the kernel), so the connection may be torn down or left idle.
   virtual Status tryFlush(bool* done) = 0;
   virtual size_t slotBytes() const = 0;
+  /// For a connection driven by GPU kernels: where a kernel finds it; nullptr for host connections.
+  virtual const DeviceEnd* deviceEnd() const { return nullptr; }
 };
 
 /// Receiving end of a connection. Used by one thread at a time.
@@ -49,6 +63,8 @@ class RecvConnection {
   /// Returns the peeked slot to the sender. Non-blocking.
   virtual Status releaseSlot() = 0;
   virtual size_t slotBytes() const = 0;
+  /// For a connection driven by GPU kernels: where a kernel finds it; nullptr for host connections.
+  virtual const DeviceEnd* deviceEnd() const { return nullptr; }
 };
 
 /// What both ends of a connection agree on.

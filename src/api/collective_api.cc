@@ -4,6 +4,7 @@
 
 #include "src/api/api_support.h"
 #include "src/core/group.h"
+#include "src/device/gpu_runtime.h"
 
 using weft::Status;
 using weft::algorithms::Collective;
@@ -28,6 +29,7 @@ struct Call {
   int op;    // ncclRedOp_t, when the collective reduces
   int root;  // root or peer; -1 when unused
   ncclComm_t comm;
+  cudaStream_t stream;
 };
 
 // How many elements of `count` each buffer holds for this rank (0 if the rank does not use it).
@@ -87,6 +89,18 @@ Status checkAndBuild(const Call& call, Op* op) {
   if (needs.recvElements > 0 && call.recvbuff == nullptr) {
     return weft::invalidArgument("recvbuff is NULL with count %zu", call.count);
   }
+  // GPU memory (device, managed, registered) takes the stream path, ordinary host memory the host
+  // path; one call cannot mix them.
+  const bool sendOnDevice = needs.sendElements > 0 && weft::device::onDevice(call.sendbuff);
+  const bool recvOnDevice = needs.recvElements > 0 && weft::device::onDevice(call.recvbuff);
+  if (needs.sendElements > 0 && needs.recvElements > 0 && sendOnDevice != recvOnDevice) {
+    return weft::invalidArgument("sendbuff %p is %s memory and recvbuff %p is %s memory: both must be GPU memory "
+                                 "(device, managed or registered) or both ordinary host memory",
+                                 call.sendbuff, sendOnDevice ? "GPU" : "host", call.recvbuff,
+                                 recvOnDevice ? "GPU" : "host");
+  }
+  op->onDevice = sendOnDevice || recvOnDevice;
+  op->stream = call.stream;
   op->comm = comm;
   op->collective = call.collective;
   op->sendbuff = call.sendbuff;
@@ -114,13 +128,13 @@ ncclResult_t submit(const Call& call) {
 
 WEFT_API ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclAllReduce", Collective::kAllReduce, sendbuff, recvbuff, count, datatype, true, op, -1, comm});
+  return submit({"ncclAllReduce", Collective::kAllReduce, sendbuff, recvbuff, count, datatype, true, op, -1, comm, stream});
 }
 WEFT_PROFILING_ALIAS(ncclAllReduce)
 
 WEFT_API ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                                     ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclAllGather", Collective::kAllGather, sendbuff, recvbuff, sendcount, datatype, false, 0, -1, comm});
+  return submit({"ncclAllGather", Collective::kAllGather, sendbuff, recvbuff, sendcount, datatype, false, 0, -1, comm, stream});
 }
 WEFT_PROFILING_ALIAS(ncclAllGather)
 
@@ -128,54 +142,55 @@ WEFT_API ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, si
                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                         cudaStream_t stream) {
   return submit(
-      {"ncclReduceScatter", Collective::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, true, op, -1, comm});
+      {"ncclReduceScatter", Collective::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, true, op, -1, comm,
+       stream});
 }
 WEFT_PROFILING_ALIAS(ncclReduceScatter)
 
 WEFT_API ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                     int root, ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclBroadcast", Collective::kBroadcast, sendbuff, recvbuff, count, datatype, false, 0, root, comm});
+  return submit({"ncclBroadcast", Collective::kBroadcast, sendbuff, recvbuff, count, datatype, false, 0, root, comm, stream});
 }
 WEFT_PROFILING_ALIAS(ncclBroadcast)
 
 WEFT_API ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                 cudaStream_t stream) {
-  return submit({"ncclBcast", Collective::kBroadcast, buff, buff, count, datatype, false, 0, root, comm});
+  return submit({"ncclBcast", Collective::kBroadcast, buff, buff, count, datatype, false, 0, root, comm, stream});
 }
 WEFT_PROFILING_ALIAS(ncclBcast)
 
 WEFT_API ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                  ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclReduce", Collective::kReduce, sendbuff, recvbuff, count, datatype, true, op, root, comm});
+  return submit({"ncclReduce", Collective::kReduce, sendbuff, recvbuff, count, datatype, true, op, root, comm, stream});
 }
 WEFT_PROFILING_ALIAS(ncclReduce)
 
 WEFT_API ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                    ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclAlltoAll", Collective::kAllToAll, sendbuff, recvbuff, count, datatype, false, 0, -1, comm});
+  return submit({"ncclAlltoAll", Collective::kAllToAll, sendbuff, recvbuff, count, datatype, false, 0, -1, comm, stream});
 }
 WEFT_PROFILING_ALIAS(ncclAlltoAll)
 
 WEFT_API ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                  int root, ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclGather", Collective::kGather, sendbuff, recvbuff, count, datatype, false, 0, root, comm});
+  return submit({"ncclGather", Collective::kGather, sendbuff, recvbuff, count, datatype, false, 0, root, comm, stream});
 }
 WEFT_PROFILING_ALIAS(ncclGather)
 
 WEFT_API ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                   int root, ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclScatter", Collective::kScatter, sendbuff, recvbuff, count, datatype, false, 0, root, comm});
+  return submit({"ncclScatter", Collective::kScatter, sendbuff, recvbuff, count, datatype, false, 0, root, comm, stream});
 }
 WEFT_PROFILING_ALIAS(ncclScatter)
 
 WEFT_API ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                ncclComm_t comm, cudaStream_t stream) {
-  return submit({"ncclSend", Collective::kSend, sendbuff, nullptr, count, datatype, false, 0, peer, comm});
+  return submit({"ncclSend", Collective::kSend, sendbuff, nullptr, count, datatype, false, 0, peer, comm, stream});
 }
 WEFT_PROFILING_ALIAS(ncclSend)
 
 WEFT_API ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                                cudaStream_t stream) {
-  return submit({"ncclRecv", Collective::kRecv, nullptr, recvbuff, count, datatype, false, 0, peer, comm});
+  return submit({"ncclRecv", Collective::kRecv, nullptr, recvbuff, count, datatype, false, 0, peer, comm, stream});
 }
 WEFT_PROFILING_ALIAS(ncclRecv)

@@ -12,6 +12,7 @@
 #include "src/base/log.h"
 #include "src/core/bootstrap.h"
 #include "src/core/group.h"
+#include "src/device/gpu_runtime.h"
 
 using weft::Status;
 using weft::api::resolveComm;
@@ -78,11 +79,14 @@ Status checkInitArguments(ncclComm_t* comm, int nranks, int rank) {
   return Status::ok();
 }
 
+// `cudaDevice`: the rank's CUDA device, or -1 for the one current on the calling thread now (the
+// init itself may run on another thread, at the end of a group).
 ncclResult_t initRank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank, ncclConfig_t* config,
-                      const char* function) {
+                      const char* function, int cudaDevice = -1) {
   Status status = checkInitArguments(comm, nranks, rank);
   CommOptions options;
   if (status.isOk()) status = weft::api::readConfig(config, nullptr, &options);
+  options.cudaDevice = cudaDevice >= 0 ? cudaDevice : weft::device::currentDevice();
   if (!status.isOk()) {
     Group::current().recordError(status);
     return toResult(status, function);
@@ -148,7 +152,8 @@ WEFT_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* de
   if (result != ncclSuccess) return result;
   ncclGroupStart();
   for (int rank = 0; rank < ndev; ++rank) {
-    result = ncclCommInitRank(&comms[rank], ndev, id, rank);
+    // As NCCL: rank i uses devlist[i], or device i without a list.
+    result = initRank(&comms[rank], ndev, id, rank, nullptr, "ncclCommInitAll", devlist != nullptr ? devlist[rank] : rank);
     if (result != ncclSuccess) break;
   }
   ncclResult_t endResult = ncclGroupEnd();
@@ -165,6 +170,7 @@ WEFT_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
   }
   CommOptions options;
   if (status.isOk()) status = weft::api::readConfig(config, &parent->options(), &options);
+  if (status.isOk()) options.cudaDevice = parent->peer(parent->rank()).cudaDevice;  // the parent's, as NCCL
   if (!status.isOk()) {
     Group::current().recordError(status);
     return toResult(status, "ncclCommSplit");
@@ -238,6 +244,7 @@ WEFT_API ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int
   }
   CommOptions options;
   if (status.isOk()) status = weft::api::readConfig(config, &parent->options(), &options);
+  if (status.isOk()) options.cudaDevice = parent->peer(parent->rank()).cudaDevice;  // the parent's, as NCCL
   if (!status.isOk()) {
     Group::current().recordError(status);
     return toResult(status, "ncclCommShrink");
@@ -381,8 +388,11 @@ WEFT_PROFILING_ALIAS(ncclCommUserRank)
 WEFT_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
   Communicator* impl = nullptr;
   Status status = device == nullptr ? weft::invalidArgument("device is NULL") : resolveComm(comm, &impl);
-  // On host memory the "device" is the rank's index among the ranks of its host, as logs print it.
-  if (status.isOk()) *device = impl->localRank();
+  // The rank's CUDA device; without one, its index among the ranks of its host, as logs print it.
+  if (status.isOk()) {
+    const int cudaDevice = impl->peer(impl->rank()).cudaDevice;
+    *device = cudaDevice >= 0 ? cudaDevice : impl->localRank();
+  }
   return toResult(status, "ncclCommCuDevice");
 }
 WEFT_PROFILING_ALIAS(ncclCommCuDevice)

@@ -26,6 +26,8 @@
   X(BuffSize, "NCCL_BUFFSIZE", Int, "4194304", "bytes of buffering per connection (split in slots)") \
   X(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "fewest channels a communicator uses")            \
   X(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "1", "most channels a communicator uses")              \
+  X(GpuChannels, "WEFT_GPU_CHANNELS", Int, "8",                                                   \
+    "channels (thread blocks per rank) of a collective on GPU buffers; rank 0's value is used")   \
   X(CommBlocking, "NCCL_COMM_BLOCKING", Int, "1", "0: communicators are nonblocking by default")   \
   X(Timeout, "WEFT_TIMEOUT", Int, "0",                                                             \
     "seconds without progress before a call fails (0: wait forever); also how long a bootstrap "    \

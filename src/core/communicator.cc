@@ -6,6 +6,7 @@
 
 #include "src/base/knobs.h"
 #include "src/base/log.h"
+#include "src/device/gpu_runtime.h"
 
 namespace weft::core {
 namespace {
@@ -21,7 +22,7 @@ constexpr std::chrono::seconds kDeadPeerGrace{1};
 // Settings every rank must share; rank 0's win.
 struct SharedSettings {
   int32_t nChannels;
-  int32_t reserved;
+  int32_t gpuChannels;
   int64_t buffSize;
 };
 
@@ -37,7 +38,8 @@ SharedSettings localSettings() {
   int64_t maxChannels = knobs::getInt(knobs::KnobId::kMaxNChannels);
   int64_t channels = std::clamp<int64_t>(std::max(minChannels, std::min<int64_t>(maxChannels, 1)), 1, kMaxChannels);
   int64_t buffSize = std::max<int64_t>(knobs::getInt(knobs::KnobId::kBuffSize), kSlotCount * 4096);
-  return SharedSettings{static_cast<int32_t>(channels), 0, buffSize};
+  int64_t gpuChannels = std::clamp<int64_t>(knobs::getInt(knobs::KnobId::kGpuChannels), 1, kMaxChannels);
+  return SharedSettings{static_cast<int32_t>(channels), static_cast<int32_t>(gpuChannels), buffSize};
 }
 
 }  // namespace
@@ -65,7 +67,29 @@ Communicator::Communicator(int nranks, int rank, const CommOptions& options)
   checksCalls_ = knobs::getBool(knobs::KnobId::kCheck);
 }
 
-Communicator::~Communicator() { releaseProgressRecord(progress_); }
+Communicator::~Communicator() {
+  device_.reset();  // waits for this communicator's kernels, which use the connections
+  releaseProgressRecord(progress_);
+}
+
+void Communicator::requestAbort() {
+  aborted_.store(true, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(deviceMutex_);
+  if (device_ != nullptr) device_->abort();
+}
+
+Status Communicator::deviceResources(const std::function<Status(std::unique_ptr<DeviceResources>*)>& make,
+                                     DeviceResources** out) {
+  std::lock_guard<std::mutex> lock(deviceMutex_);
+  if (device_ == nullptr) {
+    std::unique_ptr<DeviceResources> made;
+    WEFT_RETURN_IF_ERROR(make(&made));
+    device_ = std::move(made);
+    if (abortRequested()) device_->abort();
+  }
+  *out = device_.get();
+  return Status::ok();
+}
 
 void Communicator::leaveCleanly() {
   if (watch_ != nullptr) watch_->sayGoodbye();
@@ -184,6 +208,9 @@ Status Communicator::init(const UniqueId& id) {
 
   peers_.resize(nranks_);
   WEFT_RETURN_IF_ERROR(describeLocalPeer(rank_, &peers_[rank_]));
+  peers_[rank_].cudaDevice = options_.cudaDevice >= 0 && options_.cudaDevice < device::deviceCount()
+                                 ? options_.cudaDevice
+                                 : device::currentDevice();
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(peers_.data(), sizeof(PeerInfo)));
   for (int r = 0; r < rank_; ++r) localRank_ += peers_[r].sameHost(peers_[rank_]) ? 1 : 0;
   log::setLogDevice(localRank_);
@@ -202,6 +229,9 @@ Status Communicator::init(const UniqueId& id) {
     for (int r = 0; r < nranks_; ++r) ring[r] = r;
   }
   size_t slotBytes = static_cast<size_t>(agreed.buffSize / kSlotCount) & ~size_t{63};
+  gpuChannels_ = agreed.gpuChannels;
+  slotBytes_ = slotBytes;
+  slotCount_ = kSlotCount;
   connections_ = std::make_unique<ConnectionTable>(&peers_, rank_, bootstrap_.get(), commHash_, agreed.nChannels,
                                                    slotBytes, kSlotCount);
   if (nranks_ > 1) {

@@ -4,6 +4,7 @@
 // error state.
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,8 @@ struct CommOptions {
   /// Set (from any thread) to make the init fail promptly: ncclCommAbort of a handle whose
   /// nonblocking init is still running. May be null.
   std::shared_ptr<std::atomic<bool>> abortInit;
+  /// The CUDA device of this rank (ncclCommInitAll's devlist); -1: the calling thread's current one.
+  int cudaDevice = -1;
 };
 
 class Communicator {
@@ -63,12 +66,29 @@ class Communicator {
   int nranks() const { return nranks_; }
   int localRank() const { return localRank_; }
   const PeerInfo& peer(int rank) const { return peers_[rank]; }
+  const std::vector<PeerInfo>& peers() const { return peers_; }
   uint64_t commHash() const { return commHash_; }
   const CommOptions& options() const { return options_; }
 
   Bootstrap& bootstrap() { return *bootstrap_; }
   ConnectionTable& connections() { return *connections_; }
   const std::vector<algorithms::Ring>& rings() const { return rings_; }
+  /// Channels (thread blocks) of a GPU ring collective, agreed at init (WEFT_GPU_CHANNELS).
+  int gpuChannels() const { return gpuChannels_; }
+  size_t slotBytes() const { return slotBytes_; }
+  int slotCount() const { return slotCount_; }
+
+  /// The GPU path's resources for this communicator (src/device/device_executor.h): connections
+  /// in GPU memory, the launch order, the abort flag kernels poll. Made on first use.
+  class DeviceResources {
+   public:
+    virtual ~DeviceResources() = default;
+    /// Makes running kernels of this communicator give up. Any thread.
+    virtual void abort() = 0;
+  };
+  /// Returns the resources, making them with `make` if there are none yet. Thread-safe.
+  Status deviceResources(const std::function<Status(std::unique_ptr<DeviceResources>*)>& make,
+                         DeviceResources** out);
   RedOpTable& redOps() { return redOps_; }
   /// What this communicator is doing, for hang reports; null when the pool was exhausted.
   ProgressRecord* progress() { return progress_; }
@@ -88,7 +108,7 @@ class Communicator {
   /// died is still delivered).
   const WaitContext& waitContext() const { return waitContext_; }
   /// Makes every wait of this communicator fail promptly. Callable from any thread.
-  void requestAbort() { aborted_.store(true, std::memory_order_release); }
+  void requestAbort();
   bool abortRequested() const { return aborted_.load(std::memory_order_acquire); }
 
   /// Brackets a call that uses this communicator (the executor's), so that an abort from another
@@ -152,7 +172,13 @@ class Communicator {
   bool checksCalls_ = false;
   std::vector<algorithms::Ring> rings_;
   std::unique_ptr<ConnectionTable> connections_;
+  int gpuChannels_ = 1;
+  size_t slotBytes_ = 0;
+  int slotCount_ = 0;
   RedOpTable redOps_;
+  std::mutex deviceMutex_;
+  // Last of the members that use the ones above: destroyed first.
+  std::unique_ptr<DeviceResources> device_;
 };
 
 }  // namespace weft::core

@@ -8,17 +8,21 @@
 namespace weft::core {
 namespace {
 
-// Bootstrap tags for connection setup: one per channel (both ends of a pair use the channel's tag).
+// Bootstrap tags for connection setup: one per channel and kind (both ends of a pair use the same).
 constexpr uint32_t kConnectTagBase = 0x10000;
+constexpr uint32_t kDeviceConnectTagBase = 0x18000;
 constexpr size_t kTransportNameBytes = 16;
 constexpr size_t kMaxBlobBytes = 4096;
 
-uint32_t connectTag(int channel) { return kConnectTagBase + static_cast<uint32_t>(channel); }
+uint32_t connectTag(ConnectionKind kind, int channel) {
+  return (kind == ConnectionKind::kHost ? kConnectTagBase : kDeviceConnectTagBase) + static_cast<uint32_t>(channel);
+}
 
 }  // namespace
 
 ConnectionTable::ConnectionTable(const std::vector<PeerInfo>* peers, int rank, Bootstrap* bootstrap,
-                                 uint64_t commHash, int nChannels, size_t slotBytes, int slotCount)
+                                 uint64_t commHash, int nChannels, size_t slotBytes, int slotCount,
+                                 ConnectionKind kind)
     : peers_(peers),
       rank_(rank),
       bootstrap_(bootstrap),
@@ -26,6 +30,7 @@ ConnectionTable::ConnectionTable(const std::vector<PeerInfo>* peers, int rank, B
       nChannels_(nChannels),
       slotBytes_(slotBytes),
       slotCount_(slotCount),
+      kind_(kind),
       // Ring channels, then as many point-to-point channels.
       sends_(2 * static_cast<size_t>(nChannels) * peers->size()),
       recvs_(2 * static_cast<size_t>(nChannels) * peers->size()) {}
@@ -47,7 +52,8 @@ Status ConnectionTable::beginConnect(const std::vector<ConnectionRequest>& reque
     const PeerInfo& self = (*peers_)[rank_];
     const PeerInfo& peer = (*peers_)[request.peer];
     transport::Transport* transport = nullptr;
-    WEFT_RETURN_IF_ERROR(transport::pickTransport(self, peer, &transport));
+    WEFT_RETURN_IF_ERROR(kind_ == ConnectionKind::kHost ? transport::pickTransport(self, peer, &transport)
+                                                        : transport::pickDeviceTransport(self, peer, &transport));
     transport::ConnectionParams params{self, peer, commHash_, request.channel, slotBytes_, slotCount_};
     std::vector<uint8_t> blob;
     std::unique_ptr<transport::RecvConnection> connection;
@@ -58,7 +64,7 @@ Status ConnectionTable::beginConnect(const std::vector<ConnectionRequest>& reque
     strncpy(reinterpret_cast<char*>(message.data()), transport->name(), kTransportNameBytes - 1);
     memcpy(message.data() + kTransportNameBytes, blob.data(), blob.size());
     uint64_t size = message.size();
-    uint32_t tag = connectTag(request.channel);
+    uint32_t tag = connectTag(kind_, request.channel);
     WEFT_RETURN_IF_ERROR(bootstrap_->send(request.peer, tag, &size, sizeof(size)));
     WEFT_RETURN_IF_ERROR(bootstrap_->send(request.peer, tag, message.data(), message.size()));
     WEFT_INFO(log::kInit, "Channel %02d : %d[%d] -> %d[%d] via %s", request.channel, request.peer, request.peer,
@@ -72,7 +78,7 @@ Status ConnectionTable::finishConnect() {
   std::vector<ConnectionRequest> pending;
   pending.swap(pendingSends_);
   for (const ConnectionRequest& request : pending) {
-    uint32_t tag = connectTag(request.channel);
+    uint32_t tag = connectTag(kind_, request.channel);
     uint64_t size = 0;
     WEFT_RETURN_IF_ERROR(bootstrap_->recv(request.peer, tag, &size, sizeof(size)));
     if (size < kTransportNameBytes || size > kMaxBlobBytes) {

@@ -17,6 +17,9 @@ namespace weft::core {
 
 enum class Direction { kSend, kRecv };
 
+/// Which buffers a table's connections serve: host memory (shm, socket) or GPU memory (cuda_ipc).
+enum class ConnectionKind { kHost, kDevice };
+
 struct ConnectionRequest {
   int channel = 0;
   int peer = 0;
@@ -27,7 +30,7 @@ class ConnectionTable {
  public:
   /// `peers` and `bootstrap` must outlive the table.
   ConnectionTable(const std::vector<PeerInfo>* peers, int rank, Bootstrap* bootstrap, uint64_t commHash,
-                  int nChannels, size_t slotBytes, int slotCount);
+                  int nChannels, size_t slotBytes, int slotCount, ConnectionKind kind = ConnectionKind::kHost);
   ~ConnectionTable();
 
   /// The connected ends, or nullptr. Lock-free reads; used by the executor.
@@ -55,6 +58,7 @@ class ConnectionTable {
   int nChannels_;
   size_t slotBytes_;
   int slotCount_;
+  ConnectionKind kind_;
   std::vector<std::unique_ptr<transport::SendConnection>> sends_;
   std::vector<std::unique_ptr<transport::RecvConnection>> recvs_;
   std::vector<ConnectionRequest> pendingSends_;

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "src/core/communicator.h"
-#include "src/exec/host_executor.h"
+#include "src/exec/launch.h"
 
 namespace weft::core {
 namespace {
@@ -36,7 +36,7 @@ Status runLaunch(std::vector<Group::InitJob>& inits, std::span<const Op> ops) {
   }
   for (const Status& result : results) WEFT_RETURN_IF_ERROR(result);
   if (ops.empty()) return Status::ok();
-  return exec::threadHostExecutor().run(ops);
+  return exec::launchOps(ops);
 }
 
 /// Starts the launch on a background thread. Its communicators are marked busy until it ends; the
@@ -80,7 +80,7 @@ Status Group::submit(const Op& op) {
   if (anyNonblocking(one)) return launchInBackground({}, {op});
   // A blocking call on a communicator with nonblocking work still running waits for it first.
   op.comm->waitForBackground();
-  return exec::threadHostExecutor().run(one);
+  return exec::launchOps(one);
 }
 
 Status Group::submitInit(InitJob job, bool blocking) {

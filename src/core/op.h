@@ -19,6 +19,10 @@ struct Op {
   algorithms::DataType type = algorithms::DataType::kFloat32;
   algorithms::Reduction reduction;
   int root = 0;  // root, or peer for Send/Recv
+  /// The buffers are GPU memory (device, managed or registered): the op is enqueued on `stream`
+  /// (a cudaStream_t) by the GPU executor. Otherwise it runs on the host and `stream` is unused.
+  bool onDevice = false;
+  void* stream = nullptr;
 };
 
 }  // namespace weft::core

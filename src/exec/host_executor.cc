@@ -9,7 +9,7 @@
 #include "src/base/wait.h"
 #include "src/core/communicator.h"
 #include "src/core/progress_record.h"
-#include "src/exec/call_check.h"
+#include "src/exec/program_connections.h"
 
 namespace weft::exec {
 
@@ -80,31 +80,8 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
 }
 
 Status HostExecutor::connectMissing(std::span<const core::Op> ops) {
-  // Connections are set up in two phases across all communicators, so that a single thread driving
-  // several ranks (ncclCommInitAll) never waits on a rank it has not served yet.
-  std::vector<core::Communicator*> comms;
-  std::vector<std::vector<core::ConnectionRequest>> requests;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    core::Communicator* comm = ops[i].comm;
-    core::ConnectionTable& table = comm->connections();
-    for (const Lane& lane : programs_[i].lanes) {
-      for (const Step& step : lane.steps) {
-        bool needSend = step.sendPeer >= 0 && table.send(lane.channel, step.sendPeer) == nullptr;
-        bool needRecv = step.recvPeer >= 0 && table.recv(lane.channel, step.recvPeer) == nullptr;
-        if (!needSend && !needRecv) continue;
-        size_t index = std::find(comms.begin(), comms.end(), comm) - comms.begin();
-        if (index == comms.size()) {
-          comms.push_back(comm);
-          requests.emplace_back();
-        }
-        if (needSend) requests[index].push_back({lane.channel, step.sendPeer, core::Direction::kSend});
-        if (needRecv) requests[index].push_back({lane.channel, step.recvPeer, core::Direction::kRecv});
-      }
-    }
-  }
-  for (size_t i = 0; i < comms.size(); ++i) WEFT_RETURN_IF_ERROR(comms[i]->connections().beginConnect(requests[i]));
-  for (core::Communicator* comm : comms) WEFT_RETURN_IF_ERROR(comm->connections().finishConnect());
-  return Status::ok();
+  return connectPrograms(ops, std::span<const algorithms::Program>(programs_.data(), ops.size()),
+                         [](const core::Op& op) -> core::ConnectionTable& { return op.comm->connections(); });
 }
 
 void HostExecutor::buildQueues(std::span<const core::Op> ops) {
@@ -313,15 +290,6 @@ Status HostExecutor::flushSends(const WaitContext& context) {
 }
 
 Status HostExecutor::run(std::span<const core::Op> ops) {
-  LaunchCheck check(ops);
-  if (!check.exchangeOps().empty()) {
-    WEFT_RETURN_IF_ERROR(execute(check.exchangeOps()));
-    WEFT_RETURN_IF_ERROR(check.compare());
-  }
-  return execute(ops);
-}
-
-Status HostExecutor::execute(std::span<const core::Op> ops) {
   sequences_.clear();
   for (const core::Op& op : ops) {
     op.comm->enterCall();

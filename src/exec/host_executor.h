@@ -26,17 +26,15 @@ class HostExecutor {
   HostExecutor();
   ~HostExecutor();
 
-  /// Runs `ops` (in call order; any communicators) to completion, first setting up the
-  /// connections they need that do not exist yet. Blocks. On failure every communicator involved
-  /// records the error (Communicator::asyncError) unless it is kInvalidArgument.
+  /// Runs `ops` (in call order; any communicators; host buffers) to completion, first setting up
+  /// the connections they need that do not exist yet. Blocks. On failure every communicator
+  /// involved records the error (Communicator::asyncError) unless it is kInvalidArgument.
   Status run(std::span<const core::Op> ops);
 
  private:
   struct LaneState;
   struct EndpointQueue;
 
-  /// Runs `ops` (what run() does once they are checked).
-  Status execute(std::span<const core::Op> ops);
   Status buildPrograms(std::span<const core::Op> ops);
   Status connectMissing(std::span<const core::Op> ops);
   void buildQueues(std::span<const core::Op> ops);

@@ -11,13 +11,13 @@ ncclResult_t firstOf(ncclResult_t first, ncclResult_t next) {
 }
 
 ncclResult_t sendRecvRing(const CollectiveRun& run, const void* send, void* recv, ncclComm_t comm,
-                          int nranks, int rank) {
+                          int nranks, int rank, cudaStream_t stream) {
   const ncclDataType_t type = run.type->type;
   ncclResult_t result = ncclGroupStart();
   if (result != ncclSuccess) return result;
-  result = ncclSend(send, run.count, type, (rank + 1) % nranks, comm, cudaStream_t{});
+  result = ncclSend(send, run.count, type, (rank + 1) % nranks, comm, stream);
   result = firstOf(result, ncclRecv(recv, run.count, type, (rank + nranks - 1) % nranks, comm,
-                                    cudaStream_t{}));
+                                    stream));
   return firstOf(result, ncclGroupEnd());
 }
 
@@ -25,14 +25,14 @@ ncclResult_t sendRecvRing(const CollectiveRun& run, const void* send, void* recv
 // Even ranks post their receives first, odd ranks their sends, each in a different peer order:
 // inside a group the order must not matter.
 ncclResult_t sendRecvAllPairs(const CollectiveRun& run, const void* send, void* recv,
-                              ncclComm_t comm, int nranks, int rank) {
+                              ncclComm_t comm, int nranks, int rank, cudaStream_t stream) {
   const ncclDataType_t type = run.type->type;
   const size_t chunkBytes = run.count * run.type->size;
   auto postReceives = [&] {
     ncclResult_t result = ncclSuccess;
     for (int peer = nranks - 1; peer >= 0; --peer) {
       result = firstOf(result, ncclRecv(static_cast<char*>(recv) + peer * chunkBytes, run.count,
-                                        type, peer, comm, cudaStream_t{}));
+                                        type, peer, comm, stream));
     }
     return result;
   };
@@ -41,7 +41,7 @@ ncclResult_t sendRecvAllPairs(const CollectiveRun& run, const void* send, void* 
     for (int i = 0; i < nranks; ++i) {
       const int peer = (rank + i) % nranks;
       result = firstOf(result, ncclSend(static_cast<const char*>(send) + peer * chunkBytes,
-                                        run.count, type, peer, comm, cudaStream_t{}));
+                                        run.count, type, peer, comm, stream));
     }
     return result;
   };
@@ -60,10 +60,9 @@ ncclResult_t sendRecvAllPairs(const CollectiveRun& run, const void* send, void* 
 }  // namespace
 
 ncclResult_t issueCollective(const CollectiveRun& run, ncclRedOp_t op, const void* send, void* recv,
-                             ncclComm_t comm, int nranks, int rank) {
+                             ncclComm_t comm, int nranks, int rank, cudaStream_t stream) {
   const ncclDataType_t type = run.type->type;
   const size_t count = run.count;
-  const cudaStream_t stream{};
   switch (run.collective) {
     case Collective::kAllReduce: return ncclAllReduce(send, recv, count, type, op, comm, stream);
     case Collective::kAllGather: return ncclAllGather(send, recv, count, type, comm, stream);
@@ -76,8 +75,8 @@ ncclResult_t issueCollective(const CollectiveRun& run, ncclRedOp_t op, const voi
     case Collective::kAlltoAll: return ncclAlltoAll(send, recv, count, type, comm, stream);
     case Collective::kGather: return ncclGather(send, recv, count, type, run.root, comm, stream);
     case Collective::kScatter: return ncclScatter(send, recv, count, type, run.root, comm, stream);
-    case Collective::kSendRecvRing: return sendRecvRing(run, send, recv, comm, nranks, rank);
-    case Collective::kSendRecvAllPairs: return sendRecvAllPairs(run, send, recv, comm, nranks, rank);
+    case Collective::kSendRecvRing: return sendRecvRing(run, send, recv, comm, nranks, rank, stream);
+    case Collective::kSendRecvAllPairs: return sendRecvAllPairs(run, send, recv, comm, nranks, rank, stream);
   }
   return ncclInvalidUsage;
 }

@@ -52,7 +52,7 @@ void destroyOp(const CollectiveRun& run, ncclComm_t comm, ncclRedOp_t op) {
 }
 
 void runInPlace(ncclComm_t comm, int nranks, int rank, const CollectiveRun& run, ncclRedOp_t op,
-                const BufferLayout& layout, int ulps) {
+                const BufferLayout& layout, int ulps, BufferPlacement* placement) {
   const ElementType& type = *run.type;
   GuardedBuffer buffer(layout.inPlaceCount * type.size, run.seed);
   fillArbitraryInput(type, kFillerRank + rank, run.seed, 0, layout.inPlaceCount, buffer.data());
@@ -62,16 +62,20 @@ void runInPlace(ncclComm_t comm, int nranks, int rank, const CollectiveRun& run,
   if (!expected.empty()) std::memcpy(expected.data(), buffer.data(), expected.size());
   expectResult(run, nranks, rank, elementAt(expected.data(), type, layout.inPlaceRecvOffset));
 
-  void* recv = elementAt(buffer.data(), type, layout.inPlaceRecvOffset);
-  const void* send = elementAt(buffer.data(), type, layout.inPlaceSendOffset);
-  RANK_CHECK_NCCL(issueCollective(run, op, send, recv, comm, nranks, rank)) << "in " << run.describe();
+  void* base = placement != nullptr ? placement->place(buffer.data(), buffer.bytes()) : buffer.data();
+  void* recv = elementAt(base, type, layout.inPlaceRecvOffset);
+  const void* send = elementAt(base, type, layout.inPlaceSendOffset);
+  const cudaStream_t stream = placement != nullptr ? placement->stream() : cudaStream_t{};
+  RANK_CHECK_NCCL(issueCollective(run, op, send, recv, comm, nranks, rank, stream)) << "in " << run.describe();
+  if (placement != nullptr) placement->finish();
+  if (harness::rankFailed()) return;
   checkElements(run, "in-place buffer", buffer.data(), expected.data(), layout.inPlaceCount, ulps);
   if (harness::rankFailed()) return;
   checkGuards(run, "in-place buffer", buffer);
 }
 
 void runOutOfPlace(ncclComm_t comm, int nranks, int rank, const CollectiveRun& run, ncclRedOp_t op,
-                   const BufferLayout& layout, int ulps) {
+                   const BufferLayout& layout, int ulps, BufferPlacement* placement) {
   const ElementType& type = *run.type;
   GuardedBuffer send(layout.sendCount * type.size, run.seed);
   GuardedBuffer recv(layout.recvCount * type.size, ~run.seed);
@@ -83,8 +87,12 @@ void runOutOfPlace(ncclComm_t comm, int nranks, int rank, const CollectiveRun& r
   if (!expected.empty()) std::memcpy(expected.data(), recv.data(), expected.size());
   expectResult(run, nranks, rank, expected.data());
 
-  RANK_CHECK_NCCL(issueCollective(run, op, send.data(), recv.data(), comm, nranks, rank))
-      << "in " << run.describe();
+  void* sendAt = placement != nullptr ? placement->place(send.data(), send.bytes()) : send.data();
+  void* recvAt = placement != nullptr ? placement->place(recv.data(), recv.bytes()) : recv.data();
+  const cudaStream_t stream = placement != nullptr ? placement->stream() : cudaStream_t{};
+  RANK_CHECK_NCCL(issueCollective(run, op, sendAt, recvAt, comm, nranks, rank, stream)) << "in " << run.describe();
+  if (placement != nullptr) placement->finish();
+  if (harness::rankFailed()) return;
   checkElements(run, "receive buffer", recv.data(), expected.data(), layout.recvCount, ulps);
   if (harness::rankFailed()) return;
   checkElements(run, "send buffer (must not change)", send.data(), sent.data(), layout.sendCount, 0);
@@ -104,16 +112,16 @@ std::string CollectiveRun::describe() const {
   return text;
 }
 
-void runAndCheck(ncclComm_t comm, int nranks, int rank, const CollectiveRun& run) {
+void runAndCheck(ncclComm_t comm, int nranks, int rank, const CollectiveRun& run, BufferPlacement* placement) {
   const BufferLayout layout = layoutOf(run.collective, run.count, nranks, rank);
   const int ulps = reduces(run.collective) ? ulpTolerance(*run.type, run.op, nranks) : 0;
   ncclRedOp_t op = ncclSum;
   makeOp(run, comm, &op);
   if (harness::rankFailed()) return;
   if (run.placement == Placement::kInPlace) {
-    runInPlace(comm, nranks, rank, run, op, layout, ulps);
+    runInPlace(comm, nranks, rank, run, op, layout, ulps, placement);
   } else {
-    runOutOfPlace(comm, nranks, rank, run, op, layout, ulps);
+    runOutOfPlace(comm, nranks, rank, run, op, layout, ulps, placement);
   }
   if (harness::rankFailed()) return;
   destroyOp(run, comm, op);

@@ -34,14 +34,31 @@ void fillRankInput(const CollectiveRun& run, int nranks, int rank, size_t first,
 void expectResult(const CollectiveRun& run, int nranks, int rank, void* recv);
 
 /// Makes the NCCL call(s) of `run` (one group for the send/receive patterns) with `op` (a
-/// built-in op or a PreMulSum made for this communicator and type). Returns the first failure.
+/// built-in op or a PreMulSum made for this communicator and type) on `stream`. Returns the first
+/// failure.
 ncclResult_t issueCollective(const CollectiveRun& run, ncclRedOp_t op, const void* send, void* recv,
-                             ncclComm_t comm, int nranks, int rank);
+                             ncclComm_t comm, int nranks, int rank, cudaStream_t stream = {});
+
+/// Where a run's buffers live during the call. Without one they stay in host memory; a GPU test
+/// gives one that copies each host buffer into GPU memory before the call and back after it
+/// (tests/gpu/device_placement.h), so that the same checks apply.
+class BufferPlacement {
+ public:
+  virtual ~BufferPlacement() = default;
+  /// Before the call: a buffer of `bytes` holding the contents of `host`, to pass to NCCL.
+  virtual void* place(void* host, size_t bytes) = 0;
+  /// The stream to pass to NCCL.
+  virtual cudaStream_t stream() const = 0;
+  /// After the call: waits for it, copies every placed buffer back over its host buffer and frees
+  /// it. Records a failure (rank_check.h) if the wait fails or a write went past a buffer.
+  virtual void finish() = 0;
+};
 
 /// Runs `run` on this rank and checks every element it must write, every element it must leave
 /// alone (the rest of an in-place buffer, the send buffer, a non-root's receive buffer) and the
 /// guard bytes around each buffer. Records a failure (rank_check.h) at the first problem. Every
 /// rank of `comm` must call it with the same run.
-void runAndCheck(ncclComm_t comm, int nranks, int rank, const CollectiveRun& run);
+void runAndCheck(ncclComm_t comm, int nranks, int rank, const CollectiveRun& run,
+                 BufferPlacement* placement = nullptr);
 
 }  // namespace weft::multirank

@@ -1,0 +1,113 @@
+#include "src/device/comm_device.h"
+
+#include <algorithm>
+
+#include "transport/cuda_ipc/cuda_call.h"
+
+namespace weft::device {
+namespace {
+
+constexpr size_t kMinWorkBufferBytes = 64 << 10;
+
+}  // namespace
+
+WorkPool::~WorkPool() {
+  for (const std::unique_ptr<Buffer>& buffer : buffers_) {
+    if (buffer->done != nullptr) (void)cudaEventDestroy(buffer->done);
+    if (buffer->host != nullptr) (void)cudaFreeHost(buffer->host);
+  }
+}
+
+Status WorkPool::acquire(size_t bytes, Buffer** out) {
+  for (const std::unique_ptr<Buffer>& buffer : buffers_) {
+    if (buffer->capacity < bytes) continue;
+    cudaError_t state = cudaEventQuery(buffer->done);
+    if (state == cudaErrorNotReady) continue;
+    WEFT_RETURN_IF_ERROR(cudaStatus(state, "cudaEventQuery"));
+    *out = buffer.get();
+    return Status::ok();
+  }
+  auto buffer = std::make_unique<Buffer>();
+  buffer->capacity = std::max(bytes, kMinWorkBufferBytes);
+  void* host = nullptr;
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&host, buffer->capacity, cudaHostAllocMapped | cudaHostAllocPortable),
+                                  "cudaHostAlloc of a launch's tables"));
+  buffer->host = static_cast<char*>(host);
+  void* device = nullptr;
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostGetDevicePointer(&device, host, 0), "cudaHostGetDevicePointer"));
+  buffer->device = static_cast<char*>(device);
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&buffer->done, cudaEventDisableTiming), "cudaEventCreate"));
+  buffers_.push_back(std::move(buffer));
+  *out = buffers_.back().get();
+  return Status::ok();
+}
+
+Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Communicator::DeviceResources>* out) {
+  const PeerInfo& self = comm.peer(comm.rank());
+  if (self.cudaDevice < 0) {
+    return invalidUsage("rank %d has no CUDA device (none was current when its communicator was made): make one "
+                        "current with cudaSetDevice before ncclCommInitRank, or pass devlist to ncclCommInitAll",
+                        comm.rank());
+  }
+  std::unique_ptr<CommDevice> resources(new CommDevice(self.cudaDevice));
+  ScopedDevice device(resources->device_);
+  WEFT_RETURN_IF_ERROR(device.status());
+  // Every channel's ring is rank order, as the host path's; the topology will choose better ones.
+  resources->rings_.assign(comm.gpuChannels(), algorithms::Ring(comm.nranks()));
+  for (algorithms::Ring& ring : resources->rings_) {
+    for (int r = 0; r < comm.nranks(); ++r) ring[r] = r;
+  }
+  resources->connections_ = std::make_unique<core::ConnectionTable>(
+      &comm.peers(), comm.rank(), &comm.bootstrap(), comm.commHash(), comm.gpuChannels(), comm.slotBytes(),
+      comm.slotCount(), core::ConnectionKind::kDevice);
+  void* flag = nullptr;
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
+                                  "cudaHostAlloc of the abort flag"));
+  resources->abortFlagHost_ = static_cast<volatile int*>(flag);
+  *resources->abortFlagHost_ = 0;
+  void* flagOnDevice = nullptr;
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostGetDevicePointer(&flagOnDevice, flag, 0), "cudaHostGetDevicePointer"));
+  resources->abortFlagDevice_ = static_cast<const volatile int*>(flagOnDevice);
+  WEFT_RETURN_IF_ERROR(
+      cudaStatus(cudaEventCreateWithFlags(&resources->lastLaunch_, cudaEventDisableTiming), "cudaEventCreate"));
+  *out = std::move(resources);
+  return Status::ok();
+}
+
+CommDevice::~CommDevice() {
+  ScopedDevice device(device_);
+  if (lastLaunch_ != nullptr) {
+    (void)cudaEventSynchronize(lastLaunch_);
+    (void)cudaEventDestroy(lastLaunch_);
+  }
+  connections_.reset();
+  if (abortFlagHost_ != nullptr) (void)cudaFreeHost(const_cast<int*>(abortFlagHost_));
+  (void)cudaGetLastError();
+}
+
+void CommDevice::abort() {
+  if (abortFlagHost_ != nullptr) *abortFlagHost_ = 1;
+}
+
+Status CommDevice::orderAfterPrevious(cudaStream_t stream) {
+  if (!launched_ || stream == lastStream_) return Status::ok();
+  return cudaStatus(cudaStreamWaitEvent(stream, lastLaunch_, 0), "cudaStreamWaitEvent");
+}
+
+Status CommDevice::recordLaunch(cudaStream_t stream) {
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(lastLaunch_, stream), "cudaEventRecord"));
+  lastStream_ = stream;
+  launched_ = true;
+  return Status::ok();
+}
+
+Status commDevice(core::Communicator& comm, CommDevice** out) {
+  core::Communicator::DeviceResources* resources = nullptr;
+  WEFT_RETURN_IF_ERROR(comm.deviceResources(
+      [&comm](std::unique_ptr<core::Communicator::DeviceResources>* made) { return CommDevice::create(comm, made); },
+      &resources));
+  *out = static_cast<CommDevice*>(resources);
+  return Status::ok();
+}
+
+}  // namespace weft::device

@@ -1,0 +1,77 @@
+#pragma once
+// One communicator's resources on the GPU path: its CUDA device, rings of WEFT_GPU_CHANNELS
+// channels, connections in GPU memory (cuda_ipc), the flag its kernels poll for ncclCommAbort,
+// the order of its launches across streams, and the pinned buffers that hold launches' tables.
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "src/core/communicator.h"
+#include "src/core/connection_table.h"
+
+namespace weft::device {
+
+/// Pinned host buffers that kernels read their tables from. A buffer is reused once the kernel
+/// that read it has ended (its event has completed).
+class WorkPool {
+ public:
+  struct Buffer {
+    char* host = nullptr;
+    char* device = nullptr;  // the same memory as the GPU addresses it
+    size_t capacity = 0;
+    cudaEvent_t done = nullptr;  // recorded after the last kernel that read it
+  };
+  WorkPool() = default;
+  ~WorkPool();
+  WorkPool(const WorkPool&) = delete;
+  WorkPool& operator=(const WorkPool&) = delete;
+
+  /// A buffer of at least `bytes` that no unfinished kernel reads.
+  Status acquire(size_t bytes, Buffer** out);
+
+ private:
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+};
+
+class CommDevice final : public core::Communicator::DeviceResources {
+ public:
+  /// Makes the resources of `comm` (whose rank must have a CUDA device).
+  static Status create(core::Communicator& comm, std::unique_ptr<core::Communicator::DeviceResources>* out);
+  /// Waits for the communicator's kernels to end, then frees everything.
+  ~CommDevice() override;
+
+  void abort() override;
+
+  int device() const { return device_; }
+  core::ConnectionTable& connections() { return *connections_; }
+  const std::vector<algorithms::Ring>& rings() const { return rings_; }
+  WorkPool& workPool() { return workPool_; }
+  const volatile int* abortFlag() const { return abortFlagDevice_; }
+
+  /// Makes `stream` wait for this communicator's previous launch (if it was on another stream),
+  /// so that a communicator's kernels run in call order whatever streams they are given.
+  Status orderAfterPrevious(cudaStream_t stream);
+  /// Records the launch just enqueued on `stream` as this communicator's latest.
+  Status recordLaunch(cudaStream_t stream);
+
+ private:
+  explicit CommDevice(int device) : device_(device) {}
+
+  int device_;
+  std::vector<algorithms::Ring> rings_;
+  std::unique_ptr<core::ConnectionTable> connections_;
+  volatile int* abortFlagHost_ = nullptr;
+  const volatile int* abortFlagDevice_ = nullptr;
+  cudaEvent_t lastLaunch_ = nullptr;
+  cudaStream_t lastStream_ = nullptr;
+  bool launched_ = false;
+  WorkPool workPool_;
+};
+
+/// The GPU resources of `comm`, made on first use.
+Status commDevice(core::Communicator& comm, CommDevice** out);
+
+}  // namespace weft::device

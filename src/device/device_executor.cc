@@ -1,0 +1,314 @@
+#include "src/device/device_executor.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "src/core/communicator.h"
+#include "src/device/comm_device.h"
+#include "src/device/kernel_work.h"
+#include "src/device/step_kernel.h"
+#include "src/exec/program_connections.h"
+#include "transport/cuda_ipc/cuda_call.h"
+
+namespace weft::device {
+namespace {
+
+using algorithms::Collective;
+
+cudaStream_t streamOf(const core::Op& op) { return static_cast<cudaStream_t>(op.stream); }
+
+bool isPointToPoint(const core::Op& op) {
+  return op.collective == Collective::kSend || op.collective == Collective::kRecv;
+}
+
+bool reduces(Collective collective) {
+  return collective == Collective::kAllReduce || collective == Collective::kReduce ||
+         collective == Collective::kReduceScatter;
+}
+
+Status checkStreams(std::span<const core::Op> ops) {
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (size_t j = i + 1; j < ops.size(); ++j) {
+      const core::Op& a = ops[i];
+      const core::Op& b = ops[j];
+      if (a.comm != b.comm && a.comm->commHash() == b.comm->commHash() && a.stream == b.stream) {
+        return invalidUsage("ranks %d and %d of one communicator enqueue on the same CUDA stream (%p): their kernels "
+                            "wait for each other, and one stream would run them one after the other; give each "
+                            "rank its own stream",
+                            a.comm->rank(), b.comm->rank(), a.stream);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+// Appends `value` to `bytes` at a 16-byte boundary; returns its offset.
+template <class T>
+size_t appendTable(std::vector<char>* bytes, const std::vector<T>& values) {
+  size_t offset = (bytes->size() + 15) & ~size_t{15};
+  bytes->resize(offset + values.size() * sizeof(T));
+  if (!values.empty()) std::memcpy(bytes->data() + offset, values.data(), values.size() * sizeof(T));
+  return offset;
+}
+
+// One kernel launch: the lanes of some operations of one communicator.
+class LaunchBuilder {
+ public:
+  LaunchBuilder(CommDevice& device, size_t unitBytes) : device_(device), unitBytes_(unitBytes) {}
+
+  /// Adds the lanes of `op`'s program. `scale`: units per element of the op's type.
+  Status addOp(const core::Op& op, const algorithms::Program& program, size_t scale) {
+    for (const algorithms::Lane& lane : program.lanes) {
+      LaneEntry entry;
+      entry.lane.firstStep = static_cast<uint32_t>(steps_.size());
+      entry.lane.sendbuff = const_cast<char*>(static_cast<const char*>(op.sendbuff));
+      entry.lane.recvbuff = static_cast<char*>(op.recvbuff);
+      const uint64_t pieceUnits = pieceUnitsOf();
+      for (const algorithms::Step& step : lane.steps) {
+        KernelStep k;
+        if (step.recvPeer >= 0) {
+          WEFT_RETURN_IF_ERROR(connectionIndex(lane.channel, step.recvPeer, false, &k.recvConnection));
+          entry.endpoints.push_back(endpointKey(lane.channel, step.recvPeer, false));
+        }
+        if (step.sendPeer >= 0) {
+          WEFT_RETURN_IF_ERROR(connectionIndex(lane.channel, step.sendPeer, true, &k.sendConnection));
+          entry.endpoints.push_back(endpointKey(lane.channel, step.sendPeer, true));
+        }
+        k.srcBuffer = bufferCode(step.src.buffer);
+        k.dstBuffer = bufferCode(step.dst.buffer);
+        k.contribute = step.contribute ? 1 : 0;
+        k.finalize = step.finalize ? 1 : 0;
+        k.srcOffset = step.src.offset * scale;
+        k.dstOffset = step.dst.offset * scale;
+        k.count = step.count * scale;
+        entry.lane.rounds = std::max<uint64_t>(entry.lane.rounds, (k.count + pieceUnits - 1) / pieceUnits);
+        steps_.push_back(k);
+      }
+      entry.lane.stepCount = static_cast<uint32_t>(steps_.size()) - entry.lane.firstStep;
+      lanes_.push_back(std::move(entry));
+    }
+    return Status::ok();
+  }
+
+  /// Enqueues the kernel on `stream`.
+  Status launch(const algorithms::Reduction* reduction, cudaStream_t stream) {
+    if (lanes_.empty()) return Status::ok();
+    std::vector<KernelBlock> blocks;
+    std::vector<KernelLane> lanes;
+    groupIntoBlocks(&blocks, &lanes);
+    std::vector<char> bytes;
+    const size_t blocksAt = appendTable(&bytes, blocks);
+    const size_t lanesAt = appendTable(&bytes, lanes);
+    const size_t stepsAt = appendTable(&bytes, steps_);
+    const size_t connectionsAt = appendTable(&bytes, connections_);
+    WorkPool::Buffer* buffer = nullptr;
+    WEFT_RETURN_IF_ERROR(device_.workPool().acquire(bytes.size(), &buffer));
+    std::memcpy(buffer->host, bytes.data(), bytes.size());
+    KernelWork work;
+    work.blocks = reinterpret_cast<const KernelBlock*>(buffer->device + blocksAt);
+    work.lanes = reinterpret_cast<const KernelLane*>(buffer->device + lanesAt);
+    work.steps = reinterpret_cast<const KernelStep*>(buffer->device + stepsAt);
+    work.connections = reinterpret_cast<const KernelConnection*>(buffer->device + connectionsAt);
+    work.unitBytes = unitBytes_;
+    work.pieceUnits = pieceUnitsOf();
+    if (reduction != nullptr) {
+      std::memcpy(&work.scalar, reduction->scalar, sizeof(work.scalar));
+      work.divisor = reduction->divisor;
+    }
+    work.abortFlag = device_.abortFlag();
+    WEFT_RETURN_IF_ERROR(device_.orderAfterPrevious(stream));
+    WEFT_RETURN_IF_ERROR(launchStepKernel(work, static_cast<int>(blocks.size()), reduction, stream));
+    WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(buffer->done, stream), "cudaEventRecord"));
+    return device_.recordLaunch(stream);
+  }
+
+ private:
+  struct LaneEntry {
+    KernelLane lane;
+    std::vector<uint64_t> endpoints;
+  };
+
+  uint64_t pieceUnitsOf() const { return device_.connections().slotBytes() / unitBytes_; }
+
+  static uint8_t bufferCode(algorithms::BufferKind kind) {
+    switch (kind) {
+      case algorithms::BufferKind::kSend: return kSendBuffer;
+      case algorithms::BufferKind::kRecv: return kRecvBuffer;
+      case algorithms::BufferKind::kNone: break;
+    }
+    return kNoBuffer;
+  }
+
+  static uint64_t endpointKey(int channel, int peer, bool send) {
+    return (static_cast<uint64_t>(channel) << 33) | (static_cast<uint64_t>(peer) << 1) | (send ? 1 : 0);
+  }
+
+  Status connectionIndex(int channel, int peer, bool send, int32_t* index) {
+    const uint64_t key = endpointKey(channel, peer, send);
+    auto known = std::find(connectionKeys_.begin(), connectionKeys_.end(), key);
+    if (known != connectionKeys_.end()) {
+      *index = static_cast<int32_t>(known - connectionKeys_.begin());
+      return Status::ok();
+    }
+    core::ConnectionTable& table = device_.connections();
+    const transport::DeviceEnd* end = send ? (table.send(channel, peer) ? table.send(channel, peer)->deviceEnd() : nullptr)
+                                           : (table.recv(channel, peer) ? table.recv(channel, peer)->deviceEnd() : nullptr);
+    if (end == nullptr) {
+      return internalError("no GPU connection %s rank %d on channel %d", send ? "to" : "from", peer, channel);
+    }
+    KernelConnection connection;
+    connection.slots = end->slots;
+    connection.posted = reinterpret_cast<unsigned long long*>(end->posted);
+    connection.released = reinterpret_cast<unsigned long long*>(end->released);
+    connection.slotBytes = end->slotBytes;
+    connection.slotCount = static_cast<uint64_t>(end->slotCount);
+    connectionKeys_.push_back(key);
+    connections_.push_back(connection);
+    *index = static_cast<int32_t>(connections_.size() - 1);
+    return Status::ok();
+  }
+
+  // Lanes that share a connection end go to one block, in call order (as the host executor's
+  // endpoint queues order them); the others run in blocks of their own, concurrently.
+  void groupIntoBlocks(std::vector<KernelBlock>* blocks, std::vector<KernelLane>* lanes) const {
+    std::vector<size_t> parent(lanes_.size());
+    std::iota(parent.begin(), parent.end(), 0);
+    auto find = [&parent](size_t i) {
+      while (parent[i] != i) i = parent[i] = parent[parent[i]];
+      return i;
+    };
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+      for (size_t j = 0; j < i; ++j) {
+        const auto& a = lanes_[i].endpoints;
+        const auto& b = lanes_[j].endpoints;
+        bool shared = std::any_of(a.begin(), a.end(), [&b](uint64_t key) {
+          return std::find(b.begin(), b.end(), key) != b.end();
+        });
+        if (shared) parent[find(i)] = find(j);
+      }
+    }
+    std::vector<bool> placed(lanes_.size(), false);
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+      if (placed[i]) continue;
+      KernelBlock block;
+      block.firstLane = static_cast<uint32_t>(lanes->size());
+      const size_t root = find(i);
+      for (size_t j = i; j < lanes_.size(); ++j) {
+        if (placed[j] || find(j) != root) continue;
+        placed[j] = true;
+        lanes->push_back(lanes_[j].lane);
+      }
+      block.laneCount = static_cast<uint32_t>(lanes->size()) - block.firstLane;
+      blocks->push_back(block);
+    }
+  }
+
+  CommDevice& device_;
+  size_t unitBytes_;
+  std::vector<LaneEntry> lanes_;
+  std::vector<KernelStep> steps_;
+  std::vector<uint64_t> connectionKeys_;
+  std::vector<KernelConnection> connections_;
+};
+
+// Makes `primary` wait for the other streams of `ops` before a launch.
+Status joinStreams(std::span<const core::Op* const> ops, cudaStream_t primary, cudaEvent_t event) {
+  for (const core::Op* op : ops) {
+    if (streamOf(*op) == primary) continue;
+    WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(event, streamOf(*op)), "cudaEventRecord"));
+    WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamWaitEvent(primary, event, 0), "cudaStreamWaitEvent"));
+  }
+  return Status::ok();
+}
+
+// Makes the other streams of `ops` wait for the launch just enqueued on `primary`.
+Status forkStreams(std::span<const core::Op* const> ops, cudaStream_t primary, cudaEvent_t event) {
+  bool recorded = false;
+  for (const core::Op* op : ops) {
+    if (streamOf(*op) == primary) continue;
+    if (!recorded) WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(event, primary), "cudaEventRecord"));
+    recorded = true;
+    WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamWaitEvent(streamOf(*op), event, 0), "cudaStreamWaitEvent"));
+  }
+  return Status::ok();
+}
+
+// Enqueues one kernel running `ops` (of one communicator), on the first op's stream.
+Status enqueueOne(CommDevice& device, std::span<const core::Op* const> ops,
+                  std::span<const algorithms::Program* const> programs, bool copy) {
+  const core::Op& first = *ops[0];
+  const size_t elementBytes = algorithms::dataTypeSize(first.type);
+  LaunchBuilder builder(device, copy ? 1 : elementBytes);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    WEFT_RETURN_IF_ERROR(builder.addOp(*ops[i], *programs[i], copy ? algorithms::dataTypeSize(ops[i]->type) : 1));
+  }
+  const cudaStream_t stream = streamOf(first);
+  const bool severalStreams =
+      std::any_of(ops.begin(), ops.end(), [stream](const core::Op* op) { return streamOf(*op) != stream; });
+  cudaEvent_t join = nullptr;
+  if (severalStreams) {
+    WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate"));
+  }
+  Status status = severalStreams ? joinStreams(ops, stream, join) : Status::ok();
+  if (status.isOk()) status = builder.launch(copy ? nullptr : &first.reduction, stream);
+  if (status.isOk() && severalStreams) status = forkStreams(ops, stream, join);
+  if (join != nullptr) (void)cudaEventDestroy(join);  // released once the streams have passed it
+  return status;
+}
+
+}  // namespace
+
+Status enqueueOnStreams(std::span<const core::Op> ops) {
+  WEFT_RETURN_IF_ERROR(checkStreams(ops));
+  std::vector<CommDevice*> devices(ops.size());
+  std::vector<algorithms::Program> programs(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const core::Op& op = ops[i];
+    WEFT_RETURN_IF_ERROR(commDevice(*op.comm, &devices[i]));
+    const algorithms::OpShape shape{op.collective, op.count, op.root, op.comm->nranks(), op.comm->rank()};
+    algorithms::buildRingProgram(shape, devices[i]->rings(), &programs[i]);
+  }
+  WEFT_RETURN_IF_ERROR(exec::connectPrograms(ops, programs, [&](const core::Op& op) -> core::ConnectionTable& {
+    return devices[&op - ops.data()]->connections();
+  }));
+  // Per communicator, in order of first appearance: its Send/Recv in one kernel, then each
+  // collective in a kernel of its own.
+  std::vector<core::Communicator*> comms;
+  for (const core::Op& op : ops) {
+    if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
+  }
+  for (core::Communicator* comm : comms) {
+    CommDevice* device = nullptr;
+    std::vector<const core::Op*> pointToPoint;
+    std::vector<const algorithms::Program*> pointToPointPrograms;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].comm != comm || !isPointToPoint(ops[i])) continue;
+      device = devices[i];
+      pointToPoint.push_back(&ops[i]);
+      pointToPointPrograms.push_back(&programs[i]);
+    }
+    for (size_t i = 0; i < ops.size() && device == nullptr; ++i) {
+      if (ops[i].comm == comm) device = devices[i];
+    }
+    ScopedDevice current(device->device());
+    WEFT_RETURN_IF_ERROR(current.status());
+    if (!pointToPoint.empty()) {
+      WEFT_RETURN_IF_ERROR(enqueueOne(*device, pointToPoint, pointToPointPrograms, true));
+    }
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].comm != comm || isPointToPoint(ops[i])) continue;
+      const core::Op* op = &ops[i];
+      const algorithms::Program* program = &programs[i];
+      WEFT_RETURN_IF_ERROR(enqueueOne(*device, std::span(&op, 1), std::span(&program, 1),
+                                      !reduces(ops[i].collective)));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace weft::device

@@ -1,0 +1,183 @@
+#pragma once
+// The element arithmetic of the GPU path, bit for bit the host's (algorithms/reduce.h):
+// integers wrap (sum, prod, PreMulSum) and the average divides the final sum truncating toward
+// zero; float and double do one IEEE operation at a time, rounded to nearest even, never fused;
+// half, bfloat16 and fp8 compute each operation in float and round back to the type (fp8
+// saturating to its largest finite value); max/min ignore a NaN operand unless both are NaN,
+// count +0 above -0, and return one of the two input codes unchanged.
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+
+#include "algorithms/datatype.h"
+
+namespace weft::device {
+
+using algorithms::RedOpKind;
+
+// --- integers ------------------------------------------------------------------------------------
+
+template <class T>
+struct IntegerMath {
+  using Storage = T;
+  using Unsigned = std::make_unsigned_t<T>;
+  __device__ static T add(T a, T b) { return static_cast<T>(static_cast<Unsigned>(a) + static_cast<Unsigned>(b)); }
+  __device__ static T mul(T a, T b) {
+    // Promote to at least 32 bits unsigned, so that narrow types do not multiply as signed int.
+    using Wide = std::conditional_t<(sizeof(T) < 4), uint32_t, Unsigned>;
+    return static_cast<T>(static_cast<Wide>(static_cast<Unsigned>(a)) * static_cast<Wide>(static_cast<Unsigned>(b)));
+  }
+  __device__ static T max(T a, T b) { return a > b ? a : b; }
+  __device__ static T min(T a, T b) { return a < b ? a : b; }
+  __device__ static T divide(T value, uint64_t divisor) {
+    if constexpr (std::is_signed_v<T>) {
+      return static_cast<T>(static_cast<int64_t>(value) / static_cast<int64_t>(divisor));
+    } else {
+      return static_cast<T>(static_cast<uint64_t>(value) / divisor);
+    }
+  }
+};
+
+// --- floating point ------------------------------------------------------------------------------
+
+// Picks max or min among two codes by their values (see the header comment).
+template <class Math, bool kMax>
+__device__ typename Math::Storage pickExtreme(typename Math::Storage peer, typename Math::Storage local) {
+  const auto p = Math::value(peer);
+  const auto l = Math::value(local);
+  const bool peerNan = p != p;
+  const bool localNan = l != l;
+  if (localNan) return peerNan ? local : peer;
+  if (peerNan) return local;
+  if (p == l) {
+    if (p == 0 && signbit(p) != signbit(l)) return (signbit(p) == kMax) ? local : peer;
+    return local;
+  }
+  return ((p > l) == kMax) ? peer : local;
+}
+
+struct FloatMath {
+  using Storage = float;
+  __device__ static float value(float x) { return x; }
+  __device__ static float add(float a, float b) { return __fadd_rn(a, b); }
+  __device__ static float mul(float a, float b) { return __fmul_rn(a, b); }
+};
+
+struct DoubleMath {
+  using Storage = double;
+  __device__ static double value(double x) { return x; }
+  __device__ static double add(double a, double b) { return __dadd_rn(a, b); }
+  __device__ static double mul(double a, double b) { return __dmul_rn(a, b); }
+};
+
+// Narrow floats: the operation in float (exact for these formats' products and sums of two
+// values, or rounded once), then one rounding back to the type.
+template <class Codec>
+struct NarrowMath {
+  using Storage = typename Codec::Storage;
+  __device__ static float value(Storage x) { return Codec::toFloat(x); }
+  __device__ static Storage add(Storage a, Storage b) {
+    return Codec::fromFloat(__fadd_rn(Codec::toFloat(a), Codec::toFloat(b)));
+  }
+  __device__ static Storage mul(Storage a, Storage b) {
+    return Codec::fromFloat(__fmul_rn(Codec::toFloat(a), Codec::toFloat(b)));
+  }
+};
+
+struct HalfCodec {
+  using Storage = uint16_t;
+  __device__ static float toFloat(uint16_t x) { return __half2float(__ushort_as_half(x)); }
+  __device__ static uint16_t fromFloat(float x) { return __half_as_ushort(__float2half_rn(x)); }
+};
+
+struct Bfloat16Codec {
+  using Storage = uint16_t;
+  __device__ static float toFloat(uint16_t x) { return __bfloat162float(__ushort_as_bfloat16(x)); }
+  __device__ static uint16_t fromFloat(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
+};
+
+template <__nv_fp8_interpretation_t kFormat>
+struct Fp8Codec {
+  using Storage = uint8_t;
+  __device__ static float toFloat(uint8_t x) {
+    return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(x), kFormat)));
+  }
+  __device__ static uint8_t fromFloat(float x) {
+    return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, kFormat));
+  }
+};
+
+// --- one element ---------------------------------------------------------------------------------
+
+template <class Math, RedOpKind kKind>
+struct Combine;
+
+template <class Math>
+struct Combine<Math, RedOpKind::kSum> {
+  __device__ static typename Math::Storage apply(typename Math::Storage peer, typename Math::Storage local) {
+    return Math::add(peer, local);
+  }
+};
+template <class Math>
+struct Combine<Math, RedOpKind::kPreMulSum> : Combine<Math, RedOpKind::kSum> {};
+template <class Math>
+struct Combine<Math, RedOpKind::kProd> {
+  __device__ static typename Math::Storage apply(typename Math::Storage peer, typename Math::Storage local) {
+    return Math::mul(peer, local);
+  }
+};
+
+template <class T, bool kMax>
+struct IntegerExtreme {
+  __device__ static T apply(T peer, T local) {
+    return kMax ? IntegerMath<T>::max(peer, local) : IntegerMath<T>::min(peer, local);
+  }
+};
+
+template <class Math>
+inline constexpr bool kIsInteger = false;
+template <class T>
+inline constexpr bool kIsInteger<IntegerMath<T>> = true;
+
+template <class Math>
+struct Combine<Math, RedOpKind::kMax> {
+  __device__ static typename Math::Storage apply(typename Math::Storage peer, typename Math::Storage local) {
+    if constexpr (kIsInteger<Math>) return IntegerExtreme<typename Math::Storage, true>::apply(peer, local);
+    else return pickExtreme<Math, true>(peer, local);
+  }
+};
+template <class Math>
+struct Combine<Math, RedOpKind::kMin> {
+  __device__ static typename Math::Storage apply(typename Math::Storage peer, typename Math::Storage local) {
+    if constexpr (kIsInteger<Math>) return IntegerExtreme<typename Math::Storage, false>::apply(peer, local);
+    else return pickExtreme<Math, false>(peer, local);
+  }
+};
+
+/// The reduction of one (type, op) pair: v = local scaled (PreMulSum) and, with a peer value,
+/// peer ⊕ v; then the integer average's division when finalizing.
+template <class Math, RedOpKind kKind>
+struct Reducer {
+  using Storage = typename Math::Storage;
+  Storage scalar;
+  uint64_t divisor;
+
+  __device__ Storage scale(Storage local) const {
+    if constexpr (kKind == RedOpKind::kPreMulSum) return Math::mul(local, scalar);
+    else return local;
+  }
+  __device__ Storage reduce(Storage peer, Storage local) const {
+    return Combine<Math, kKind>::apply(peer, scale(local));
+  }
+  __device__ Storage finish(Storage value) const {
+    if constexpr (kIsInteger<Math>) {
+      if (divisor > 1) return Math::divide(value, divisor);
+    }
+    return value;
+  }
+};
+
+}  // namespace weft::device

@@ -1,0 +1,63 @@
+#pragma once
+// What one launch of the step kernel runs, in plain structs that the host writes into pinned
+// memory and the kernel reads (src/device/step_kernel.cu). The layout mirrors the step programs
+// (algorithms/step.h): a block runs lanes in order, a lane runs its steps in rounds (piece k of
+// every step, then piece k + 1), a step receives from one connection, combines with a local
+// input, writes a local output and sends to one connection.
+
+#include <cstdint>
+
+namespace weft::device {
+
+/// Where a step's local input or output is. Offsets are in the lane's units (elements of the
+/// launch's type, or bytes for a copy launch).
+enum : uint8_t { kNoBuffer = 0, kSendBuffer = 1, kRecvBuffer = 2 };
+
+struct KernelStep {
+  int32_t recvConnection = -1;  // index into KernelWork::connections, or -1
+  int32_t sendConnection = -1;
+  uint8_t srcBuffer = kNoBuffer;
+  uint8_t dstBuffer = kNoBuffer;
+  uint8_t contribute = 0;  // the local input is a reduction operand (see algorithms::Step)
+  uint8_t finalize = 0;    // apply the integer average's division
+  uint32_t reserved = 0;
+  uint64_t srcOffset = 0;
+  uint64_t dstOffset = 0;
+  uint64_t count = 0;
+};
+
+struct KernelLane {
+  uint32_t firstStep = 0;
+  uint32_t stepCount = 0;
+  uint64_t rounds = 0;  // pieces of the lane's longest step
+  char* sendbuff = nullptr;
+  char* recvbuff = nullptr;
+};
+
+struct KernelBlock {
+  uint32_t firstLane = 0;
+  uint32_t laneCount = 0;
+};
+
+/// One connection end as the kernel uses it (transport::DeviceEnd).
+struct KernelConnection {
+  char* slots = nullptr;
+  unsigned long long* posted = nullptr;
+  unsigned long long* released = nullptr;
+  uint64_t slotBytes = 0;
+  uint64_t slotCount = 0;
+};
+
+struct KernelWork {
+  const KernelBlock* blocks = nullptr;
+  const KernelLane* lanes = nullptr;
+  const KernelStep* steps = nullptr;
+  const KernelConnection* connections = nullptr;
+  uint64_t unitBytes = 1;       // bytes per unit: the element size, or 1 for a copy launch
+  uint64_t pieceUnits = 0;      // units per piece: the slot size in units
+  uint64_t scalar = 0;          // PreMulSum's multiplier in the type's encoding (low bytes)
+  uint64_t divisor = 1;         // integer average: the final sum's divisor
+  const volatile int* abortFlag = nullptr;  // set by ncclCommAbort: every wait gives up
+};
+
+}  // namespace weft::device

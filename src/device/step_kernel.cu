@@ -1,0 +1,248 @@
+// The step kernel: each thread block runs its lanes' steps through the connections' slots in GPU
+// memory, as the host executor does through host connections (src/exec/host_executor.cc).
+//
+// Per piece, thread 0 waits (acquire loads, polling ncclCommAbort's flag) until the received
+// slot is posted and the slot to send into is free; the whole block then moves the piece; after a
+// barrier thread 0 publishes the sent slot and returns the received one (release stores).
+
+#include <cstring>
+
+#include "src/device/device_reduce.cuh"
+#include "src/device/step_kernel.h"
+#include "transport/cuda_ipc/cuda_call.h"
+
+namespace weft::device {
+namespace {
+
+constexpr int kThreads = 512;
+// Polls of a counter between two looks at the abort flag (which lives in host memory).
+constexpr int kPollsPerAbortCheck = 1024;
+
+__device__ unsigned long long loadAcquire(const unsigned long long* address) {
+  unsigned long long value;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");
+  return value;
+}
+
+__device__ void storeRelease(unsigned long long* address, unsigned long long value) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(address), "l"(value) : "memory");
+}
+
+__device__ bool aborted(const volatile int* flag) { return flag != nullptr && *flag != 0; }
+
+// Thread 0 only. Waits until the connection holds a posted slot beyond `consumed`. False if the
+// communicator was aborted.
+__device__ bool waitPosted(const KernelConnection& connection, unsigned long long consumed,
+                           const volatile int* abortFlag) {
+  for (int polls = 0; loadAcquire(connection.posted) <= consumed; ++polls) {
+    if (polls == kPollsPerAbortCheck) {
+      if (aborted(abortFlag)) return false;
+      polls = 0;
+    }
+  }
+  return true;
+}
+
+// Thread 0 only. Waits until the slot after `posted` is free (the receiver released enough).
+__device__ bool waitFree(const KernelConnection& connection, unsigned long long posted,
+                         const volatile int* abortFlag) {
+  for (int polls = 0; posted - loadAcquire(connection.released) >= connection.slotCount; ++polls) {
+    if (polls == kPollsPerAbortCheck) {
+      if (aborted(abortFlag)) return false;
+      polls = 0;
+    }
+  }
+  return true;
+}
+
+__device__ char* bufferBase(const KernelLane& lane, uint8_t buffer) {
+  return buffer == kSendBuffer ? lane.sendbuff : buffer == kRecvBuffer ? lane.recvbuff : nullptr;
+}
+
+// The pointers of one piece, as the body sees them. `dst` or `slot` (or both) is set.
+struct Piece {
+  const char* src;       // local input, or null
+  const char* received;  // the received slot, or null
+  char* dst;             // local output, or null
+  char* slot;            // the slot to send, or null
+  uint64_t units;
+  bool contribute;
+  bool finalize;
+};
+
+template <class Body>
+__device__ void runLanes(const KernelWork& work, const Body& body) {
+  // The tables live in pinned host memory: thread 0 reads each entry once, into shared memory.
+  __shared__ KernelLane lane;
+  __shared__ KernelStep step;
+  __shared__ unsigned long long receivedIndex;
+  __shared__ unsigned long long sentIndex;
+  __shared__ int action;  // 0: run the piece, 1: no piece of this step in this round, 2: aborted
+  __shared__ KernelBlock block;
+  if (threadIdx.x == 0) block = work.blocks[blockIdx.x];
+  __syncthreads();
+  for (uint32_t l = 0; l < block.laneCount; ++l) {
+    if (threadIdx.x == 0) lane = work.lanes[block.firstLane + l];
+    __syncthreads();
+    for (uint64_t round = 0; round < lane.rounds; ++round) {
+      const uint64_t begin = round * work.pieceUnits;
+      for (uint32_t s = 0; s < lane.stepCount; ++s) {
+        if (threadIdx.x == 0) {
+          step = work.steps[lane.firstStep + s];
+          action = begin >= step.count ? 1 : 0;
+          if (action == 0 && step.recvConnection >= 0) {
+            const KernelConnection& recv = work.connections[step.recvConnection];
+            receivedIndex = *reinterpret_cast<volatile unsigned long long*>(recv.released);
+            if (!waitPosted(recv, receivedIndex, work.abortFlag)) action = 2;
+          }
+          if (action == 0 && step.sendConnection >= 0) {
+            const KernelConnection& send = work.connections[step.sendConnection];
+            sentIndex = *reinterpret_cast<volatile unsigned long long*>(send.posted);
+            if (!waitFree(send, sentIndex, work.abortFlag)) action = 2;
+          }
+        }
+        __syncthreads();
+        if (action == 2) return;
+        if (action == 1) {
+          __syncthreads();  // every thread has read `action` before thread 0 writes the next one
+          continue;
+        }
+        const KernelConnection* recv = step.recvConnection >= 0 ? &work.connections[step.recvConnection] : nullptr;
+        const KernelConnection* send = step.sendConnection >= 0 ? &work.connections[step.sendConnection] : nullptr;
+        Piece piece;
+        piece.received = recv != nullptr ? recv->slots + (receivedIndex % recv->slotCount) * recv->slotBytes : nullptr;
+        piece.slot = send != nullptr ? send->slots + (sentIndex % send->slotCount) * send->slotBytes : nullptr;
+        char* src = bufferBase(lane, step.srcBuffer);
+        char* dst = bufferBase(lane, step.dstBuffer);
+        piece.src = src != nullptr ? src + (step.srcOffset + begin) * work.unitBytes : nullptr;
+        piece.dst = dst != nullptr ? dst + (step.dstOffset + begin) * work.unitBytes : nullptr;
+        piece.units = min(step.count - begin, work.pieceUnits);
+        piece.contribute = step.contribute != 0;
+        piece.finalize = step.finalize != 0;
+        body(piece);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+          __threadfence_system();
+          if (send != nullptr) storeRelease(send->posted, sentIndex + 1);
+          if (recv != nullptr) storeRelease(recv->released, receivedIndex + 1);
+        }
+      }
+    }
+    __syncthreads();  // every thread is done with `lane` before thread 0 reads the next one
+  }
+}
+
+// Reducing launches: units are elements of Math::Storage.
+template <class Math, RedOpKind kKind>
+struct ReduceBody {
+  using Storage = typename Math::Storage;
+  Reducer<Math, kKind> reducer;
+
+  __device__ void operator()(const Piece& piece) const {
+    const Storage* src = reinterpret_cast<const Storage*>(piece.src);
+    const Storage* received = reinterpret_cast<const Storage*>(piece.received);
+    Storage* out = reinterpret_cast<Storage*>(piece.dst != nullptr ? piece.dst : piece.slot);
+    Storage* out2 = piece.dst != nullptr ? reinterpret_cast<Storage*>(piece.slot) : nullptr;
+    for (uint64_t i = threadIdx.x; i < piece.units; i += blockDim.x) {
+      Storage value;
+      if (piece.contribute) {
+        value = received != nullptr ? reducer.reduce(received[i], src[i]) : reducer.scale(src[i]);
+        if (piece.finalize) value = reducer.finish(value);
+      } else {
+        value = received != nullptr ? received[i] : src[i];
+      }
+      out[i] = value;
+      if (out2 != nullptr) out2[i] = value;
+    }
+  }
+};
+
+// Copy launches: units are bytes; 16-byte words where every pointer and the length allow.
+struct CopyBody {
+  __device__ void operator()(const Piece& piece) const {
+    const char* from = piece.received != nullptr ? piece.received : piece.src;
+    char* out = piece.dst != nullptr ? piece.dst : piece.slot;
+    char* out2 = piece.dst != nullptr ? piece.slot : nullptr;
+    if (from == out) {
+      if (out2 == nullptr) return;  // in place, nothing to send
+      out = out2;
+      out2 = nullptr;
+    }
+    const uintptr_t alignment = reinterpret_cast<uintptr_t>(from) | reinterpret_cast<uintptr_t>(out) |
+                                reinterpret_cast<uintptr_t>(out2) | piece.units;
+    if ((alignment & 15) == 0) {
+      const uint4* from16 = reinterpret_cast<const uint4*>(from);
+      uint4* out16 = reinterpret_cast<uint4*>(out);
+      uint4* second16 = reinterpret_cast<uint4*>(out2);
+      for (uint64_t i = threadIdx.x; i < piece.units / 16; i += blockDim.x) {
+        const uint4 word = from16[i];
+        out16[i] = word;
+        if (second16 != nullptr) second16[i] = word;
+      }
+      return;
+    }
+    for (uint64_t i = threadIdx.x; i < piece.units; i += blockDim.x) {
+      const char byte = from[i];
+      out[i] = byte;
+      if (out2 != nullptr) out2[i] = byte;
+    }
+  }
+};
+
+template <class Body>
+__global__ void __launch_bounds__(kThreads) stepKernel(KernelWork work, Body body) {
+  runLanes(work, body);
+}
+
+template <class Body>
+Status launch(const KernelWork& work, int blockCount, const Body& body, cudaStream_t stream) {
+  stepKernel<Body><<<blockCount, kThreads, 0, stream>>>(work, body);
+  return cudaStatus(cudaGetLastError(), "launching the step kernel");
+}
+
+template <class Math, RedOpKind kKind>
+Status launchReduce(const KernelWork& work, int blockCount, cudaStream_t stream) {
+  ReduceBody<Math, kKind> body;
+  std::memcpy(&body.reducer.scalar, &work.scalar, sizeof(body.reducer.scalar));
+  body.reducer.divisor = work.divisor;
+  return launch(work, blockCount, body, stream);
+}
+
+template <class Math>
+Status launchForType(const KernelWork& work, int blockCount, RedOpKind kind, cudaStream_t stream) {
+  switch (kind) {
+    case RedOpKind::kSum: return launchReduce<Math, RedOpKind::kSum>(work, blockCount, stream);
+    case RedOpKind::kProd: return launchReduce<Math, RedOpKind::kProd>(work, blockCount, stream);
+    case RedOpKind::kMax: return launchReduce<Math, RedOpKind::kMax>(work, blockCount, stream);
+    case RedOpKind::kMin: return launchReduce<Math, RedOpKind::kMin>(work, blockCount, stream);
+    case RedOpKind::kPreMulSum: return launchReduce<Math, RedOpKind::kPreMulSum>(work, blockCount, stream);
+  }
+  return internalError("reduction kind %d has no GPU kernel", static_cast<int>(kind));
+}
+
+}  // namespace
+
+Status launchStepKernel(const KernelWork& work, int blockCount, const algorithms::Reduction* reduction,
+                        cudaStream_t stream) {
+  if (blockCount == 0) return Status::ok();
+  if (reduction == nullptr) return launch(work, blockCount, CopyBody{}, stream);
+  using algorithms::DataType;
+  const RedOpKind kind = reduction->kind;
+  switch (reduction->type) {
+    case DataType::kInt8: return launchForType<IntegerMath<int8_t>>(work, blockCount, kind, stream);
+    case DataType::kUint8: return launchForType<IntegerMath<uint8_t>>(work, blockCount, kind, stream);
+    case DataType::kInt32: return launchForType<IntegerMath<int32_t>>(work, blockCount, kind, stream);
+    case DataType::kUint32: return launchForType<IntegerMath<uint32_t>>(work, blockCount, kind, stream);
+    case DataType::kInt64: return launchForType<IntegerMath<int64_t>>(work, blockCount, kind, stream);
+    case DataType::kUint64: return launchForType<IntegerMath<uint64_t>>(work, blockCount, kind, stream);
+    case DataType::kFloat16: return launchForType<NarrowMath<HalfCodec>>(work, blockCount, kind, stream);
+    case DataType::kFloat32: return launchForType<FloatMath>(work, blockCount, kind, stream);
+    case DataType::kFloat64: return launchForType<DoubleMath>(work, blockCount, kind, stream);
+    case DataType::kBfloat16: return launchForType<NarrowMath<Bfloat16Codec>>(work, blockCount, kind, stream);
+    case DataType::kFloat8e4m3: return launchForType<NarrowMath<Fp8Codec<__NV_E4M3>>>(work, blockCount, kind, stream);
+    case DataType::kFloat8e5m2: return launchForType<NarrowMath<Fp8Codec<__NV_E5M2>>>(work, blockCount, kind, stream);
+  }
+  return internalError("data type %d has no GPU kernel", static_cast<int>(reduction->type));
+}
+
+}  // namespace weft::device

@@ -1,0 +1,20 @@
+#pragma once
+// Launching the step kernel: one thread block per entry of KernelWork::blocks, on a stream.
+// One kernel per (type, op) for reducing launches and one byte-copy kernel for the rest, chosen
+// here at run time.
+
+#include <cuda_runtime_api.h>
+
+#include "algorithms/datatype.h"
+#include "src/base/status.h"
+#include "src/device/kernel_work.h"
+
+namespace weft::device {
+
+/// Enqueues `work` with `blockCount` blocks on `stream`, on the current device. `reduction` is
+/// null for a copy launch (units are bytes), else the launch's type and op (units are elements).
+/// The tables `work` points to must stay readable until the kernel ends.
+Status launchStepKernel(const KernelWork& work, int blockCount, const algorithms::Reduction* reduction,
+                        cudaStream_t stream);
+
+}  // namespace weft::device

@@ -1,0 +1,143 @@
+// Exact results of every collective on GPU buffers, ranks sharing one GPU (as threads of this
+// process and as forked processes), through the same checks as the host suite
+// (tests/multirank/collective_run.h): each rank's buffers are copied into device memory, the call
+// is enqueued on the rank's own stream, and the results are copied back and compared element by
+// element. Skipped, saying so, where no GPU is present.
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+#include "tests/gpu/device_placement.h"
+#include "tests/gpu/gpu_presence.h"
+#include "tests/harness/rank_check.h"
+#include "tests/harness/rank_runner.h"
+#include "tests/multirank/collective.h"
+#include "tests/multirank/collective_run.h"
+#include "tests/multirank/element_types.h"
+#include "tests/multirank/reduction.h"
+#include "tests/multirank/test_inputs.h"
+
+namespace weft::gpu_tests {
+namespace {
+
+using harness::RankMode;
+using harness::RankRunOptions;
+using harness::ScopedComm;
+using multirank::Collective;
+using multirank::CollectiveRun;
+using multirank::ElementType;
+using multirank::Placement;
+using multirank::Reduction;
+
+constexpr size_t kCounts[] = {0, 1, 7, 4099};
+// Several slots' worth (slots are NCCL_BUFFSIZE / 8 = 512 KiB): many pieces and rounds.
+constexpr size_t kLargeCount = (size_t{1} << 20) + 3;
+constexpr ncclDataType_t kLargeTypes[] = {ncclInt8, ncclBfloat16, ncclFloat32, ncclFloat64};
+constexpr uint64_t kSeed = 0x6b0f5eed1234ULL;
+constexpr std::chrono::seconds kDeadline{240};
+
+struct GpuCase {
+  Collective collective;
+  int nranks;
+  RankMode mode;
+  bool large;
+};
+
+std::string caseName(const ::testing::TestParamInfo<GpuCase>& info) {
+  const GpuCase& c = info.param;
+  return std::string(multirank::collectiveName(c.collective)) + "_" + std::to_string(c.nranks) + "ranks_" +
+         (c.mode == RankMode::kThreads ? "threads" : "processes") + (c.large ? "_large" : "");
+}
+
+// Makes device 0 current and gives the rank a stream of its own (ranks of one GPU must not share
+// one: their kernels wait for each other).
+struct RankStream {
+  cudaStream_t stream = nullptr;
+  cudaError_t error = cudaSuccess;
+  RankStream() {
+    error = cudaSetDevice(0);
+    if (error == cudaSuccess) error = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  }
+  ~RankStream() {
+    if (stream != nullptr) (void)cudaStreamDestroy(stream);
+  }
+};
+
+void runCase(const GpuCase& c, int nranks, int rank, const ncclUniqueId& id) {
+  RankStream rankStream;
+  RANK_CHECK(rankStream.error == cudaSuccess) << "CUDA setup: " << cudaGetErrorString(rankStream.error);
+  ScopedComm comm;
+  RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+  DevicePlacement placement(rankStream.stream);
+  std::vector<const ElementType*> types;
+  if (c.large) {
+    for (ncclDataType_t type : kLargeTypes) types.push_back(&multirank::elementType(type));
+  } else {
+    for (const ElementType& type : multirank::allElementTypes()) types.push_back(&type);
+  }
+  std::vector<size_t> counts = c.large ? std::vector<size_t>{kLargeCount}
+                                       : std::vector<size_t>(std::begin(kCounts), std::end(kCounts));
+  std::vector<int> roots = {0};
+  if (multirank::hasRoot(c.collective)) roots = {0, nranks - 1};
+  uint64_t iteration = 0;
+  for (const ElementType* type : types) {
+    std::vector<Reduction> reductions = {Reduction{}};
+    if (multirank::reduces(c.collective)) {
+      reductions = c.large ? multirank::largeReductionsFor(*type) : multirank::allReductionsFor(*type);
+    }
+    for (const Reduction& reduction : reductions) {
+      for (size_t count : counts) {
+        for (Placement placement_ : multirank::placementsOf(c.collective)) {
+          for (int root : roots) {
+            CollectiveRun run;
+            run.collective = c.collective;
+            run.type = type;
+            run.op = reduction;
+            run.count = count;
+            run.placement = placement_;
+            run.root = root;
+            run.seed = multirank::mixBits(kSeed, iteration++, static_cast<uint64_t>(c.collective));
+            harness::noteRankProgress(run.describe() + " on GPU buffers");
+            multirank::runAndCheck(comm, nranks, rank, run, &placement);
+            if (harness::rankFailed()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+class GpuCollective : public ::testing::TestWithParam<GpuCase> {};
+
+TEST_P(GpuCollective, MatchesReference) {
+  SKIP_WITHOUT_GPU();
+  const GpuCase c = GetParam();
+  RankRunOptions options;
+  options.nranks = c.nranks;
+  options.mode = c.mode;
+  options.deadline = kDeadline;
+  options.label = std::string(multirank::collectiveName(c.collective)) + " on GPU buffers";
+  EXPECT_TRUE(harness::runRanks(options, [&c](int rank, int nranks, const ncclUniqueId& id) {
+    runCase(c, nranks, rank, id);
+  }));
+}
+
+std::vector<GpuCase> cases() {
+  std::vector<GpuCase> all;
+  for (Collective collective : multirank::allCollectives()) {
+    for (int nranks : {1, 2, 3, 4}) all.push_back({collective, nranks, RankMode::kThreads, false});
+    all.push_back({collective, 4, RankMode::kThreads, true});
+    for (int nranks : {2, 3}) all.push_back({collective, nranks, RankMode::kProcesses, false});
+  }
+  return all;
+}
+
+INSTANTIATE_TEST_SUITE_P(Collectives, GpuCollective, ::testing::ValuesIn(cases()), caseName);
+
+}  // namespace
+}  // namespace weft::gpu_tests

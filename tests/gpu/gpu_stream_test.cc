@@ -1,0 +1,212 @@
+// Stream semantics of calls on GPU buffers, as NCCL's: a call is enqueued on the given stream and
+// returns at once; it runs after the stream's earlier work and before its later work; a group
+// launches at ncclGroupEnd; ranks of one communicator need streams of their own; a call cannot
+// mix GPU and host buffers; ncclCommAbort ends a kernel that waits for a peer that never comes.
+// Ranks are communicators of this process (ncclCommInitAll on one GPU), driven from the test's
+// thread. Skipped, saying so, where no GPU is present.
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "nccl.h"
+#include "tests/gpu/gpu_presence.h"
+#include "tests/harness/comm_clique.h"
+#include "tests/harness/deadline_guard.h"
+
+namespace weft::gpu_tests {
+namespace {
+
+using harness::ncclSucceeded;
+
+constexpr std::chrono::seconds kDeadline{60};
+
+#define ASSERT_CUDA(call)                                                                   \
+  do {                                                                                      \
+    const cudaError_t error_ = (call);                                                      \
+    ASSERT_EQ(error_, cudaSuccess) << #call << ": " << cudaGetErrorString(error_);          \
+  } while (0)
+
+// `n` communicators of one clique on GPU 0, each with its own non-blocking stream and a
+// device buffer of `count` floats.
+class OneGpuClique : public ::testing::Test {
+ protected:
+  void start(int n, size_t count) {
+    ASSERT_CUDA(cudaSetDevice(0));
+    comms_.resize(n);
+    std::vector<int> devices(n, 0);
+    ASSERT_TRUE(ncclSucceeded(ncclCommInitAll(comms_.data(), n, devices.data())));
+    count_ = count;
+    for (int r = 0; r < n; ++r) {
+      cudaStream_t stream = nullptr;
+      ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      streams_.push_back(stream);
+      void* buffer = nullptr;
+      ASSERT_CUDA(cudaMalloc(&buffer, count * sizeof(float)));
+      buffers_.push_back(static_cast<float*>(buffer));
+    }
+  }
+
+  void TearDown() override {
+    for (cudaStream_t stream : streams_) (void)cudaStreamSynchronize(stream);
+    for (ncclComm_t comm : comms_) {
+      if (comm != nullptr) (void)ncclCommDestroy(comm);
+    }
+    for (float* buffer : buffers_) (void)cudaFree(buffer);
+    for (cudaStream_t stream : streams_) (void)cudaStreamDestroy(stream);
+  }
+
+  // Fills rank r's buffer with r + 1 on its stream (ordered before what follows there).
+  void fillOnStreams() {
+    for (size_t r = 0; r < buffers_.size(); ++r) {
+      std::vector<float> values(count_, static_cast<float>(r + 1));
+      ASSERT_CUDA(cudaMemcpyAsync(buffers_[r], values.data(), count_ * sizeof(float), cudaMemcpyHostToDevice,
+                                  streams_[r]));
+    }
+  }
+
+  // Every element of every buffer, once the streams are done.
+  void expectEveryElement(float want) {
+    for (size_t r = 0; r < buffers_.size(); ++r) {
+      std::vector<float> got(count_);
+      ASSERT_CUDA(cudaMemcpyAsync(got.data(), buffers_[r], count_ * sizeof(float), cudaMemcpyDeviceToHost,
+                                  streams_[r]));
+      ASSERT_CUDA(cudaStreamSynchronize(streams_[r]));
+      for (size_t i = 0; i < count_; ++i) {
+        ASSERT_EQ(got[i], want) << "rank " << r << " element " << i;
+      }
+    }
+  }
+
+  std::vector<ncclComm_t> comms_;
+  std::vector<cudaStream_t> streams_;
+  std::vector<float*> buffers_;
+  size_t count_ = 0;
+};
+
+// A host function that holds a stream until the test releases it.
+void CUDART_CB holdStream(void* gate) {
+  auto* open = static_cast<std::atomic<bool>*>(gate);
+  while (!open->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+TEST_F(OneGpuClique, GroupedAllReduceIsEnqueuedAndRunsInStreamOrder) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "grouped allreduce on held streams");
+  const int n = 3;
+  ASSERT_NO_FATAL_FAILURE(start(n, (size_t{1} << 20) + 5));
+  ASSERT_NO_FATAL_FAILURE(fillOnStreams());
+  // Every stream is held: a call that waited for its stream's work would never return.
+  std::atomic<bool> gate{false};
+  for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaLaunchHostFunc(stream, holdStream, &gate));
+  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(ncclSucceeded(
+        ncclAllReduce(buffers_[r], buffers_[r], count_, ncclFloat32, ncclSum, comms_[r], streams_[r])));
+  }
+  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  // Nothing has run yet: the streams are still held.
+  for (cudaStream_t stream : streams_) EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady);
+  gate.store(true);
+  expectEveryElement(6.0f);  // 1 + 2 + 3
+}
+
+TEST_F(OneGpuClique, SuccessiveCallsOnDifferentStreamsRunInCallOrder) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "successive allreduces on two streams per rank");
+  const int n = 2;
+  ASSERT_NO_FATAL_FAILURE(start(n, 4099));
+  ASSERT_NO_FATAL_FAILURE(fillOnStreams());
+  std::vector<cudaStream_t> second(n);
+  for (int r = 0; r < n; ++r) ASSERT_CUDA(cudaStreamCreateWithFlags(&second[r], cudaStreamNonBlocking));
+  // (1 + 2) -> 3 on every rank, then 3 + 3 -> 6: the second call must see the first's result.
+  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(ncclSucceeded(
+        ncclAllReduce(buffers_[r], buffers_[r], count_, ncclFloat32, ncclSum, comms_[r], streams_[r])));
+  }
+  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(ncclSucceeded(
+        ncclAllReduce(buffers_[r], buffers_[r], count_, ncclFloat32, ncclSum, comms_[r], second[r])));
+  }
+  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  for (int r = 0; r < n; ++r) {
+    ASSERT_CUDA(cudaStreamSynchronize(second[r]));
+    ASSERT_CUDA(cudaStreamDestroy(second[r]));
+  }
+  expectEveryElement(6.0f);
+}
+
+TEST_F(OneGpuClique, TwoRanksOnOneStreamAreRefused) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "two ranks on one stream");
+  ASSERT_NO_FATAL_FAILURE(start(2, 1024));
+  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(ncclSucceeded(
+        ncclAllReduce(buffers_[r], buffers_[r], count_, ncclFloat32, ncclSum, comms_[r], streams_[0])));
+  }
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
+  EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "same CUDA stream"), nullptr) << ncclGetLastError(comms_[0]);
+}
+
+TEST_F(OneGpuClique, GpuAndHostBuffersInOneCallAreRefused) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_NO_FATAL_FAILURE(start(1, 1024));
+  std::vector<float> host(count_);
+  EXPECT_EQ(ncclAllReduce(buffers_[0], host.data(), count_, ncclFloat32, ncclSum, comms_[0], streams_[0]),
+            ncclInvalidArgument);
+  EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "both must be GPU memory"), nullptr)
+      << ncclGetLastError(comms_[0]);
+}
+
+TEST_F(OneGpuClique, PinnedHostBuffersTakeTheStreamPath) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "allreduce on pinned host buffers");
+  const int n = 2;
+  ASSERT_NO_FATAL_FAILURE(start(n, 3000));
+  std::vector<float*> pinned(n);
+  for (int r = 0; r < n; ++r) {
+    void* memory = nullptr;
+    ASSERT_CUDA(cudaHostAlloc(&memory, count_ * sizeof(float), cudaHostAllocPortable));
+    pinned[r] = static_cast<float*>(memory);
+    for (size_t i = 0; i < count_; ++i) pinned[r][i] = static_cast<float>(r + 1);
+  }
+  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(ncclSucceeded(
+        ncclAllReduce(pinned[r], pinned[r], count_, ncclFloat32, ncclSum, comms_[r], streams_[r])));
+  }
+  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  for (int r = 0; r < n; ++r) {
+    ASSERT_CUDA(cudaStreamSynchronize(streams_[r]));
+    for (size_t i = 0; i < count_; ++i) ASSERT_EQ(pinned[r][i], 3.0f) << "rank " << r << " element " << i;
+    ASSERT_CUDA(cudaFreeHost(pinned[r]));
+  }
+}
+
+TEST_F(OneGpuClique, AbortEndsAKernelWaitingForAPeer) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "abort of a kernel waiting for a peer");
+  ASSERT_NO_FATAL_FAILURE(start(2, 1 << 20));
+  // Rank 0 calls alone: its kernel waits for rank 1, which never calls.
+  ASSERT_TRUE(ncclSucceeded(
+      ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0], streams_[0])));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(cudaStreamQuery(streams_[0]), cudaErrorNotReady);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(ncclCommAbort(comms_[0]), ncclSuccess);
+  comms_[0] = nullptr;
+  ASSERT_CUDA(cudaStreamSynchronize(streams_[0]));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+}  // namespace
+}  // namespace weft::gpu_tests

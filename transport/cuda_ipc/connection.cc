@@ -1,0 +1,108 @@
+#include "transport/cuda_ipc/connection.h"
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include "transport/cuda_ipc/cuda_call.h"
+
+namespace weft::transport::cuda_ipc {
+namespace {
+
+DeviceEnd describe(char* base, size_t slotBytes, int slotCount) {
+  DeviceEnd end;
+  end.posted = reinterpret_cast<uint64_t*>(base);
+  end.released = reinterpret_cast<uint64_t*>(base + kReleasedOffset);
+  end.slots = base + kHeaderBytes;
+  end.slotBytes = slotBytes;
+  end.slotCount = slotCount;
+  return end;
+}
+
+Status hostUse() {
+  return internalError("a cuda_ipc connection is driven by GPU kernels; the host executor cannot use it");
+}
+
+}  // namespace
+
+Status IpcRecvConnection::create(size_t slotBytes, int slotCount, std::unique_ptr<IpcRecvConnection>* out,
+                                 IpcBlob* blob) {
+  std::unique_ptr<IpcRecvConnection> connection(new IpcRecvConnection());
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaGetDevice(&connection->device_), "cudaGetDevice"));
+  const size_t bytes = kHeaderBytes + slotBytes * static_cast<size_t>(slotCount);
+  Status allocated = cudaStatus(cudaMalloc(&connection->memory_, bytes), "cudaMalloc of a cuda_ipc connection");
+  if (!allocated.isOk()) {
+    connection->memory_ = nullptr;
+    return allocated.withContext("reserving " + std::to_string(bytes) +
+                                 " bytes of GPU memory for one connection (NCCL_BUFFSIZE sets the size)");
+  }
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaMemset(connection->memory_, 0, kHeaderBytes), "cudaMemset"));
+  cudaIpcMemHandle_t handle;
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaIpcGetMemHandle(&handle, connection->memory_), "cudaIpcGetMemHandle"));
+  static_assert(sizeof(handle) == kIpcHandleBytes);
+  blob->pid = static_cast<int32_t>(getpid());
+  blob->device = connection->device_;
+  blob->address = reinterpret_cast<uint64_t>(connection->memory_);
+  blob->bytes = bytes;
+  blob->slotBytes = slotBytes;
+  blob->slotCount = static_cast<uint32_t>(slotCount);
+  std::memcpy(blob->handle, &handle, sizeof(handle));
+  connection->end_ = describe(static_cast<char*>(connection->memory_), slotBytes, slotCount);
+  *out = std::move(connection);
+  return Status::ok();
+}
+
+IpcRecvConnection::~IpcRecvConnection() {
+  if (memory_ == nullptr) return;
+  ScopedDevice device(device_);
+  (void)cudaFree(memory_);
+}
+
+Status IpcRecvConnection::tryPeekSlot(const void** data, size_t* bytes) { return hostUse(); }
+Status IpcRecvConnection::releaseSlot() { return hostUse(); }
+
+Status IpcSendConnection::open(const IpcBlob& blob, int selfDevice, int peerRank,
+                               std::unique_ptr<IpcSendConnection>* out) {
+  std::unique_ptr<IpcSendConnection> connection(new IpcSendConnection());
+  connection->device_ = selfDevice;
+  char* base = nullptr;
+  if (blob.pid == static_cast<int32_t>(getpid())) {
+    // The same process: the address works as it is, once this device may reach the other's memory.
+    if (blob.device != selfDevice) {
+      cudaError_t error = cudaDeviceEnablePeerAccess(blob.device, 0);
+      if (error == cudaErrorPeerAccessAlreadyEnabled) error = cudaSuccess;
+      WEFT_RETURN_IF_ERROR(cudaStatus(error, "cudaDeviceEnablePeerAccess")
+                               .withContext("reaching rank " + std::to_string(peerRank) + "'s GPU " +
+                                            std::to_string(blob.device) + " from GPU " + std::to_string(selfDevice)));
+    }
+    base = reinterpret_cast<char*>(blob.address);
+  } else {
+    cudaIpcMemHandle_t handle;
+    std::memcpy(&handle, blob.handle, sizeof(handle));
+    void* mapped = nullptr;
+    WEFT_RETURN_IF_ERROR(cudaStatus(cudaIpcOpenMemHandle(&mapped, handle, cudaIpcMemLazyEnablePeerAccess),
+                                    "cudaIpcOpenMemHandle")
+                             .withContext("mapping rank " + std::to_string(peerRank) + "'s connection memory (process " +
+                                          std::to_string(blob.pid) + ", GPU " + std::to_string(blob.device) + ")"));
+    connection->mapped_ = mapped;
+    base = static_cast<char*>(mapped);
+  }
+  connection->end_ = describe(base, blob.slotBytes, static_cast<int>(blob.slotCount));
+  *out = std::move(connection);
+  return Status::ok();
+}
+
+IpcSendConnection::~IpcSendConnection() {
+  if (mapped_ == nullptr) return;
+  ScopedDevice device(device_);
+  (void)cudaIpcCloseMemHandle(mapped_);
+}
+
+Status IpcSendConnection::tryAcquireSlot(void** slot) { return hostUse(); }
+Status IpcSendConnection::postSlot(size_t bytes) { return hostUse(); }
+Status IpcSendConnection::tryFlush(bool* done) {
+  *done = true;  // the kernels have moved everything by the time the host asks
+  return Status::ok();
+}
+
+}  // namespace weft::transport::cuda_ipc

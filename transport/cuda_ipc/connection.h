@@ -1,0 +1,55 @@
+#pragma once
+// The two ends of a cuda_ipc connection. The receiving end owns one device allocation: a
+// 256-byte header holding the `posted` and `released` counters on separate 128-byte lines, then
+// the slots. The sending end maps it (or, in the same process, uses its address).
+
+#include <cstddef>
+#include <cstdint>
+
+#include "src/base/status.h"
+#include "transport/cuda_ipc/blob.h"
+#include "transport/transport.h"
+
+namespace weft::transport::cuda_ipc {
+
+inline constexpr size_t kHeaderBytes = 256;
+inline constexpr size_t kReleasedOffset = 128;
+
+class IpcRecvConnection final : public RecvConnection {
+ public:
+  /// Allocates the slots and counters on the current device and describes them in *blob.
+  static Status create(size_t slotBytes, int slotCount, std::unique_ptr<IpcRecvConnection>* out, IpcBlob* blob);
+  ~IpcRecvConnection() override;
+
+  Status tryPeekSlot(const void** data, size_t* bytes) override;
+  Status releaseSlot() override;
+  size_t slotBytes() const override { return end_.slotBytes; }
+  const DeviceEnd* deviceEnd() const override { return &end_; }
+
+ private:
+  IpcRecvConnection() = default;
+  void* memory_ = nullptr;
+  int device_ = -1;
+  DeviceEnd end_;
+};
+
+class IpcSendConnection final : public SendConnection {
+ public:
+  /// Maps the receiver's allocation described by `blob`.
+  static Status open(const IpcBlob& blob, int selfDevice, int peerRank, std::unique_ptr<IpcSendConnection>* out);
+  ~IpcSendConnection() override;
+
+  Status tryAcquireSlot(void** slot) override;
+  Status postSlot(size_t bytes) override;
+  Status tryFlush(bool* done) override;
+  size_t slotBytes() const override { return end_.slotBytes; }
+  const DeviceEnd* deviceEnd() const override { return &end_; }
+
+ private:
+  IpcSendConnection() = default;
+  void* mapped_ = nullptr;  // from cudaIpcOpenMemHandle; nullptr when the receiver is this process
+  int device_ = -1;
+  DeviceEnd end_;
+};
+
+}  // namespace weft::transport::cuda_ipc

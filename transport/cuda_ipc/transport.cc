@@ -1,0 +1,47 @@
+#include "transport/cuda_ipc/transport.h"
+
+#include "transport/cuda_ipc/blob.h"
+#include "transport/cuda_ipc/connection.h"
+#include "transport/cuda_ipc/cuda_call.h"
+
+namespace weft::transport::cuda_ipc {
+namespace {
+
+class CudaIpcTransport final : public Transport {
+ public:
+  const char* name() const override { return "cuda_ipc"; }
+
+  bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override {
+    return self.sameHost(peer) && self.cudaDevice >= 0 && peer.cudaDevice >= 0;
+  }
+
+  Status listen(const ConnectionParams& params, std::unique_ptr<RecvConnection>* connection,
+                std::vector<uint8_t>* blob) override {
+    ScopedDevice device(params.self.cudaDevice);
+    WEFT_RETURN_IF_ERROR(device.status());
+    IpcBlob description;
+    std::unique_ptr<IpcRecvConnection> end;
+    WEFT_RETURN_IF_ERROR(IpcRecvConnection::create(params.slotBytes, params.slotCount, &end, &description));
+    *blob = encodeBlob(description);
+    *connection = std::move(end);
+    return Status::ok();
+  }
+
+  Status connect(const ConnectionParams& params, std::span<const uint8_t> blob,
+                 std::unique_ptr<SendConnection>* connection) override {
+    IpcBlob description;
+    WEFT_RETURN_IF_ERROR(decodeBlob(blob, params.peer.rank, &description));
+    ScopedDevice device(params.self.cudaDevice);
+    WEFT_RETURN_IF_ERROR(device.status());
+    std::unique_ptr<IpcSendConnection> end;
+    WEFT_RETURN_IF_ERROR(IpcSendConnection::open(description, params.self.cudaDevice, params.peer.rank, &end));
+    *connection = std::move(end);
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> makeCudaIpcTransport() { return std::make_unique<CudaIpcTransport>(); }
+
+}  // namespace weft::transport::cuda_ipc
