@@ -111,7 +111,7 @@ run() {
 
   if python3 -c 'import torch' 2>/dev/null; then
     step "5a. nccl symbols torch imports" 30 tests/gpu/torch_symbols.sh "$bundle/lib/libnccl.so.2"
-    step "5b. torch.distributed with Weft" 90 python3 tests/gpu/torch_client.py --lib "$bundle/lib/libnccl.so.2"
+    step "5b. torch.distributed with Weft" 90 python3 tests/gpu/torch_client.py --lib "$bundle/lib/libnccl.so.2" --timeout 80
   else
     echo "=== 5. no torch here: PyTorch client not run"
   fi
