@@ -35,7 +35,7 @@ int spinLimit() {
 
 Waiter::Waiter(const WaitContext* context)
     : context_(context),
-      spinLimit_(spinLimit()),
+      spinLimit_(context != nullptr && context->spinLimit >= 0 ? context->spinLimit : spinLimit()),
       lastProgress_(std::chrono::steady_clock::now()) {}
 
 void Waiter::progressed() {

@@ -21,6 +21,10 @@ struct WaitContext {
   double timeoutSeconds = 0;
   /// What is being waited for, for the timeout message ("recv from rank 3 on channel 0").
   std::string what;
+  /// Idle polls spent spinning before yielding the CPU; -1: WEFT_SPIN_COUNT. A communicator with
+  /// more ranks on its host than the host has CPUs spins briefly: the rank it waits for may need
+  /// this CPU to make progress.
+  int spinLimit = -1;
 };
 
 /// Drives the back-off of one waiting loop. Not thread-safe: one per waiting thread.

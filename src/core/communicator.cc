@@ -1,5 +1,7 @@
 #include "src/core/communicator.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -13,6 +15,7 @@ namespace {
 
 constexpr int kSlotCount = 8;
 constexpr int kMaxChannels = 32;
+constexpr int kOversubscribedSpinLimit = 32;
 constexpr uint32_t kSplitTag = 0x20000;
 constexpr uint32_t kShrinkTag = 0x20001;
 // How long a wait goes on after this rank learned that a peer died: enough for data the dead
@@ -43,6 +46,15 @@ SharedSettings localSettings() {
 }
 
 }  // namespace
+
+int Communicator::spinLimitForHost() const {
+  int ranksHere = 0;
+  for (const PeerInfo& peer : peers_) ranksHere += peer.sameHost(peers_[rank_]) ? 1 : 0;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  // Oversubscribed: spin a little (a hand-off between running ranks takes well under this), then
+  // let the scheduler run the rank this one waits for.
+  return cpus > 0 && ranksHere > cpus ? kOversubscribedSpinLimit : -1;
+}
 
 Communicator::Communicator(int nranks, int rank, const CommOptions& options)
     : nranks_(nranks), rank_(rank), options_(options) {
@@ -213,6 +225,7 @@ Status Communicator::init(const UniqueId& id) {
                                  : device::currentDevice();
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(peers_.data(), sizeof(PeerInfo)));
   for (int r = 0; r < rank_; ++r) localRank_ += peers_[r].sameHost(peers_[rank_]) ? 1 : 0;
+  waitContext_.spinLimit = spinLimitForHost();
   log::setLogDevice(localRank_);
   commHash_ = hashBytes(id.bytes.data(), id.bytes.size(), static_cast<uint64_t>(nranks_));
   WEFT_RETURN_IF_ERROR(PeerWatch::start(*bootstrap_, peers_, commHash_, waitContext_, &watch_));

@@ -152,6 +152,8 @@ class Communicator {
   CommOptions options_;
   /// During a shrink: whether every dead rank is one the shrink excludes.
   bool onlyExcludedRanksDied() const;
+  /// The wait context's spin limit for the ranks on this host (see WaitContext::spinLimit).
+  int spinLimitForHost() const;
 
   std::atomic<bool> aborted_{false};
   std::atomic<bool> revoking_{false};  // calls in flight must stop

@@ -19,6 +19,8 @@ struct CollectiveCall {
   int32_t type;
   int32_t redOp;  // RedOpKind; -1 when the collective does not reduce
   int32_t root;   // -1 when the collective has none
+  int32_t onDevice;  // 1: GPU buffers (the stream path), 0: host buffers
+  int32_t reserved;
   uint64_t count;
 };
 
@@ -50,6 +52,7 @@ CollectiveCall describe(const core::Op& op) {
   call.type = static_cast<int32_t>(op.type);
   call.redOp = reduces(op.collective) ? static_cast<int32_t>(op.reduction.kind) : -1;
   call.root = hasRoot(op.collective) ? op.root : -1;
+  call.onDevice = op.onDevice ? 1 : 0;
   call.count = op.count;
   return call;
 }
@@ -77,6 +80,7 @@ std::string callText(const CollectiveCall& call, uint64_t sequence) {
                      algorithms::dataTypeName(static_cast<algorithms::DataType>(call.type));
   if (call.redOp >= 0) text += std::string(", ") + redOpName(call.redOp);
   if (call.root >= 0) text += ", root " + std::to_string(call.root);
+  text += call.onDevice != 0 ? ", GPU buffers" : ", host buffers";
   return text + ")";
 }
 
@@ -95,7 +99,7 @@ PeerTraffic trafficOf(std::span<const uint8_t> gathered, size_t bytes, int rank,
 
 Status differs(const std::string& what) {
   return invalidUsage("WEFT_CHECK: the ranks' calls do not match: %s. Every rank must make the same collective "
-                      "calls, in the same order, with the same count, type, operator and root, and every send "
+                      "calls, in the same order, with the same count, type, operator, root and kind of buffer (GPU or host), and every send "
                       "needs its receive",
                       what.c_str());
 }

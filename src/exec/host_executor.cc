@@ -306,6 +306,7 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
       return Status::ok();
     };
     context.timeoutSeconds = ops.empty() ? 0 : ops[0].comm->waitContext().timeoutSeconds;
+    context.spinLimit = ops.empty() ? -1 : ops[0].comm->waitContext().spinLimit;
     // Short enough to stay in the string's own storage: no allocation on the call path.
     context.what = ops.empty() ? "" : algorithms::collectiveName(ops[0].collective);
     Waiter waiter(&context);

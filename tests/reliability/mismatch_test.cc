@@ -53,8 +53,8 @@ TEST(Mismatch, CountIsNamedWithBothRanks) {
           size_t count = rank == 2 ? 200 : 100;
           return ncclAllReduce(buffer.data(), buffer.data(), count, ncclInt32, ncclSum, comm, nullptr);
         },
-        {"WEFT_CHECK", "rank 0 calls AllReduce #1 (count 100, int32, sum)",
-         "rank 2 calls AllReduce #1 (count 200, int32, sum)"});
+        {"WEFT_CHECK", "rank 0 calls AllReduce #1 (count 100, int32, sum, host buffers)",
+         "rank 2 calls AllReduce #1 (count 200, int32, sum, host buffers)"});
   }
 }
 
@@ -65,26 +65,28 @@ TEST(Mismatch, CollectiveTypeOperatorAndRootAreChecked) {
         if (rank == 1) return ncclReduce(buffer.data(), buffer.data(), 10, ncclInt32, ncclSum, 0, comm, nullptr);
         return ncclBroadcast(buffer.data(), buffer.data(), 10, ncclInt32, 0, comm, nullptr);
       },
-      {"rank 0 calls Broadcast #1 (count 10, int32, root 0)", "rank 1 calls Reduce #1 (count 10, int32, sum, root 0)"});
+      {"rank 0 calls Broadcast #1 (count 10, int32, root 0, host buffers)",
+       "rank 1 calls Reduce #1 (count 10, int32, sum, root 0, host buffers)"});
   expectMismatch(
       RankMode::kThreads,
       [](int rank, ncclComm_t comm, std::vector<int>& buffer) {
         return ncclAllReduce(buffer.data(), buffer.data(), 10, ncclInt32, rank == 1 ? ncclMax : ncclSum, comm, nullptr);
       },
-      {"rank 1 calls AllReduce #1 (count 10, int32, max)"});
+      {"rank 1 calls AllReduce #1 (count 10, int32, max, host buffers)"});
   expectMismatch(
       RankMode::kThreads,
       [](int rank, ncclComm_t comm, std::vector<int>& buffer) {
         return ncclAllReduce(buffer.data(), buffer.data(), 10, rank == 2 ? ncclUint32 : ncclInt32, ncclSum, comm,
                              nullptr);
       },
-      {"rank 2 calls AllReduce #1 (count 10, uint32, sum)"});
+      {"rank 2 calls AllReduce #1 (count 10, uint32, sum, host buffers)"});
   expectMismatch(
       RankMode::kThreads,
       [](int rank, ncclComm_t comm, std::vector<int>& buffer) {
         return ncclBroadcast(buffer.data(), buffer.data(), 10, ncclInt32, rank == 0 ? 1 : 0, comm, nullptr);
       },
-      {"rank 0 calls Broadcast #1 (count 10, int32, root 1)", "(count 10, int32, root 0)"});
+      {"rank 0 calls Broadcast #1 (count 10, int32, root 1, host buffers)",
+       "(count 10, int32, root 0, host buffers)"});
 }
 
 TEST(Mismatch, SendAndReceiveOfDifferentSizesAreNamed) {
