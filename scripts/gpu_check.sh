@@ -8,7 +8,7 @@
 #                                        packed binaries and writes OUTDIR/gpu_check.log
 #                                        (default build-cuda/gpu_check)
 #
-# What "run" does, each step under its own time limit (about 5 minutes in all on one H200):
+# What "run" does, each step under its own time limit (about 5 minutes, at most 6.5, on one H200):
 #   1. the GPU, the driver and CUDA's version
 #   2. the GPU suite with ranks as threads of one process (every collective, type and op at
 #      1 to 4 ranks on one GPU; stream semantics; abort)
@@ -101,7 +101,7 @@ run() {
   echo
   if step "3a. cross-process CUDA IPC probe" 40 "$tests" \
       --gtest_filter='Collectives/GpuCollective.MatchesReference/SendRecvRing_2ranks_processes' --gtest_brief=1; then
-    run_each "3b. GPU suite, ranks as processes" '*processes*:-*SendRecvRing_2ranks_processes' 70 40 "$out" || true
+    run_each "3b. GPU suite, ranks as processes" '*processes*:-*SendRecvRing_2ranks_processes' 50 40 "$out" || true
   else
     echo "=== 3. cross-process CUDA IPC does not work here: ranks were run as threads only"
   fi
@@ -111,7 +111,7 @@ run() {
 
   if python3 -c 'import torch' 2>/dev/null; then
     step "5a. nccl symbols torch imports" 30 tests/gpu/torch_symbols.sh "$bundle/lib/libnccl.so.2"
-    step "5b. torch.distributed with Weft" 90 python3 tests/gpu/torch_client.py --lib "$bundle/lib/libnccl.so.2" --timeout 80
+    step "5b. torch.distributed with Weft" 75 python3 tests/gpu/torch_client.py --lib "$bundle/lib/libnccl.so.2" --timeout 65
   else
     echo "=== 5. no torch here: PyTorch client not run"
   fi
