@@ -131,9 +131,10 @@ void Paths::computeFrom(const System& system, int source) {
         }
       }
       if (intermediate && node.type == NodeType::kCpu) {
-        // Through the CPU's host bridge; from a C2C link into PCIe that is P2C.
-        type = worse(type, from.arrival == Arrival::kC2c && link.type == LinkType::kPci ? PathType::kP2c
-                                                                                       : PathType::kPhb);
+        // Through the CPU's host bridge; between a GPU's C2C link and PCIe (either way) that is P2C.
+        const bool c2cToPci = from.arrival == Arrival::kC2c && link.type == LinkType::kPci;
+        const bool pciToC2c = from.arrival == Arrival::kOther && link.type == LinkType::kC2C;
+        type = worse(type, c2cToPci || pciToC2c ? PathType::kP2c : PathType::kPhb);
       }
       if (system.node(link.to).type == NodeType::kPciSwitch) {
         to.switches = std::min(from.switches + 1, kSwitchCounts - 1);

@@ -124,6 +124,21 @@ TEST(TopologyPaths, AGpuFarFromTheNicReachesItThroughANvlinkPeer) {
   EXPECT_EQ(Paths(b.system).between(far, other).type, PathType::kSys);
 }
 
+TEST(TopologyPaths, AGraceGpuReachesItsNicThroughC2cBothWays) {
+  Builder b;
+  const int cpu = b.cpu(0);
+  Node gpu;
+  gpu.type = NodeType::kGpu;
+  gpu.cpuNuma = 0;
+  const int gh = b.system.addNode(gpu);
+  b.system.addLink(gh, cpu, LinkType::kC2C, 360.0);
+  const int nic = b.nic(cpu);
+  const Paths paths(b.system);
+  EXPECT_EQ(paths.between(gh, nic).type, PathType::kP2c);
+  EXPECT_EQ(paths.between(nic, gh).type, PathType::kP2c);
+  EXPECT_EQ(paths.between(gh, cpu).type, PathType::kC2c);
+}
+
 TEST(TopologyPaths, NodesWithoutAnyLinkAreDisconnected) {
   Builder b;
   const int cpu = b.cpu(0);

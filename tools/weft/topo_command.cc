@@ -1,0 +1,62 @@
+#include "tools/weft/topo_command.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "topology/hwloc_detector.h"
+#include "topology/nccl_xml.h"
+#include "topology/paths.h"
+#include "tools/weft/topo_report.h"
+
+namespace weft::tools {
+namespace {
+
+struct TopoOptions {
+  std::string topoFile;
+  bool json = false;
+};
+
+// NCCL topology XML or hwloc XML, told apart by content.
+Status loadFile(const std::string& path, topology::System* system) {
+  std::ifstream file(path);
+  std::string head(512, '\0');
+  file.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(file.gcount()));
+  if (topology::looksLikeHwlocXml(head)) return topology::readHwlocXmlFile(path, system);
+  return topology::readNcclTopologyFile(path, system);
+}
+
+int runTopo(const TopoOptions& options) {
+  topology::System system;
+  std::string file = options.topoFile;
+  if (file.empty() && std::getenv("NCCL_TOPO_FILE") != nullptr) file = std::getenv("NCCL_TOPO_FILE");
+  Status status = file.empty() ? topology::detectSystem(&system) : loadFile(file, &system);
+  if (!status.isOk()) {
+    std::fprintf(stderr, "weft topo: %s\n", status.message().c_str());
+    return 1;
+  }
+  const topology::Paths paths(system);
+  if (options.json) {
+    std::cout << topoJson(system, paths).dump(2) << "\n";
+  } else {
+    std::cout << topoText(system, paths);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void addTopoCommand(CLI::App& app, int* exitCode) {
+  auto options = std::make_shared<TopoOptions>();
+  CLI::App* topo = app.add_subcommand(
+      "topo", "Print the machine's GPUs, NICs and the path type between each pair (as nvidia-smi topo -m), "
+              "detected with hwloc or read from a file (NCCL_TOPO_FILE if set)");
+  topo->add_option("--topo-file", options->topoFile, "an NCCL topology XML or hwloc XML file to read instead");
+  topo->add_flag("--json", options->json, "print JSON instead of text");
+  topo->callback([options, exitCode]() { *exitCode = runTopo(*options); });
+}
+
+}  // namespace weft::tools

@@ -1,0 +1,171 @@
+#include "tools/weft/topo_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+namespace weft::tools {
+namespace {
+
+using topology::NodeType;
+using topology::Paths;
+using topology::System;
+
+// The GPUs and NICs of the report, in the order rows and columns list them.
+struct Devices {
+  std::vector<int> gpus;
+  std::vector<int> nics;
+  std::vector<std::string> labels;  // "GPU0", ..., "NIC0", ...
+  std::vector<int> all;             // gpus, then nics
+};
+
+Devices devicesOf(const System& system) {
+  Devices devices;
+  devices.gpus = system.nodesOfType(NodeType::kGpu);
+  devices.nics = system.nodesOfType(NodeType::kNic);
+  for (size_t i = 0; i < devices.gpus.size(); ++i) {
+    const int dev = system.node(devices.gpus[i]).gpu.dev;
+    devices.labels.push_back("GPU" + std::to_string(dev >= 0 ? dev : static_cast<int>(i)));
+    devices.all.push_back(devices.gpus[i]);
+  }
+  for (size_t i = 0; i < devices.nics.size(); ++i) {
+    devices.labels.push_back("NIC" + std::to_string(i));
+    devices.all.push_back(devices.nics[i]);
+  }
+  return devices;
+}
+
+std::string busIdOf(const topology::Node& node) { return node.pci.has_value() ? node.pci->busId : ""; }
+
+std::string nicName(const topology::Node& node) {
+  return node.nic.ports.empty() ? busIdOf(node) : node.nic.ports.front().name;
+}
+
+// The affinity of the CPU (NUMA node) `numa`, as NCCL writes it, or "N/A".
+std::string affinityOf(const System& system, int numa) {
+  for (int cpu : system.nodesOfType(NodeType::kCpu)) {
+    const topology::Node& node = system.node(cpu);
+    if (node.cpu.numaId == numa && !node.cpu.affinity.empty()) return node.cpu.affinity;
+  }
+  return "N/A";
+}
+
+void appendCell(std::string* line, const std::string& text, size_t width) {
+  *line += text;
+  if (text.size() < width) line->append(width - text.size(), ' ');
+}
+
+const char* const kLegend =
+    "Legend:\n"
+    "  X   = self\n"
+    "  NVL = NVLink, directly or through NVSwitches\n"
+    "  NVB = NVLink through another GPU\n"
+    "  C2C = the GPU's chip-to-chip link to its CPU\n"
+    "  PIX = at most one PCIe switch\n"
+    "  PXB = several PCIe switches, without a CPU's host bridge\n"
+    "  P2C = C2C, then PCIe\n"
+    "  PXN = NVLink to another GPU, then PCIe (GPU to NIC)\n"
+    "  PHB = a CPU's PCIe host bridge\n"
+    "  SYS = across CPUs (the SMP interconnect between NUMA nodes)\n"
+    "  NET = the network\n"
+    "  DIS = no path\n";
+
+}  // namespace
+
+std::string topoText(const System& system, const Paths& paths) {
+  const Devices devices = devicesOf(system);
+  std::string out = "# " + system.source() + ": " + std::to_string(devices.gpus.size()) + " GPU(s), " +
+                    std::to_string(devices.nics.size()) + " NIC(s), " +
+                    std::to_string(system.nodesOfType(NodeType::kCpu).size()) + " NUMA node(s)\n";
+  const size_t width = 6;
+  size_t affinityWidth = std::string("CPU Affinity").size();
+  for (int node : devices.all) affinityWidth = std::max(affinityWidth, affinityOf(system, system.node(node).cpuNuma).size());
+  affinityWidth += 2;
+  std::string header;
+  appendCell(&header, "", width);
+  for (const std::string& label : devices.labels) appendCell(&header, label, width);
+  appendCell(&header, "CPU Affinity", affinityWidth);
+  header += "NUMA Affinity\n";
+  out += header;
+  for (size_t row = 0; row < devices.all.size(); ++row) {
+    std::string line;
+    appendCell(&line, devices.labels[row], width);
+    for (size_t column = 0; column < devices.all.size(); ++column) {
+      const std::string cell =
+          row == column ? "X" : topology::pathTypeName(paths.between(devices.all[row], devices.all[column]).type);
+      appendCell(&line, cell, width);
+    }
+    const int numa = system.node(devices.all[row]).cpuNuma;
+    appendCell(&line, affinityOf(system, numa), affinityWidth);
+    line += numa >= 0 ? std::to_string(numa) : "N/A";
+    out += line + "\n";
+  }
+  if (!devices.nics.empty()) {
+    out += "\nNICs:\n";
+    for (size_t i = 0; i < devices.nics.size(); ++i) {
+      const topology::Node& node = system.node(devices.nics[i]);
+      out += "  NIC" + std::to_string(i) + ": " + nicName(node);
+      if (!busIdOf(node).empty()) out += " (" + busIdOf(node) + ")";
+      for (const topology::NetPort& port : node.nic.ports) {
+        char speed[64];
+        std::snprintf(speed, sizeof(speed), " %s port %d %.0f Gb/s", port.name.c_str(), port.port, port.speedMbps / 1000);
+        out += speed;
+      }
+      out += "\n";
+    }
+  }
+  if (!system.nvlinkDescribed() && !devices.gpus.empty()) {
+    out += "\nNVLink is not described by this source: the paths above are those it does describe "
+           "(PCIe, CPUs); GPUs it connects by NVLink would show NVL.\n";
+  }
+  out += "\nRings and trees: the search is not built yet; communicators use rings in rank order.\n\n";
+  out += kLegend;
+  return out;
+}
+
+nlohmann::json topoJson(const System& system, const Paths& paths) {
+  const Devices devices = devicesOf(system);
+  nlohmann::json json;
+  json["source"] = system.source();
+  json["nvlink_described"] = system.nvlinkDescribed();
+  json["cpus"] = nlohmann::json::array();
+  for (int cpu : system.nodesOfType(NodeType::kCpu)) {
+    const topology::Node& node = system.node(cpu);
+    json["cpus"].push_back({{"numa", node.cpu.numaId}, {"affinity", node.cpu.affinity}});
+  }
+  json["gpus"] = nlohmann::json::array();
+  for (int gpu : devices.gpus) {
+    const topology::Node& node = system.node(gpu);
+    json["gpus"].push_back({{"dev", node.gpu.dev}, {"busid", busIdOf(node)}, {"numa", node.cpuNuma}, {"sm", node.gpu.sm}});
+  }
+  json["nics"] = nlohmann::json::array();
+  for (int nic : devices.nics) {
+    const topology::Node& node = system.node(nic);
+    nlohmann::json ports = nlohmann::json::array();
+    for (const topology::NetPort& port : node.nic.ports) {
+      ports.push_back({{"name", port.name}, {"port", port.port}, {"speed_mbps", port.speedMbps}});
+    }
+    json["nics"].push_back({{"name", nicName(node)}, {"busid", busIdOf(node)}, {"numa", node.cpuNuma}, {"ports", ports}});
+  }
+  auto matrix = [&](const std::vector<int>& rows, const std::vector<int>& columns, bool bandwidth) {
+    nlohmann::json result = nlohmann::json::array();
+    for (int row : rows) {
+      nlohmann::json line = nlohmann::json::array();
+      for (int column : columns) {
+        const topology::Path& path = paths.between(row, column);
+        if (bandwidth) line.push_back(path.bandwidth);
+        else line.push_back(topology::pathTypeName(path.type));
+      }
+      result.push_back(line);
+    }
+    return result;
+  };
+  json["paths"] = {{"gpu_gpu", matrix(devices.gpus, devices.gpus, false)},
+                   {"gpu_nic", matrix(devices.gpus, devices.nics, false)},
+                   {"gpu_gpu_bandwidth", matrix(devices.gpus, devices.gpus, true)},
+                   {"gpu_nic_bandwidth", matrix(devices.gpus, devices.nics, true)}};
+  json["channels"] = nlohmann::json::array();
+  return json;
+}
+
+}  // namespace weft::tools
