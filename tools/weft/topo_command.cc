@@ -9,6 +9,7 @@
 #include "topology/hwloc_detector.h"
 #include "topology/nccl_xml.h"
 #include "topology/paths.h"
+#include "topology/search.h"
 #include "tools/weft/topo_report.h"
 
 namespace weft::tools {
@@ -17,6 +18,7 @@ namespace {
 struct TopoOptions {
   std::string topoFile;
   bool json = false;
+  int maxRings = 16;
 };
 
 // NCCL topology XML or hwloc XML, told apart by content.
@@ -39,10 +41,13 @@ int runTopo(const TopoOptions& options) {
     return 1;
   }
   const topology::Paths paths(system);
+  topology::RingSearchOptions search;
+  search.maxRings = options.maxRings;
+  const topology::RingSet rings = topology::searchRings(system, paths, search);
   if (options.json) {
-    std::cout << topoJson(system, paths).dump(2) << "\n";
+    std::cout << topoJson(system, paths, rings).dump(2) << "\n";
   } else {
-    std::cout << topoText(system, paths);
+    std::cout << topoText(system, paths, rings);
   }
   return 0;
 }
@@ -52,10 +57,13 @@ int runTopo(const TopoOptions& options) {
 void addTopoCommand(CLI::App& app, int* exitCode) {
   auto options = std::make_shared<TopoOptions>();
   CLI::App* topo = app.add_subcommand(
-      "topo", "Print the machine's GPUs, NICs and the path type between each pair (as nvidia-smi topo -m), "
-              "detected with hwloc or read from a file (NCCL_TOPO_FILE if set)");
+      "topo", "Print the machine's GPUs, NICs, the path type between each pair (as nvidia-smi topo -m) and "
+              "the rings over its GPUs, detected with hwloc or read from a file (NCCL_TOPO_FILE if set)");
   topo->add_option("--topo-file", options->topoFile, "an NCCL topology XML or hwloc XML file to read instead");
   topo->add_flag("--json", options->json, "print JSON instead of text");
+  topo->add_option("--max-rings", options->maxRings, "the most rings to search for (as NCCL_MAX_NCHANNELS)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   topo->callback([options, exitCode]() { *exitCode = runTopo(*options); });
 }
 

@@ -1,5 +1,6 @@
 #pragma once
-// `weft topo`: loads or detects the system and prints its report (tools/weft/topo_report.h).
+// `weft topo`: loads or detects the system, searches its rings and prints its report
+// (tools/weft/topo_report.h).
 
 #include <CLI/CLI.hpp>
 

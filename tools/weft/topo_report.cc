@@ -55,6 +55,22 @@ void appendCell(std::string* line, const std::string& text, size_t width) {
   if (text.size() < width) line->append(width - text.size(), ' ');
 }
 
+// "Ring 0: GPU0 GPU1 ... GPU7 (NVL, 20.6 GB/s)" per ring, or why there is none.
+std::string ringLines(const topology::RingSet& rings, const Devices& devices) {
+  if (devices.gpus.empty()) return "Rings: none (no GPU).\n";
+  if (rings.rings.empty()) return "Rings: none: some GPUs have no path between them.\n";
+  char summary[64];
+  std::snprintf(summary, sizeof(summary), " (%s, %.1f GB/s)\n", topology::pathTypeName(rings.worstHop),
+                rings.bandwidthPerRing);
+  std::string out;
+  for (size_t i = 0; i < rings.rings.size(); ++i) {
+    out += "Ring " + std::to_string(i) + ":";
+    for (int gpu : rings.rings[i]) out += " " + devices.labels[static_cast<size_t>(gpu)];
+    out += summary;
+  }
+  return out;
+}
+
 const char* const kLegend =
     "Legend:\n"
     "  X   = self\n"
@@ -72,7 +88,7 @@ const char* const kLegend =
 
 }  // namespace
 
-std::string topoText(const System& system, const Paths& paths) {
+std::string topoText(const System& system, const Paths& paths, const topology::RingSet& rings) {
   const Devices devices = devicesOf(system);
   std::string out = "# " + system.source() + ": " + std::to_string(devices.gpus.size()) + " GPU(s), " +
                     std::to_string(devices.nics.size()) + " NIC(s), " +
@@ -116,14 +132,16 @@ std::string topoText(const System& system, const Paths& paths) {
   }
   if (!system.nvlinkDescribed() && !devices.gpus.empty()) {
     out += "\nNVLink is not described by this source: the paths above are those it does describe "
-           "(PCIe, CPUs); GPUs it connects by NVLink would show NVL.\n";
+           "(PCIe, CPUs), and the rings below assume them; GPUs it connects by NVLink would show NVL.\n";
   }
-  out += "\nRings and trees: the search is not built yet; communicators use rings in rank order.\n\n";
+  out += "\n" + ringLines(rings, devices);
+  out += "\nTrees and the NICs each ring would use are not searched yet; communicators still build "
+         "their rings in rank order.\n\n";
   out += kLegend;
   return out;
 }
 
-nlohmann::json topoJson(const System& system, const Paths& paths) {
+nlohmann::json topoJson(const System& system, const Paths& paths, const topology::RingSet& rings) {
   const Devices devices = devicesOf(system);
   nlohmann::json json;
   json["source"] = system.source();
@@ -165,6 +183,9 @@ nlohmann::json topoJson(const System& system, const Paths& paths) {
                    {"gpu_gpu_bandwidth", matrix(devices.gpus, devices.gpus, true)},
                    {"gpu_nic_bandwidth", matrix(devices.gpus, devices.nics, true)}};
   json["channels"] = nlohmann::json::array();
+  for (const std::vector<int>& ring : rings.rings) json["channels"].push_back(ring);
+  json["ring_bandwidth"] = rings.bandwidthPerRing;
+  json["ring_worst_hop"] = topology::pathTypeName(rings.worstHop);
   return json;
 }
 

@@ -1,25 +1,30 @@
 #pragma once
 // What `weft topo` prints: the system's GPUs and NICs, the path type between every pair (as
-// `nvidia-smi topo -m` lays it out) and their NUMA affinity, as text or as JSON.
+// `nvidia-smi topo -m` lays it out), their NUMA affinity and the rings the search found, as text or
+// as JSON.
 
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "topology/paths.h"
+#include "topology/search.h"
 #include "topology/system.h"
 
 namespace weft::tools {
 
 /// The matrix of path types between GPUs and NICs, the CPU and NUMA affinity of each, the NICs'
-/// names and ports, and a legend; says so when the source did not describe NVLink.
-std::string topoText(const topology::System& system, const topology::Paths& paths);
+/// names and ports, each ring of `rings` ("Ring 0: GPU0 GPU1 ... (NVL, 20.6 GB/s)") and a legend;
+/// says so when the source did not describe NVLink (the rings then assume the paths it describes).
+std::string topoText(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings);
 
 /// {"source", "nvlink_described", "cpus": [{numa, affinity}], "gpus": [{dev, busid, numa, sm}],
 ///  "nics": [{name, busid, numa, ports: [{name, port, speed_mbps}]}],
 ///  "paths": {"gpu_gpu": [[type]], "gpu_nic": [[type]], "gpu_gpu_bandwidth": [[GB/s]],
-///            "gpu_nic_bandwidth": [[GB/s]]}, "channels": [[gpu indices]]}.
-/// Path types are NCCL's names ("NVL", "PIX", ...); `channels` lists the rings (empty until the
-/// search exists).
-nlohmann::json topoJson(const topology::System& system, const topology::Paths& paths);
+///            "gpu_nic_bandwidth": [[GB/s]]}, "channels": [[gpu indices]], "ring_bandwidth": GB/s,
+///  "ring_worst_hop": type}.
+/// Path types are NCCL's names ("NVL", "PIX", ...); `channels` lists the rings, each as indices into
+/// "gpus"; `ring_bandwidth` is what each ring moves and `ring_worst_hop` the worst path type between
+/// consecutive GPUs ("DIS" when there is no ring).
+nlohmann::json topoJson(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings);
 
 }  // namespace weft::tools
