@@ -41,4 +41,7 @@
     "seconds to keep retrying a TCP connect to a peer or the bootstrap root")                      \
   X(BootstrapHandshakeTimeout, "WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT", Int, "5",                       \
     "seconds an incoming bootstrap or socket-transport connection has to present its handshake")                          \
+  X(CmaMinBytes, "WEFT_CMA_MIN_BYTES", Int, "0",                                                  \
+    "allreduces on host memory of at least this many bytes read and write the peers' buffers "     \
+    "directly (process_vm_readv/writev) where the kernel allows; 0 (default): never; rank 0's value is used") \
   X(SpinCount, "WEFT_SPIN_COUNT", Int, "1000", "idle polls before a waiting rank yields the CPU")

@@ -8,6 +8,7 @@
 
 #include "src/base/knobs.h"
 #include "src/base/log.h"
+#include "src/core/cma_probe.h"
 #include "src/device/gpu_runtime.h"
 
 namespace weft::core {
@@ -27,6 +28,7 @@ struct SharedSettings {
   int32_t nChannels;
   int32_t gpuChannels;
   int64_t buffSize;
+  int64_t cmaMinBytes;  // WEFT_CMA_MIN_BYTES (0: never)
 };
 
 uint64_t hashBytes(const void* data, size_t size, uint64_t seed) {
@@ -42,7 +44,8 @@ SharedSettings localSettings() {
   int64_t channels = std::clamp<int64_t>(std::max(minChannels, std::min<int64_t>(maxChannels, 1)), 1, kMaxChannels);
   int64_t buffSize = std::max<int64_t>(knobs::getInt(knobs::KnobId::kBuffSize), kSlotCount * 4096);
   int64_t gpuChannels = std::clamp<int64_t>(knobs::getInt(knobs::KnobId::kGpuChannels), 1, kMaxChannels);
-  return SharedSettings{static_cast<int32_t>(channels), static_cast<int32_t>(gpuChannels), buffSize};
+  int64_t cmaMinBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kCmaMinBytes), 0);
+  return SharedSettings{static_cast<int32_t>(channels), static_cast<int32_t>(gpuChannels), buffSize, cmaMinBytes};
 }
 
 }  // namespace
@@ -243,6 +246,11 @@ Status Communicator::init(const UniqueId& id) {
   }
   size_t slotBytes = static_cast<size_t>(agreed.buffSize / kSlotCount) & ~size_t{63};
   gpuChannels_ = agreed.gpuChannels;
+  if (agreed.cmaMinBytes > 0) {
+    bool usable = false;
+    WEFT_RETURN_IF_ERROR(probeCrossMemoryAttach(*bootstrap_, peers_, rank_, &usable));
+    if (usable) cmaMinBytes_ = static_cast<size_t>(agreed.cmaMinBytes);
+  }
   slotBytes_ = slotBytes;
   slotCount_ = kSlotCount;
   connections_ = std::make_unique<ConnectionTable>(&peers_, rank_, bootstrap_.get(), commHash_, agreed.nChannels,
@@ -261,8 +269,10 @@ Status Communicator::init(const UniqueId& id) {
     // communicator at once would otherwise remove segments a slower peer has yet to open.
     WEFT_RETURN_IF_ERROR(bootstrap_->barrier());
   }
-  WEFT_INFO(log::kInit, "comm %p rank %d nranks %d localRank %d - Init COMPLETE (%d channels, %zu-byte slots)",
-            static_cast<void*>(this), rank_, nranks_, localRank_, agreed.nChannels, slotBytes);
+  const std::string direct = cmaMinBytes_ > 0 ? "from " + std::to_string(cmaMinBytes_) + " bytes" : "off";
+  WEFT_INFO(log::kInit,
+            "comm %p rank %d nranks %d localRank %d - Init COMPLETE (%d channels, %zu-byte slots, direct allreduce %s)",
+            static_cast<void*>(this), rank_, nranks_, localRank_, agreed.nChannels, slotBytes, direct.c_str());
   return Status::ok();
 }
 

@@ -76,6 +76,9 @@ class Communicator {
   /// Channels (thread blocks) of a GPU ring collective, agreed at init (WEFT_GPU_CHANNELS).
   int gpuChannels() const { return gpuChannels_; }
   size_t slotBytes() const { return slotBytes_; }
+  /// Host allreduces of at least this many bytes read the peers' buffers directly
+  /// (src/exec/direct_allreduce.h); 0 when cross-memory attach is off or does not work here.
+  size_t cmaMinBytes() const { return cmaMinBytes_; }
   int slotCount() const { return slotCount_; }
 
   /// The GPU path's resources for this communicator (src/device/device_executor.h): connections
@@ -175,6 +178,7 @@ class Communicator {
   std::vector<algorithms::Ring> rings_;
   std::unique_ptr<ConnectionTable> connections_;
   int gpuChannels_ = 1;
+  size_t cmaMinBytes_ = 0;
   size_t slotBytes_ = 0;
   int slotCount_ = 0;
   RedOpTable redOps_;

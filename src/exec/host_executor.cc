@@ -9,6 +9,7 @@
 #include "src/base/wait.h"
 #include "src/core/communicator.h"
 #include "src/core/progress_record.h"
+#include "src/exec/direct_allreduce.h"
 #include "src/exec/program_connections.h"
 
 namespace weft::exec {
@@ -30,6 +31,11 @@ struct HostExecutor::LaneState {
   int firstQueue = 0;    // this lane's entries in laneQueues__ are [firstQueue, firstQueue + queueCount)
   int queueCount = 0;
   uint64_t sequence = 0;  // the op's number on its communicator
+  // A direct allreduce (direct_allreduce.h) runs as lanes of three kinds: its descriptor allgather,
+  // then the lane that reduces this rank's share (computes, moves no slots), then its done
+  // allgather; each waits for the previous one.
+  int dependsOn = -1;                // lane that must finish before this one starts
+  DirectWork* directCompute = nullptr;  // set on the lane that reduces this rank's share
   // What the lane waited for when it last stopped (for hang reports).
   int blockedPeer = -1;
   core::WaitDirection blockedDirection = core::WaitDirection::kNone;
@@ -49,7 +55,23 @@ struct HostExecutor::EndpointQueue {
   size_t head = 0;
 };
 
+// The scratch of one direct allreduce: the two allgathers' operations, buffers and programs.
+struct HostExecutor::DirectWork {
+  const core::Op* op = nullptr;  // the allreduce
+  DirectDescriptor mine;
+  std::vector<DirectDescriptor> all;
+  uint8_t doneMine = 1;
+  std::vector<uint8_t> doneAll;
+  core::Op descriptorOp;  // allgather of `mine` into `all`
+  core::Op doneOp;        // allgather of `doneMine` into `doneAll`
+  algorithms::Program descriptorProgram;
+  algorithms::Program doneProgram;
+};
+
 namespace {
+
+// The lane of a direct allreduce's compute step: no steps, no connections.
+const Lane kComputeLane{};
 
 char* bufferAddress(const core::Op& op, const algorithms::BufferSlice& slice, size_t elementSize, size_t done) {
   char* base = slice.buffer == BufferKind::kSend ? const_cast<char*>(static_cast<const char*>(op.sendbuff))
@@ -71,10 +93,43 @@ HostExecutor& threadHostExecutor() {
   return executor;
 }
 
+std::unique_ptr<HostExecutor::DirectWork> HostExecutor::makeDirectWork(const core::Op& op) {
+  auto work = std::make_unique<DirectWork>();
+  const int nranks = op.comm->nranks();
+  work->op = &op;
+  work->mine = describeBuffers(op);
+  work->all.resize(nranks);
+  work->doneAll.resize(nranks);
+  auto allgather = [&op](const void* send, void* recv, size_t bytes) {
+    core::Op gather;
+    gather.comm = op.comm;
+    gather.collective = algorithms::Collective::kAllGather;
+    gather.sendbuff = send;
+    gather.recvbuff = recv;
+    gather.count = bytes;
+    gather.type = algorithms::DataType::kUint8;
+    gather.reduction.type = algorithms::DataType::kUint8;
+    return gather;
+  };
+  work->descriptorOp = allgather(&work->mine, work->all.data(), sizeof(DirectDescriptor));
+  work->doneOp = allgather(&work->doneMine, work->doneAll.data(), 1);
+  // Channel 0's ring only: its connections exist from init.
+  std::span<const algorithms::Ring> ring(op.comm->rings().data(), 1);
+  algorithms::buildRingProgram(shapeOf(work->descriptorOp), ring, &work->descriptorProgram);
+  algorithms::buildRingProgram(shapeOf(work->doneOp), ring, &work->doneProgram);
+  return work;
+}
+
 Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
   if (programs_.size() < ops.size()) programs_.resize(ops.size());
+  directs_.clear();
   for (size_t i = 0; i < ops.size(); ++i) {
-    algorithms::buildRingProgram(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
+    if (!runsDirect(ops[i])) {
+      algorithms::buildRingProgram(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
+      continue;
+    }
+    programs_[i].lanes.clear();
+    directs_.push_back(makeDirectWork(ops[i]));
   }
   return Status::ok();
 }
@@ -103,42 +158,69 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
     queues_[queuesUsed].send = send;
     return static_cast<int>(queuesUsed++);
   };
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const core::Op& op = ops[i];
+  // Adds the lane `lane` of `op`, queued on the connection ends it uses; returns its index.
+  auto addLane = [&](const core::Op& op, const Lane& lane, uint64_t sequence, int dependsOn) {
     core::ConnectionTable& table = op.comm->connections();
-    size_t elementSize = algorithms::dataTypeSize(op.type);
-    for (const Lane& lane : programs_[i].lanes) {
-      LaneState state;
-      state.op = &op;
-      state.lane = &lane;
-      state.elementSize = elementSize;
-      state.slotElements = table.slotBytes() / elementSize;
-      for (const Step& step : lane.steps) {
-        state.rounds = std::max(state.rounds, (step.count + state.slotElements - 1) / state.slotElements);
-      }
-      state.sequence = sequences_[i];
-      state.firstQueue = static_cast<int>(laneQueues_.size());
-      int laneIndex = static_cast<int>(lanes_.size());
-      auto use = [&](const void* endpoint, transport::SendConnection* send) {
-        int queue = queueFor(endpoint, send);
-        for (int k = state.firstQueue; k < static_cast<int>(laneQueues_.size()); ++k) {
-          if (laneQueues_[k] == queue) return;
-        }
-        laneQueues_.push_back(queue);
-        queues_[queue].lanes.push_back(laneIndex);
-      };
-      for (const Step& step : lane.steps) {
-        if (step.sendPeer >= 0) use(table.send(lane.channel, step.sendPeer), table.send(lane.channel, step.sendPeer));
-        if (step.recvPeer >= 0) use(table.recv(lane.channel, step.recvPeer), nullptr);
-      }
-      state.queueCount = static_cast<int>(laneQueues_.size()) - state.firstQueue;
-      lanes_.push_back(state);
+    LaneState state;
+    state.op = &op;
+    state.lane = &lane;
+    state.elementSize = algorithms::dataTypeSize(op.type);
+    state.slotElements = table.slotBytes() / state.elementSize;
+    for (const Step& step : lane.steps) {
+      state.rounds = std::max(state.rounds, (step.count + state.slotElements - 1) / state.slotElements);
     }
+    state.sequence = sequence;
+    state.dependsOn = dependsOn;
+    state.firstQueue = static_cast<int>(laneQueues_.size());
+    const int laneIndex = static_cast<int>(lanes_.size());
+    auto use = [&](const void* endpoint, transport::SendConnection* send) {
+      int queue = queueFor(endpoint, send);
+      for (int k = state.firstQueue; k < static_cast<int>(laneQueues_.size()); ++k) {
+        if (laneQueues_[k] == queue) return;
+      }
+      laneQueues_.push_back(queue);
+      queues_[queue].lanes.push_back(laneIndex);
+    };
+    for (const Step& step : lane.steps) {
+      if (step.sendPeer >= 0) use(table.send(lane.channel, step.sendPeer), table.send(lane.channel, step.sendPeer));
+      if (step.recvPeer >= 0) use(table.recv(lane.channel, step.recvPeer), nullptr);
+    }
+    state.queueCount = static_cast<int>(laneQueues_.size()) - state.firstQueue;
+    lanes_.push_back(state);
+    return laneIndex;
+  };
+  size_t nextDirect = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!runsDirect(ops[i])) {
+      for (const Lane& lane : programs_[i].lanes) addLane(ops[i], lane, sequences_[i], -1);
+      continue;
+    }
+    DirectWork* work = directs_[nextDirect++].get();
+    int previous = -1;
+    for (const Lane& lane : work->descriptorProgram.lanes) previous = addLane(work->descriptorOp, lane, sequences_[i], previous);
+    LaneState compute;
+    compute.op = &ops[i];
+    compute.lane = &kComputeLane;
+    compute.elementSize = algorithms::dataTypeSize(ops[i].type);
+    compute.sequence = sequences_[i];
+    compute.dependsOn = previous;
+    compute.directCompute = work;
+    compute.firstQueue = static_cast<int>(laneQueues_.size());
+    previous = static_cast<int>(lanes_.size());
+    lanes_.push_back(compute);
+    for (const Lane& lane : work->doneProgram.lanes) previous = addLane(work->doneOp, lane, sequences_[i], previous);
   }
 }
 
 Status HostExecutor::advance(LaneState& state, bool* progressed) {
   int laneIndex = static_cast<int>(&state - lanes_.data());
+  if (state.dependsOn >= 0 && !lanes_[state.dependsOn].finished) return state.blockOn(-1, core::WaitDirection::kQueued);
+  if (state.directCompute != nullptr) {
+    WEFT_RETURN_IF_ERROR(reduceOwnShare(*state.directCompute->op, state.directCompute->all, &directScratch_));
+    state.finished = true;
+    *progressed = true;
+    return Status::ok();
+  }
   if (!state.started) {
     for (int k = 0; k < state.queueCount; ++k) {
       const EndpointQueue& queue = queues_[laneQueues_[state.firstQueue + k]];

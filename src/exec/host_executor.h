@@ -8,6 +8,7 @@
 // order, cannot deadlock. Lanes that use the same connection end run in call order. When a turn
 // makes no progress the thread waits through the wait helper (abort, timeout, back-off).
 
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -34,8 +35,11 @@ class HostExecutor {
  private:
   struct LaneState;
   struct EndpointQueue;
+  struct DirectWork;
 
   Status buildPrograms(std::span<const core::Op> ops);
+  /// The allgathers and buffers of a direct allreduce (direct_allreduce.h).
+  static std::unique_ptr<DirectWork> makeDirectWork(const core::Op& op);
   Status connectMissing(std::span<const core::Op> ops);
   void buildQueues(std::span<const core::Op> ops);
   /// Moves `lane` as far as it can without waiting. Sets *progressed if anything moved.
@@ -56,6 +60,8 @@ class HostExecutor {
   std::vector<EndpointQueue> queues_;
   std::vector<int> laneQueues_;  // lane i's queues are laneQueues_[first, first + count)
   std::vector<uint64_t> sequences_;  // op i's number on its communicator
+  std::vector<std::unique_ptr<DirectWork>> directs_;  // the direct allreduces of the ops, in order
+  std::vector<char> directScratch_;
 };
 
 /// The calling thread's executor.
