@@ -12,20 +12,41 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=$((20000 + $$ % 20000))
-for rank in 0 1 2; do
-  NCCL_COMM_ID=127.0.0.1:$port RANK=$rank WORLD_SIZE=3 stdbuf -oL -eL \
-    "$perf" -b 1M -e 1M -n 100000000 -w 1 >"$logs/rank$rank.log" 2>&1 &
-  pids+=($!)
-done
+# Starts the three ranks on NCCL_COMM_ID port $1 and waits until the table has started (every
+# rank past init, inside the timed loop). Returns 2 if rank 0 could not listen on the port (another
+# socket holds it: the caller tries another), 1 on any other failure.
+launch() {
+  local port=$1
+  pids=()
+  for rank in 0 1 2; do
+    NCCL_COMM_ID=127.0.0.1:$port RANK=$rank WORLD_SIZE=3 stdbuf -oL -eL \
+      "$perf" -b 1M -e 1M -n 100000000 -w 1 >"$logs/rank$rank.log" 2>&1 &
+    pids+=($!)
+  done
+  for _ in $(seq 1 600); do
+    grep -q "(elements)" "$logs/rank0.log" 2>/dev/null && return 0
+    if ! kill -0 "${pids[0]}" 2>/dev/null; then
+      for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+      wait 2>/dev/null || true
+      grep -q "the port is in use" "$logs/rank0.log" && return 2
+      cat "$logs"/rank*.log; echo "FAIL: rank 0 ended before the run started"; return 1
+    fi
+    sleep 0.1
+  done
+  cat "$logs"/rank*.log; echo "FAIL: the run never started"; return 1
+}
 
-# Wait until the table has started: every rank is past init and inside the timed loop.
-for _ in $(seq 1 600); do
-  grep -q "(elements)" "$logs/rank0.log" 2>/dev/null && break
-  if ! kill -0 "${pids[0]}" 2>/dev/null; then cat "$logs"/rank*.log; echo "FAIL: rank 0 ended before the run started"; exit 1; fi
-  sleep 0.1
+started=1
+for attempt in 1 2 3 4 5; do
+  port=$((20000 + (RANDOM * 7 + $$ + attempt) % 20000))
+  set +e
+  launch "$port"
+  started=$?
+  set -e
+  [ "$started" -eq 2 ] && { echo "port $port is in use; trying another"; continue; }
+  break
 done
-grep -q "(elements)" "$logs/rank0.log" || { cat "$logs"/rank*.log; echo "FAIL: the run never started"; exit 1; }
+[ "$started" -eq 0 ] || exit 1
 sleep 2
 kill -KILL "${pids[2]}"
 killed_at=$(date +%s.%N)
