@@ -21,6 +21,17 @@ enum class Collective : int {
 /// "AllReduce", "AllGather", ... for logs and messages.
 const char* collectiveName(Collective collective);
 
+/// Send or Recv: a point-to-point call rather than a collective.
+constexpr bool isPointToPoint(Collective collective) {
+  return collective == Collective::kSend || collective == Collective::kRecv;
+}
+
+/// AllReduce, ReduceScatter or Reduce: the collectives that combine data with an operator.
+constexpr bool reduces(Collective collective) {
+  return collective == Collective::kAllReduce || collective == Collective::kReduceScatter ||
+         collective == Collective::kReduce;
+}
+
 /// One rank's view of one operation. Counts follow the API: `count` is per rank for AllGather
 /// (send count), ReduceScatter (receive count), AllToAll, Gather and Scatter; the whole buffer for
 /// AllReduce, Broadcast and Reduce; the message for Send and Recv.

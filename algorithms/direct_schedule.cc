@@ -55,7 +55,7 @@ int directChannel(int src, int dst, int nranks, int nChannels) {
 void addDirectLanes(const OpShape& shape, int nChannels, ProgramBuilder& builder) {
   // Send and Recv use the point-to-point channels, numbered after the rings', so that their order
   // relative to collectives inside a group may differ between ranks, as NCCL allows.
-  const bool pointToPoint = shape.collective == Collective::kSend || shape.collective == Collective::kRecv;
+  const bool pointToPoint = isPointToPoint(shape.collective);
   DirectLanes lanes(shape, nChannels, pointToPoint ? nChannels : 0, builder);
   const int n = shape.nranks;
   const int rank = shape.rank;

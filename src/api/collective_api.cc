@@ -73,7 +73,7 @@ Status checkAndBuild(const Call& call, Op* op) {
   DataType type = static_cast<DataType>(call.datatype);
   int nranks = comm->nranks();
   if (usesRoot(call.collective) && (call.root < 0 || call.root >= nranks)) {
-    bool isPeer = call.collective == Collective::kSend || call.collective == Collective::kRecv;
+    bool isPeer = weft::algorithms::isPointToPoint(call.collective);
     return weft::invalidArgument("%s %d is out of range [0, %d)", isPeer ? "peer" : "root", call.root, nranks);
   }
   size_t elementSize = weft::algorithms::dataTypeSize(type);

@@ -52,11 +52,9 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   std::unique_ptr<CommDevice> resources(new CommDevice(self.cudaDevice));
   ScopedDevice device(resources->device_);
   WEFT_RETURN_IF_ERROR(device.status());
-  // Every channel's ring is rank order, as the host path's; the topology will choose better ones.
-  resources->rings_.assign(comm.gpuChannels(), algorithms::Ring(comm.nranks()));
-  for (algorithms::Ring& ring : resources->rings_) {
-    for (int r = 0; r < comm.nranks(); ++r) ring[r] = r;
-  }
+  // Every GPU channel follows the communicator's first ring (the host path's order); the topology
+  // will choose better ones.
+  resources->rings_.assign(comm.gpuChannels(), comm.rings().front());
   resources->connections_ = std::make_unique<core::ConnectionTable>(
       &comm.peers(), comm.rank(), &comm.bootstrap(), comm.commHash(), comm.gpuChannels(), comm.slotBytes(),
       comm.slotCount(), core::ConnectionKind::kDevice);

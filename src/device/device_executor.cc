@@ -18,18 +18,10 @@
 namespace weft::device {
 namespace {
 
-using algorithms::Collective;
+using algorithms::isPointToPoint;
+using algorithms::reduces;
 
 cudaStream_t streamOf(const core::Op& op) { return static_cast<cudaStream_t>(op.stream); }
-
-bool isPointToPoint(const core::Op& op) {
-  return op.collective == Collective::kSend || op.collective == Collective::kRecv;
-}
-
-bool reduces(Collective collective) {
-  return collective == Collective::kAllReduce || collective == Collective::kReduce ||
-         collective == Collective::kReduceScatter;
-}
 
 Status checkStreams(std::span<const core::Op> ops) {
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -156,8 +148,9 @@ class LaunchBuilder {
       return Status::ok();
     }
     core::ConnectionTable& table = device_.connections();
-    const transport::DeviceEnd* end = send ? (table.send(channel, peer) ? table.send(channel, peer)->deviceEnd() : nullptr)
-                                           : (table.recv(channel, peer) ? table.recv(channel, peer)->deviceEnd() : nullptr);
+    const transport::DeviceEnd* end = nullptr;
+    if (send && table.send(channel, peer) != nullptr) end = table.send(channel, peer)->deviceEnd();
+    if (!send && table.recv(channel, peer) != nullptr) end = table.recv(channel, peer)->deviceEnd();
     if (end == nullptr) {
       return internalError("no GPU connection %s rank %d on channel %d", send ? "to" : "from", peer, channel);
     }
@@ -287,7 +280,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     std::vector<const core::Op*> pointToPoint;
     std::vector<const algorithms::Program*> pointToPointPrograms;
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (ops[i].comm != comm || !isPointToPoint(ops[i])) continue;
+      if (ops[i].comm != comm || !isPointToPoint(ops[i].collective)) continue;
       device = devices[i];
       pointToPoint.push_back(&ops[i]);
       pointToPointPrograms.push_back(&programs[i]);
@@ -301,7 +294,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
       WEFT_RETURN_IF_ERROR(enqueueOne(*device, pointToPoint, pointToPointPrograms, true));
     }
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (ops[i].comm != comm || isPointToPoint(ops[i])) continue;
+      if (ops[i].comm != comm || isPointToPoint(ops[i].collective)) continue;
       const core::Op* op = &ops[i];
       const algorithms::Program* program = &programs[i];
       WEFT_RETURN_IF_ERROR(enqueueOne(*device, std::span(&op, 1), std::span(&program, 1),

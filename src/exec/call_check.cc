@@ -12,6 +12,8 @@ namespace weft::exec {
 namespace {
 
 using algorithms::Collective;
+using algorithms::isPointToPoint;
+using algorithms::reduces;
 
 /// One collective call as every rank must make it.
 struct CollectiveCall {
@@ -33,13 +35,6 @@ struct Header {
   uint32_t reserved;
   CollectiveCall shown[kShownCalls];
 };
-
-bool isPointToPoint(Collective collective) { return collective == Collective::kSend || collective == Collective::kRecv; }
-
-bool reduces(Collective collective) {
-  return collective == Collective::kAllReduce || collective == Collective::kReduceScatter ||
-         collective == Collective::kReduce;
-}
 
 bool hasRoot(Collective collective) {
   return collective == Collective::kBroadcast || collective == Collective::kReduce ||

@@ -93,8 +93,7 @@ HostExecutor& threadHostExecutor() {
   return executor;
 }
 
-std::unique_ptr<HostExecutor::DirectWork> HostExecutor::makeDirectWork(const core::Op& op) {
-  auto work = std::make_unique<DirectWork>();
+void HostExecutor::prepareDirectWork(const core::Op& op, DirectWork* work) {
   const int nranks = op.comm->nranks();
   work->op = &op;
   work->mine = describeBuffers(op);
@@ -117,19 +116,19 @@ std::unique_ptr<HostExecutor::DirectWork> HostExecutor::makeDirectWork(const cor
   std::span<const algorithms::Ring> ring(op.comm->rings().data(), 1);
   algorithms::buildRingProgram(shapeOf(work->descriptorOp), ring, &work->descriptorProgram);
   algorithms::buildRingProgram(shapeOf(work->doneOp), ring, &work->doneProgram);
-  return work;
 }
 
 Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
   if (programs_.size() < ops.size()) programs_.resize(ops.size());
-  directs_.clear();
+  directsUsed_ = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (!runsDirect(ops[i])) {
       algorithms::buildRingProgram(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
       continue;
     }
     programs_[i].lanes.clear();
-    directs_.push_back(makeDirectWork(ops[i]));
+    if (directsUsed_ == directs_.size()) directs_.push_back(std::make_unique<DirectWork>());
+    prepareDirectWork(ops[i], directs_[directsUsed_++].get());
   }
   return Status::ok();
 }

@@ -38,8 +38,9 @@ class HostExecutor {
   struct DirectWork;
 
   Status buildPrograms(std::span<const core::Op> ops);
-  /// The allgathers and buffers of a direct allreduce (direct_allreduce.h).
-  static std::unique_ptr<DirectWork> makeDirectWork(const core::Op& op);
+  /// Fills `work` with the allgathers and buffers of `op` as a direct allreduce
+  /// (direct_allreduce.h), reusing its storage.
+  static void prepareDirectWork(const core::Op& op, DirectWork* work);
   Status connectMissing(std::span<const core::Op> ops);
   void buildQueues(std::span<const core::Op> ops);
   /// Moves `lane` as far as it can without waiting. Sets *progressed if anything moved.
@@ -60,7 +61,10 @@ class HostExecutor {
   std::vector<EndpointQueue> queues_;
   std::vector<int> laneQueues_;  // lane i's queues are laneQueues_[first, first + count)
   std::vector<uint64_t> sequences_;  // op i's number on its communicator
-  std::vector<std::unique_ptr<DirectWork>> directs_;  // the direct allreduces of the ops, in order
+  // The direct allreduces of the ops, in order: the first directsUsed_ are this call's; the rest
+  // are kept for their storage.
+  std::vector<std::unique_ptr<DirectWork>> directs_;
+  size_t directsUsed_ = 0;
   std::vector<char> directScratch_;
 };
 
