@@ -19,6 +19,20 @@ DeviceEnd describe(char* base, size_t slotBytes, int slotCount) {
   return end;
 }
 
+// Zeroes the counters before anyone can see the allocation, on a stream of its own: cudaMemset
+// would return before the zeros land, and the legacy stream it uses does not order the kernels of
+// non-blocking streams, so a peer's first post (or this rank's first kernel) could come first and
+// be wiped out. The private stream also waits for no other rank's kernel (a device-wide wait
+// would deadlock with ranks of this process whose kernels wait for this one).
+Status zeroHeader(void* memory) {
+  cudaStream_t stream = nullptr;
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+  Status status = cudaStatus(cudaMemsetAsync(memory, 0, kHeaderBytes, stream), "cudaMemsetAsync");
+  if (status.isOk()) status = cudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  (void)cudaStreamDestroy(stream);
+  return status;
+}
+
 Status hostUse() {
   return internalError("a cuda_ipc connection is driven by GPU kernels; the host executor cannot use it");
 }
@@ -36,7 +50,7 @@ Status IpcRecvConnection::create(size_t slotBytes, int slotCount, std::unique_pt
     return allocated.withContext("reserving " + std::to_string(bytes) +
                                  " bytes of GPU memory for one connection (NCCL_BUFFSIZE sets the size)");
   }
-  WEFT_RETURN_IF_ERROR(cudaStatus(cudaMemset(connection->memory_, 0, kHeaderBytes), "cudaMemset"));
+  WEFT_RETURN_IF_ERROR(zeroHeader(connection->memory_));
   cudaIpcMemHandle_t handle;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaIpcGetMemHandle(&handle, connection->memory_), "cudaIpcGetMemHandle"));
   static_assert(sizeof(handle) == kIpcHandleBytes);
