@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "src/api/device_comm_api.h"
 #include "tests/harness/rank_check.h"
 #include "tests/harness/rank_runner.h"
 #include "tests/multirank/transport_env.h"
@@ -390,6 +391,8 @@ TEST(ApiErrors, UnimplementedFunctionsAreInvalidUsageAndSaySo) {
            ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
            return ncclGroupSimulateEnd(&info);
          }},
+        {"ncclDevCommCreate", [&] { return ncclDevCommCreate(comm, nullptr, nullptr); }},
+        {"ncclDevCommDestroy", [&] { return ncclDevCommDestroy(comm, nullptr); }},
     };
     for (const auto& [what, call] : calls) {
       const ncclResult_t result = call();
