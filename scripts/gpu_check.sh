@@ -8,7 +8,7 @@
 #                                        packed binaries and writes OUTDIR/gpu_check.log
 #                                        (default build-cuda/gpu_check)
 #
-# What "run" does, each step under its own time limit (about 5 minutes, at most 6.5, on one H200):
+# What "run" does, each step under its own time limit (about 5 minutes, at most 7, on one H200):
 #   1. the GPU, the driver and CUDA's version
 #   2. the GPU suite with ranks as threads of one process (every collective, type and op at
 #      1 to 4 ranks on one GPU; stream semantics; abort)
@@ -18,7 +18,8 @@
 #   4. part of the host suite, with the CUDA build on a GPU machine (host buffers must still take
 #      the host path)
 #   5. PyTorch with Weft's libnccl.so.2 preloaded (tests/gpu/torch_client.py), if torch is there
-#   6. the speed of allreduce on one GPU against its memory bound (gpu_allreduce_bench)
+#   6. the speed of allreduce on one GPU against its memory bound (gpu_allreduce_bench), at the
+#      default channel count and at 32
 # The machine needs only the NVIDIA driver (and python3 with torch for step 5): the binaries link
 # the CUDA runtime and GoogleTest statically.
 set -uo pipefail
@@ -69,11 +70,13 @@ run_each() {
       skipped=$((skipped + 1))
       continue
     fi
+    local began=$SECONDS
     if timeout --kill-after=5 "$limit" "$tests" --gtest_filter="$test" --gtest_brief=1 >"$out/one_test.log" 2>&1; then
       passed=$((passed + 1))
+      echo "ok $((SECONDS - began)) s $test"
     else
       failed=$((failed + 1))
-      echo "--- $test failed:"
+      echo "--- $test failed after $((SECONDS - began)) s:"
       tail -40 "$out/one_test.log"
       failures+=("$name: $test")
     fi
@@ -96,12 +99,12 @@ run() {
   nvidia-smi | grep -m1 "CUDA Version" || true
   nproc
 
-  run_each "2. GPU suite, ranks as threads" '-*processes*' 120 40 "$out" || true
+  run_each "2. GPU suite, ranks as threads" '-*processes*' 150 30 "$out" || true
 
   echo
   if step "3a. cross-process CUDA IPC probe" 40 "$tests" \
       --gtest_filter='Collectives/GpuCollective.MatchesReference/SendRecvRing_2ranks_processes' --gtest_brief=1; then
-    run_each "3b. GPU suite, ranks as processes" '*processes*:-*SendRecvRing_2ranks_processes' 50 40 "$out" || true
+    run_each "3b. GPU suite, ranks as processes" '*processes*:-*SendRecvRing_2ranks_processes' 60 30 "$out" || true
   else
     echo "=== 3. cross-process CUDA IPC does not work here: ranks were run as threads only"
   fi
@@ -116,7 +119,8 @@ run() {
     echo "=== 5. no torch here: PyTorch client not run"
   fi
 
-  step "6. allreduce speed on one GPU" 45 "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
+  step "6a. allreduce speed on one GPU" 45 "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
+  WEFT_GPU_CHANNELS=32 step "6b. the same with 32 channels" 30 "$bundle/gpu_allreduce_bench" --max-bytes 256M --iters 10
 
   echo
   if [ ${#failures[@]} -eq 0 ]; then

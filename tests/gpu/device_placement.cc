@@ -29,6 +29,16 @@ void* DevicePlacement::place(void* host, size_t bytes) {
   return device + kGuardBytes;
 }
 
+void DevicePlacement::ready() {
+  cudaError_t error = cudaStreamSynchronize(stream_);
+  RANK_EXPECT(error == cudaSuccess) << "waiting for the copies to the GPU: " << cudaGetErrorString(error);
+  if (barrier_ == nullptr) return;
+  // A one-element allreduce of host memory takes the host path: it returns once every rank came.
+  int token = 1;
+  RANK_EXPECT(ncclAllReduce(&token, &token, 1, ncclInt32, ncclSum, barrier_, nullptr) == ncclSuccess)
+      << "the barrier before the call: " << ncclGetLastError(barrier_);
+}
+
 void DevicePlacement::finish() {
   std::vector<unsigned char> guards(2 * kGuardBytes);
   for (const Placed& placed : placed_) {

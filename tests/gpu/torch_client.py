@@ -6,8 +6,13 @@ per GPU), each started with LD_PRELOAD=<Weft's library>, so the dynamic loader b
 of torch's libtorch_cuda.so to Weft: the preloaded object has the SONAME libnccl.so.2 and satisfies
 libtorch_cuda.so's DT_NEEDED entry. Each rank checks:
 
-  swap          /proc/self/maps holds exactly one libnccl* file, and it is --lib
-  banner        (checked by the parent) the rank's stderr holds Weft's NCCL_DEBUG=VERSION banner
+  swap          /proc/self/maps holds exactly one libnccl* file, and it is --lib. torch's
+                __init__ may load nvidia/nccl/lib/libnccl.so.* by path, searching sys.path: each
+                rank's PYTHONPATH starts with a folder whose nvidia/nccl/lib/libnccl.so.2 links to
+                --lib, so that search finds Weft's library too
+  banner        (checked by the parent) the NCCL_DEBUG=INFO log of the rank (NCCL_DEBUG_FILE)
+                holds Weft's banner and its "Init COMPLETE" lines: the calls reached Weft. Where
+                they reached another NCCL, its own banner is quoted
   collectives   all_reduce (sum, max, avg, int64, bfloat16), reduce, all_gather (list and
                 all_gather_into_tensor), broadcast from rank 1, reduce_scatter_tensor, gather,
                 scatter, all_to_all_single (equal and unequal splits), send/recv in a ring through
@@ -519,12 +524,27 @@ def free_port():
         return s.getsockname()[1]
 
 
-def child_environment(lib, rank, world, port):
+def nccl_shim(lib, log_dir):
+    """A folder that, first on sys.path, makes torch's search for nvidia/nccl/lib find --lib."""
+    shim = os.path.join(log_dir, "shim")
+    lib_dir = os.path.join(shim, "nvidia", "nccl", "lib")
+    os.makedirs(lib_dir, exist_ok=True)
+    link = os.path.join(lib_dir, "libnccl.so.2")
+    if not os.path.lexists(link):
+        os.symlink(os.path.realpath(lib), link)
+    return shim
+
+
+def child_environment(lib, rank, world, port, debug_path, shim):
     env = dict(os.environ)
     preload = [lib] + ([env["LD_PRELOAD"]] if env.get("LD_PRELOAD") else [])
+    python_path = [shim] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     env.update({
         "LD_PRELOAD": " ".join(preload),
-        "NCCL_DEBUG": "VERSION",
+        "PYTHONPATH": os.pathsep.join(python_path),
+        "NCCL_DEBUG": "INFO",
+        "NCCL_DEBUG_SUBSYS": "INIT",
+        "NCCL_DEBUG_FILE": debug_path,
         "MASTER_ADDR": "127.0.0.1",
         "MASTER_PORT": str(port),
         "RANK": str(rank),
@@ -543,12 +563,14 @@ class Rank:
         self.rank = rank
         self.stdout_path = os.path.join(log_dir, "rank%d.out" % rank)
         self.stderr_path = os.path.join(log_dir, "rank%d.err" % rank)
+        self.debug_path = os.path.join(log_dir, "rank%d.nccl" % rank)
         command = [sys.executable, os.path.abspath(__file__), CHILD_FLAG, "--lib", args.lib,
                    "--ranks", str(args.ranks), "--timeout", str(args.timeout)]
         with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
             self.process = subprocess.Popen(
                 command, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                env=child_environment(args.lib, rank, args.ranks, port), start_new_session=True)
+                env=child_environment(args.lib, rank, args.ranks, port, self.debug_path,
+                                      nccl_shim(args.lib, log_dir)), start_new_session=True)
         self.returncode = None
         self.hung = False
 
@@ -573,6 +595,13 @@ class Rank:
     def stderr(self):
         with open(self.stderr_path, errors="replace") as f:
             return f.read()
+
+    def debug_log(self):
+        try:
+            with open(self.debug_path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
 
 
 def wait_for_ranks(ranks, timeout):
@@ -618,11 +647,16 @@ def report_rank(rank):
         for line in out.splitlines():
             if line.startswith(("FAIL", "RESULT", "libnccl mappings")):
                 print("[rank %d] %s" % (rank.rank, line))
-    if "Weft" in err:
-        banner = next(line for line in err.splitlines() if "Weft" in line)
-        print("PASS banner (rank %d): %s" % (rank.rank, banner.strip()))
+    log = rank.debug_log().splitlines()
+    banner = next((line for line in log if "Weft" in line), None)
+    inits = sum("Init COMPLETE" in line for line in log)
+    if banner is not None and inits > 0:
+        print("PASS banner (rank %d): %s; %d communicator(s) made by Weft" % (rank.rank, banner.strip(), inits))
     else:
-        print("FAIL banner (rank %d): no line with \"Weft\" on stderr at NCCL_DEBUG=VERSION" % rank.rank)
+        other = next((line for line in log if "NCCL version" in line), None)
+        print("FAIL banner (rank %d): the NCCL_DEBUG=INFO log %s" % (
+            rank.rank, "shows another NCCL: " + other.strip() if other else
+            "has %s and %d \"Init COMPLETE\" line(s)" % ("Weft's banner" if banner else "no Weft banner", inits)))
         ok = False
     if not ok:
         print("rank %d: exit status %s%s" % (

@@ -63,6 +63,7 @@ void runInPlace(ncclComm_t comm, int nranks, int rank, const CollectiveRun& run,
   expectResult(run, nranks, rank, elementAt(expected.data(), type, layout.inPlaceRecvOffset));
 
   void* base = placement != nullptr ? placement->place(buffer.data(), buffer.bytes()) : buffer.data();
+  if (placement != nullptr) placement->ready();
   void* recv = elementAt(base, type, layout.inPlaceRecvOffset);
   const void* send = elementAt(base, type, layout.inPlaceSendOffset);
   const cudaStream_t stream = placement != nullptr ? placement->stream() : cudaStream_t{};
@@ -89,6 +90,7 @@ void runOutOfPlace(ncclComm_t comm, int nranks, int rank, const CollectiveRun& r
 
   void* sendAt = placement != nullptr ? placement->place(send.data(), send.bytes()) : send.data();
   void* recvAt = placement != nullptr ? placement->place(recv.data(), recv.bytes()) : recv.data();
+  if (placement != nullptr) placement->ready();
   const cudaStream_t stream = placement != nullptr ? placement->stream() : cudaStream_t{};
   RANK_CHECK_NCCL(issueCollective(run, op, sendAt, recvAt, comm, nranks, rank, stream)) << "in " << run.describe();
   if (placement != nullptr) placement->finish();

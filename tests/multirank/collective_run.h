@@ -47,6 +47,8 @@ class BufferPlacement {
   virtual ~BufferPlacement() = default;
   /// Before the call: a buffer of `bytes` holding the contents of `host`, to pass to NCCL.
   virtual void* place(void* host, size_t bytes) = 0;
+  /// After the last place(), before the call: waits until the placed buffers are ready.
+  virtual void ready() {}
   /// The stream to pass to NCCL.
   virtual cudaStream_t stream() const = 0;
   /// After the call: waits for it, copies every placed buffer back over its host buffer and frees
