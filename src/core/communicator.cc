@@ -9,6 +9,8 @@
 #include "src/base/knobs.h"
 #include "src/base/log.h"
 #include "src/core/cma_probe.h"
+#include "src/core/ring_order.h"
+#include "src/core/topology_dump.h"
 #include "src/device/gpu_runtime.h"
 
 namespace weft::core {
@@ -240,10 +242,11 @@ Status Communicator::init(const UniqueId& id) {
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(settings.data(), sizeof(SharedSettings)));
   const SharedSettings& agreed = settings[0];
 
-  rings_.assign(agreed.nChannels, algorithms::Ring(nranks_));
-  for (algorithms::Ring& ring : rings_) {
-    for (int r = 0; r < nranks_; ++r) ring[r] = r;
+  rings_.assign(agreed.nChannels, hostRingOrder(peers_));
+  for (size_t channel = 0; channel < rings_.size(); ++channel) {
+    WEFT_INFO(log::kGraph, "Ring %02zu : %s", channel, describeRing(rings_[channel]).c_str());
   }
+  WEFT_RETURN_IF_ERROR(dumpTopologyIfAsked(rank_));
   size_t slotBytes = static_cast<size_t>(agreed.buffSize / kSlotCount) & ~size_t{63};
   gpuChannels_ = agreed.gpuChannels;
   if (agreed.cmaMinBytes > 0) {

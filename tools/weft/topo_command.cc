@@ -1,13 +1,11 @@
 #include "tools/weft/topo_command.h"
 
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
-#include "topology/hwloc_detector.h"
-#include "topology/nccl_xml.h"
+#include "src/base/knobs.h"
+#include "topology/load.h"
 #include "topology/paths.h"
 #include "topology/search.h"
 #include "tools/weft/topo_report.h"
@@ -21,21 +19,11 @@ struct TopoOptions {
   int maxRings = 16;
 };
 
-// NCCL topology XML or hwloc XML, told apart by content.
-Status loadFile(const std::string& path, topology::System* system) {
-  std::ifstream file(path);
-  std::string head(512, '\0');
-  file.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<size_t>(file.gcount()));
-  if (topology::looksLikeHwlocXml(head)) return topology::readHwlocXmlFile(path, system);
-  return topology::readNcclTopologyFile(path, system);
-}
-
 int runTopo(const TopoOptions& options) {
   topology::System system;
   std::string file = options.topoFile;
-  if (file.empty() && std::getenv("NCCL_TOPO_FILE") != nullptr) file = std::getenv("NCCL_TOPO_FILE");
-  Status status = file.empty() ? topology::detectSystem(&system) : loadFile(file, &system);
+  if (file.empty()) file = knobs::getString(knobs::KnobId::kTopoFile);
+  Status status = topology::loadSystem(file, &system);
   if (!status.isOk()) {
     std::fprintf(stderr, "weft topo: %s\n", status.message().c_str());
     return 1;

@@ -1,0 +1,20 @@
+#include "topology/load.h"
+
+#include <fstream>
+
+#include "topology/hwloc_detector.h"
+#include "topology/nccl_xml.h"
+
+namespace weft::topology {
+
+Status loadSystem(const std::string& file, System* out) {
+  if (file.empty()) return detectSystem(out);
+  std::ifstream stream(file);
+  std::string head(512, '\0');
+  stream.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(stream.gcount()));
+  if (looksLikeHwlocXml(head)) return readHwlocXmlFile(file, out);
+  return readNcclTopologyFile(file, out);
+}
+
+}  // namespace weft::topology
