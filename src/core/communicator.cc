@@ -12,6 +12,9 @@
 #include "src/core/ring_order.h"
 #include "src/core/topology_dump.h"
 #include "src/device/gpu_runtime.h"
+#if WEFT_CUDA
+#include "src/device/comm_device.h"
+#endif
 
 namespace weft::core {
 namespace {
@@ -256,6 +259,10 @@ Status Communicator::init(const UniqueId& id) {
   }
   slotBytes_ = slotBytes;
   slotCount_ = kSlotCount;
+#if WEFT_CUDA
+  // Before the barrier below: no rank launches a kernel while a peer of its GPU still loads code.
+  if (peers_[rank_].cudaDevice >= 0) WEFT_RETURN_IF_ERROR(device::loadKernelsAtInit(peers_[rank_].cudaDevice));
+#endif
   connections_ = std::make_unique<ConnectionTable>(&peers_, rank_, bootstrap_.get(), commHash_, agreed.nChannels,
                                                    slotBytes, kSlotCount);
   if (nranks_ > 1) {

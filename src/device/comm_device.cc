@@ -1,7 +1,10 @@
 #include "src/device/comm_device.h"
 
 #include <algorithm>
+#include <mutex>
+#include <set>
 
+#include "src/device/step_kernel.h"
 #include "transport/cuda_ipc/cuda_call.h"
 
 namespace weft::device {
@@ -105,6 +108,18 @@ Status commDevice(core::Communicator& comm, CommDevice** out) {
       [&comm](std::unique_ptr<core::Communicator::DeviceResources>* made) { return CommDevice::create(comm, made); },
       &resources));
   *out = static_cast<CommDevice*>(resources);
+  return Status::ok();
+}
+
+Status loadKernelsAtInit(int device) {
+  static std::mutex mutex;
+  static std::set<int> loaded;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (loaded.count(device) != 0) return Status::ok();
+  ScopedDevice current(device);
+  WEFT_RETURN_IF_ERROR(current.status());
+  WEFT_RETURN_IF_ERROR(loadStepKernels());
+  loaded.insert(device);
   return Status::ok();
 }
 

@@ -194,22 +194,29 @@ __global__ void __launch_bounds__(kThreads) stepKernel(KernelWork work, Body bod
   runLanes(work, body);
 }
 
+// Enqueues the kernel for `Body`; with no `work`, only loads its code onto the current device.
 template <class Body>
-Status launch(const KernelWork& work, int blockCount, const Body& body, cudaStream_t stream) {
-  stepKernel<Body><<<blockCount, kThreads, 0, stream>>>(work, body);
+Status launch(const KernelWork* work, int blockCount, const Body& body, cudaStream_t stream) {
+  if (work == nullptr) {
+    cudaFuncAttributes attributes;
+    return cudaStatus(cudaFuncGetAttributes(&attributes, stepKernel<Body>), "loading a step kernel");
+  }
+  stepKernel<Body><<<blockCount, kThreads, 0, stream>>>(*work, body);
   return cudaStatus(cudaGetLastError(), "launching the step kernel");
 }
 
 template <class Math, RedOpKind kKind>
-Status launchReduce(const KernelWork& work, int blockCount, cudaStream_t stream) {
+Status launchReduce(const KernelWork* work, int blockCount, cudaStream_t stream) {
   ReduceBody<Math, kKind> body;
-  std::memcpy(&body.reducer.scalar, &work.scalar, sizeof(body.reducer.scalar));
-  body.reducer.divisor = work.divisor;
+  if (work != nullptr) {
+    std::memcpy(&body.reducer.scalar, &work->scalar, sizeof(body.reducer.scalar));
+    body.reducer.divisor = work->divisor;
+  }
   return launch(work, blockCount, body, stream);
 }
 
 template <class Math>
-Status launchForType(const KernelWork& work, int blockCount, RedOpKind kind, cudaStream_t stream) {
+Status launchForType(const KernelWork* work, int blockCount, RedOpKind kind, cudaStream_t stream) {
   switch (kind) {
     case RedOpKind::kSum: return launchReduce<Math, RedOpKind::kSum>(work, blockCount, stream);
     case RedOpKind::kProd: return launchReduce<Math, RedOpKind::kProd>(work, blockCount, stream);
@@ -220,11 +227,8 @@ Status launchForType(const KernelWork& work, int blockCount, RedOpKind kind, cud
   return internalError("reduction kind %d has no GPU kernel", static_cast<int>(kind));
 }
 
-}  // namespace
-
-Status launchStepKernel(const KernelWork& work, int blockCount, const algorithms::Reduction* reduction,
-                        cudaStream_t stream) {
-  if (blockCount == 0) return Status::ok();
+// The kernel of `reduction` (the copy kernel if null): launched with `work`, or only loaded.
+Status dispatch(const KernelWork* work, int blockCount, const algorithms::Reduction* reduction, cudaStream_t stream) {
   if (reduction == nullptr) return launch(work, blockCount, CopyBody{}, stream);
   using algorithms::DataType;
   const RedOpKind kind = reduction->kind;
@@ -243,6 +247,29 @@ Status launchStepKernel(const KernelWork& work, int blockCount, const algorithms
     case DataType::kFloat8e5m2: return launchForType<NarrowMath<Fp8Codec<__NV_E5M2>>>(work, blockCount, kind, stream);
   }
   return internalError("data type %d has no GPU kernel", static_cast<int>(reduction->type));
+}
+
+}  // namespace
+
+Status launchStepKernel(const KernelWork& work, int blockCount, const algorithms::Reduction* reduction,
+                        cudaStream_t stream) {
+  if (blockCount == 0) return Status::ok();
+  return dispatch(&work, blockCount, reduction, stream);
+}
+
+Status loadStepKernels() {
+  WEFT_RETURN_IF_ERROR(dispatch(nullptr, 0, nullptr, nullptr));
+  for (int type = 0; type < algorithms::kNumDataTypes; ++type) {
+    for (algorithms::RedOpKind kind : {algorithms::RedOpKind::kSum, algorithms::RedOpKind::kProd,
+                                       algorithms::RedOpKind::kMax, algorithms::RedOpKind::kMin,
+                                       algorithms::RedOpKind::kPreMulSum}) {
+      algorithms::Reduction reduction;
+      reduction.type = static_cast<algorithms::DataType>(type);
+      reduction.kind = kind;
+      WEFT_RETURN_IF_ERROR(dispatch(nullptr, 0, &reduction, nullptr));
+    }
+  }
+  return Status::ok();
 }
 
 }  // namespace weft::device

@@ -17,4 +17,11 @@ namespace weft::device {
 Status launchStepKernel(const KernelWork& work, int blockCount, const algorithms::Reduction* reduction,
                         cudaStream_t stream);
 
+/// Loads the code of every step kernel onto the current device now. Under CUDA's lazy loading
+/// (the default) a kernel's first launch loads it, which can wait for every kernel already on the
+/// device; ranks of one process sharing a GPU would deadlock there (one rank's kernel waits for a
+/// peer whose launch waits for it). So every GPU rank calls this while its communicator is made,
+/// as NCCL loads its kernels at init.
+Status loadStepKernels();
+
 }  // namespace weft::device
