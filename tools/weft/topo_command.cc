@@ -1,5 +1,6 @@
 #include "tools/weft/topo_command.h"
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -8,6 +9,7 @@
 #include "topology/load.h"
 #include "topology/paths.h"
 #include "topology/search.h"
+#include "tools/weft/nodes_report.h"
 #include "tools/weft/topo_report.h"
 
 namespace weft::tools {
@@ -17,6 +19,7 @@ struct TopoOptions {
   std::string topoFile;
   bool json = false;
   int maxRings = 16;
+  int nodes = 1;
 };
 
 int runTopo(const TopoOptions& options) {
@@ -28,14 +31,21 @@ int runTopo(const TopoOptions& options) {
     std::fprintf(stderr, "weft topo: %s\n", status.message().c_str());
     return 1;
   }
+  const auto start = std::chrono::steady_clock::now();
   const topology::Paths paths(system);
   topology::RingSearchOptions search;
   search.maxRings = options.maxRings;
   const topology::RingSet rings = topology::searchRings(system, paths, search);
+  NodesPlan plan;
+  if (options.nodes > 1) plan = planNodes(system, paths, rings, options.nodes);
+  plan.searchMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (options.json) {
-    std::cout << topoJson(system, paths, rings).dump(2) << "\n";
+    nlohmann::json json = topoJson(system, paths, rings);
+    if (options.nodes > 1) json["across_nodes"] = nodesJson(plan);
+    std::cout << json.dump(2) << "\n";
   } else {
     std::cout << topoText(system, paths, rings);
+    if (options.nodes > 1) std::cout << nodesText(system, plan);
   }
   return 0;
 }
@@ -51,6 +61,11 @@ void addTopoCommand(CLI::App& app, int* exitCode) {
   topo->add_flag("--json", options->json, "print JSON instead of text");
   topo->add_option("--max-rings", options->maxRings, "the most rings to search for (as NCCL_MAX_NCHANNELS)")
       ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  topo->add_option("--nodes", options->nodes,
+                   "also show a job over N nodes like this one: each channel's NIC and GPU chain, and the "
+                   "double binary tree over the nodes")
+      ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   topo->callback([options, exitCode]() { *exitCode = runTopo(*options); });
 }

@@ -135,8 +135,8 @@ std::string topoText(const System& system, const Paths& paths, const topology::R
            "(PCIe, CPUs), and the rings below assume them; GPUs it connects by NVLink would show NVL.\n";
   }
   out += "\n" + ringLines(rings, devices);
-  out += "\nTrees and the NICs each ring would use are not searched yet; communicators still build "
-         "their rings in rank order.\n\n";
+  out += "\n--nodes N shows the NICs each channel would use and the trees over N such nodes. Communicators\n"
+         "do not use these GPU rings yet (their rings keep each host's and socket's ranks together).\n\n";
   out += kLegend;
   return out;
 }

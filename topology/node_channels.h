@@ -1,0 +1,34 @@
+#pragma once
+// How the rings of one node carry a job that spans several identical nodes: each channel cuts its
+// ring open into a chain of the node's GPUs, enters the node from the previous one at the chain's
+// first GPU and leaves for the next at its last, through the channel's NIC. The same chains, entered
+// at the first GPU, are what each node runs below the trees (trees.h) that link the nodes.
+
+#include <vector>
+
+#include "topology/paths.h"
+#include "topology/search.h"
+#include "topology/system.h"
+
+namespace weft::topology {
+
+struct NodeChannel {
+  /// The node's GPUs in the order the channel visits them (indices into
+  /// system.nodesOfType(NodeType::kGpu)); the first receives from the network, the last sends.
+  std::vector<int> chain;
+  /// The channel's NIC, as an index into system.nodesOfType(NodeType::kNic).
+  int nic = -1;
+  /// The path from the NIC to the chain's first GPU, and from its last GPU to the NIC.
+  PathType entry = PathType::kDis;
+  PathType exit = PathType::kDis;
+};
+
+/// The channels of a job over several nodes like `system`, from the rings `rings` found on it:
+/// max(rings, NICs) channels, so that every NIC carries at least one (channel c follows ring
+/// c mod the ring count and uses NIC c mod the NIC count, as NCCL spreads channels over rails).
+/// Each chain starts at the ring's GPU closest to the channel's NIC (best path type, then
+/// bandwidth, then the earlier on the ring) and ends at that GPU's predecessor on the ring. Empty when the
+/// system has no NIC or `rings` has no ring. Pure and deterministic.
+std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& paths, const RingSet& rings);
+
+}  // namespace weft::topology
