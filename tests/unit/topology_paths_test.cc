@@ -144,7 +144,8 @@ TEST(TopologyPaths, NodesWithoutAnyLinkAreDisconnected) {
   const int cpu = b.cpu(0);
   const int gpu = b.gpu(cpu);
   const int lone = b.nvSwitch();
-  const Path& path = Paths(b.system).between(gpu, lone);
+  const Paths paths(b.system);
+  const Path& path = paths.between(gpu, lone);
   EXPECT_EQ(path.type, PathType::kDis);
   EXPECT_TRUE(path.nodes.empty());
   EXPECT_EQ(path.bandwidth, 0);
