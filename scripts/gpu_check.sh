@@ -8,7 +8,7 @@
 #                                        packed binaries and writes OUTDIR/gpu_check.log
 #                                        (default build-cuda/gpu_check)
 #
-# What "run" does, each step under its own time limit (about 5 minutes, at most 7, on one H200):
+# What "run" does, each step under its own time limit (about 5 minutes at most in all, on one H200):
 #   1. the GPU, the driver and CUDA's version
 #   2. the GPU suite with ranks as threads of one process (every collective, type and op at
 #      1 to 4 ranks on one GPU; stream semantics; abort)
@@ -99,28 +99,28 @@ run() {
   nvidia-smi | grep -m1 "CUDA Version" || true
   nproc
 
-  run_each "2. GPU suite, ranks as threads" '-*processes*' 150 30 "$out" || true
+  run_each "2. GPU suite, ranks as threads" '-*processes*' 90 25 "$out" || true
 
   echo
-  if step "3a. cross-process CUDA IPC probe" 40 "$tests" \
+  if step "3a. cross-process CUDA IPC probe" 20 "$tests" \
       --gtest_filter='Collectives/GpuCollective.MatchesReference/SendRecvRing_2ranks_processes' --gtest_brief=1; then
-    run_each "3b. GPU suite, ranks as processes" '*processes*:-*SendRecvRing_2ranks_processes' 60 30 "$out" || true
+    run_each "3b. GPU suite, ranks as processes" '*processes*:-*SendRecvRing_2ranks_processes' 45 20 "$out" || true
   else
     echo "=== 3. cross-process CUDA IPC does not work here: ranks were run as threads only"
   fi
 
-  step "4. host suite on a GPU machine (part)" 30 "$bundle/weft_multirank_tests" \
+  step "4. host suite on a GPU machine (part)" 15 "$bundle/weft_multirank_tests" \
     --gtest_filter='Collectives/ExactCollective.MatchesReference/*_2ranks_shm:Groups*' --gtest_brief=1
 
   if python3 -c 'import torch' 2>/dev/null; then
-    step "5a. nccl symbols torch imports" 30 tests/gpu/torch_symbols.sh "$bundle/lib/libnccl.so.2"
-    step "5b. torch.distributed with Weft" 75 python3 tests/gpu/torch_client.py --lib "$bundle/lib/libnccl.so.2" --timeout 65
+    step "5a. nccl symbols torch imports" 15 tests/gpu/torch_symbols.sh "$bundle/lib/libnccl.so.2"
+    step "5b. torch.distributed with Weft" 50 python3 tests/gpu/torch_client.py --lib "$bundle/lib/libnccl.so.2" --timeout 45
   else
     echo "=== 5. no torch here: PyTorch client not run"
   fi
 
-  step "6a. allreduce speed on one GPU" 45 "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
-  WEFT_GPU_CHANNELS=32 step "6b. the same with 32 channels" 30 "$bundle/gpu_allreduce_bench" --max-bytes 256M --iters 10
+  step "6a. allreduce speed on one GPU" 20 "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
+  WEFT_GPU_CHANNELS=32 step "6b. the same with 32 channels" 15 "$bundle/gpu_allreduce_bench" --max-bytes 256M --iters 10
 
   echo
   if [ ${#failures[@]} -eq 0 ]; then
