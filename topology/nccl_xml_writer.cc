@@ -21,18 +21,18 @@ std::string hexText(uint64_t value, int digits) {
 
 /// The shortest text without exponent that reads back to the same double ("400000", "0.75"):
 /// NCCL reads integers with strtol, which would stop at the "e" of "4e+05".
-std::string numberText(double value) {
-  char buffer[512];
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::fixed);
-  return std::string(buffer, result.ptr);
+std::string numberText(double value, int decimals = -1) {
+  char buffer[512];  // the largest double in fixed notation has 309 digits
+  const auto result = decimals < 0
+                          ? std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::fixed)
+                          : std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::fixed, decimals);
+  return result.ec == std::errc() ? std::string(buffer, result.ptr) : std::string();
 }
 
 /// "16.0 GT/s PCIe", as NCCL copies it from sysfs (whatever the process's locale).
 std::string linkSpeedText(double gts) {
-  if (std::round(gts * 10) != gts * 10) return numberText(gts) + " GT/s PCIe";
-  char buffer[32];
-  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), gts, std::chars_format::fixed, 1);
-  return std::string(buffer, result.ptr) + " GT/s PCIe";
+  const bool tenths = std::round(gts * 10) == gts * 10;
+  return numberText(gts, tenths ? 1 : -1) + " GT/s PCIe";
 }
 
 void setAttribute(pugi::xml_node element, const char* name, const std::string& value) {
