@@ -1,6 +1,7 @@
 #include "topology/node_channels.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace weft::topology {
 
@@ -15,12 +16,17 @@ std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& 
     NodeChannel channel;
     channel.nic = static_cast<int>(c % nics.size());
     const int nic = nics[channel.nic];
-    // The ring position whose GPU is closest to the NIC starts the chain.
+    // The chain starts at one ring position and ends at the one before: pick the cut whose worse
+    // end is nearest the NIC, then whose better end is, then the widest (the first such on ties).
+    auto cutKey = [&](size_t position) {
+      const Path& in = paths.between(nic, gpus[ring[position]]);
+      const Path& out = paths.between(gpus[ring[(position + ring.size() - 1) % ring.size()]], nic);
+      return std::make_tuple(std::max(in.type, out.type), std::min(in.type, out.type),
+                             -std::min(in.bandwidth, out.bandwidth));
+    };
     size_t start = 0;
     for (size_t position = 1; position < ring.size(); ++position) {
-      const Path& best = paths.between(nic, gpus[ring[start]]);
-      const Path& here = paths.between(nic, gpus[ring[position]]);
-      if (here.type < best.type || (here.type == best.type && here.bandwidth > best.bandwidth)) start = position;
+      if (cutKey(position) < cutKey(start)) start = position;
     }
     for (size_t i = 0; i < ring.size(); ++i) channel.chain.push_back(ring[(start + i) % ring.size()]);
     channel.entry = paths.between(nic, gpus[channel.chain.front()]).type;

@@ -1,8 +1,8 @@
 #pragma once
 // How the rings of one node carry a job that spans several identical nodes: each channel cuts its
 // ring open into a chain of the node's GPUs, enters the node from the previous one at the chain's
-// first GPU and leaves for the next at its last, through the channel's NIC. The same chains, entered
-// at the first GPU, are what each node runs below the trees (trees.h) that link the nodes.
+// first GPU and leaves for the next at its last, both through the channel's NIC. The same chains,
+// entered at the first GPU, are what each node runs below the trees (trees.h) that link the nodes.
 
 #include <vector>
 
@@ -26,9 +26,10 @@ struct NodeChannel {
 /// The channels of a job over several nodes like `system`, from the rings `rings` found on it:
 /// max(rings, NICs) channels, so that every NIC carries at least one (channel c follows ring
 /// c mod the ring count and uses NIC c mod the NIC count, as NCCL spreads channels over rails).
-/// Each chain starts at the ring's GPU closest to the channel's NIC (best path type, then
-/// bandwidth, then the earlier on the ring) and ends at that GPU's predecessor on the ring. Empty when the
-/// system has no NIC or `rings` has no ring. Pure and deterministic.
+/// Each chain is its ring cut open where both ends are nearest the channel's NIC: the cut whose
+/// worse end (by path type, from the NIC to the first GPU and from the last GPU to the NIC) is
+/// best, then whose better end is, then whose slower end is fastest, then the earliest on the
+/// ring. Empty when the system has no NIC or `rings` has no ring. Pure and deterministic.
 std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& paths, const RingSet& rings);
 
 }  // namespace weft::topology

@@ -43,14 +43,15 @@ bool isRotationOf(const std::vector<int>& chain, const std::vector<int>& ring) {
   return rotated == chain;
 }
 
-// Channel c uses NIC c mod `nics`, runs ring c mod the ring count turned, and enters through a
-// path of type `entry`.
-void expectRailsAndRotations(const Loaded& loaded, int nics, PathType entry) {
+// Channel c uses NIC c mod `nics`, runs ring c mod the ring count turned, and enters and leaves
+// the node through paths of type `ends`.
+void expectRailsAndRotations(const Loaded& loaded, int nics, PathType ends) {
   for (size_t c = 0; c < loaded.channels.size(); ++c) {
     const NodeChannel& channel = loaded.channels[c];
     EXPECT_EQ(channel.nic, static_cast<int>(c % nics)) << "channel " << c;
     EXPECT_TRUE(isRotationOf(channel.chain, loaded.rings.rings[c % loaded.rings.rings.size()])) << "channel " << c;
-    EXPECT_EQ(channel.entry, entry) << "channel " << c;
+    EXPECT_EQ(channel.entry, ends) << "channel " << c;
+    EXPECT_EQ(channel.exit, ends) << "channel " << c << " leaves far from its NIC";
   }
 }
 
@@ -59,7 +60,7 @@ TEST(ChannelsAcrossNodes, NvSwitchBoxSpreadsItsRingsOverTheNicsAndEntersNextToTh
   const Loaded h100 = load("full-dump-h100x8-nvswitch.xml");
   ASSERT_EQ(h100.rings.rings.size(), 16u);
   ASSERT_EQ(h100.channels.size(), 16u);
-  // Data enters at a GPU behind the NIC's own PCIe switch, not through another GPU.
+  // Data enters and leaves at GPUs behind the NIC's own PCIe switch, not through another GPU.
   expectRailsAndRotations(h100, 4, PathType::kPxb);
 }
 
