@@ -519,6 +519,23 @@ TEST(NcclXmlWriter, FlattenedSystemStaysFlattened) {
       << xml;
 }
 
+// Found by the nccl_xml fuzz target: a link speed too long for the writer's number buffer came out
+// as uninitialised bytes. Any number the reader accepts must write back as that number.
+TEST(NcclXmlWriter, HugeLinkSpeedWritesBackAsItsNumber) {
+  System system;
+  ASSERT_TRUE(parseText("<system version=\"1\"><cpu numaid=\"0\">"
+                        "<pci busid=\"0000:01:00.0\" class=\"0x030200\" "
+                        "link_speed=\"16666666666666666666666666666666666 GT/s\" link_width=\"16\"/>"
+                        "</cpu></system>",
+                        &system)
+                  .isOk());
+  const std::string xml = writeNcclTopology(system);
+  EXPECT_NE(xml.find("link_speed=\"16666666666666666"), std::string::npos) << xml;
+  System again;
+  ASSERT_TRUE(parseText(xml, &again).isOk()) << xml;
+  EXPECT_EQ(writeNcclTopology(again), xml);
+}
+
 /// A node of NUMA node 0 below `parent`.
 Node nodeBelow(NodeType type, int parent, std::optional<PciAttributes> pci) {
   Node node;
