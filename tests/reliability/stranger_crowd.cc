@@ -24,6 +24,10 @@ constexpr size_t kIdSecretOffset = 8;
 constexpr size_t kIdRootOffset = 40;
 constexpr uint16_t kWireIpv4 = 4;
 constexpr uint16_t kWireIpv6 = 6;
+// From transport/socket/wire.h: host byte order (little-endian here).
+constexpr uint64_t kTransportMagic = 0x31544b4f53544657ull;  // "WFTSOKT1"
+constexpr uint32_t kTransportVersion = 1;
+constexpr size_t kTransportHandshakeBytes = 40;
 
 constexpr auto kConnectRetry = std::chrono::milliseconds(10);
 constexpr size_t kFloodBytes = size_t{1} << 20;
@@ -73,9 +77,22 @@ uint64_t getLittleEndian(const uint8_t* in, int bytes) {
   return value;
 }
 
+/// A socket transport handshake: magic, version, sender rank, then a nonce and communicator hash
+/// drawn from `secret` (a stranger cannot know the real ones), channel 0.
+std::vector<uint8_t> forgedTransportHandshake(const Secret& secret, uint32_t rank) {
+  std::vector<uint8_t> bytes;
+  putLittleEndian(&bytes, kTransportMagic, 8);
+  putLittleEndian(&bytes, kTransportVersion, 4);
+  putLittleEndian(&bytes, rank, 4);
+  bytes.insert(bytes.end(), secret.begin(), secret.begin() + 16);
+  putLittleEndian(&bytes, 0, 8);
+  return bytes;
+}
+
 /// A hello of the port's kind: header, secret, rank and nranks, and for the root a listen address
 /// (the loopback, port 9: nobody will be told about it).
 std::vector<uint8_t> forgedHello(PortKind port, const Secret& secret, uint32_t rank, uint32_t nranks) {
+  if (port == PortKind::kTransport) return forgedTransportHandshake(secret, rank);
   std::vector<uint8_t> bytes;
   putLittleEndian(&bytes, kMagic, 4);
   bytes.push_back(kVersion);
@@ -241,7 +258,9 @@ StrangerCrowd::~StrangerCrowd() {
 std::string StrangerCrowd::join(const ListeningSocket& target, PortKind port, int count, int nranks,
                                 const Secret& secret, std::chrono::seconds connectLimit) {
   std::mt19937_64 random(static_cast<uint64_t>(target.port) * 7919 + strangers_.size());
-  const size_t helloBytes = port == PortKind::kRoot ? kRootHelloBytes : kPeerHelloBytes;
+  const size_t helloBytes = port == PortKind::kRoot   ? kRootHelloBytes
+                            : port == PortKind::kRank ? kPeerHelloBytes
+                                                      : kTransportHandshakeBytes;
   const auto deadline = std::chrono::steady_clock::now() + connectLimit;
   for (int i = 0; i < count; ++i) {
     const Behaviour behaviour = kBehaviours[strangers_.size() % std::size(kBehaviours)];

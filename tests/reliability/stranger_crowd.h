@@ -3,8 +3,8 @@
 // job could make, each sending something that is not a valid handshake of this communicator
 // (garbage, a probe, a truncated or oversized hello, a hello with the wrong secret, a flood) or
 // nothing at all. The layouts of the messages they imitate are documented in
-// src/core/bootstrap_wire.h; the suite writes them by hand, through no internal header, as a
-// stranger would.
+// src/core/bootstrap_wire.h and transport/socket/wire.h; the suite writes them by hand, through no
+// internal header, as a stranger would.
 
 #include <array>
 #include <chrono>
@@ -28,9 +28,9 @@ struct IdRoot {
 /// Decodes the root's address and secret from `id`; on failure returns false and says why.
 bool decodeIdRoot(const ncclUniqueId& id, IdRoot* out, std::string* why);
 
-/// Which handshake the port expects: a rank's hello to the root (72 bytes) or a rank's hello to
-/// another rank (48 bytes).
-enum class PortKind { kRoot, kRank };
+/// Which handshake the port expects: a rank's hello to the root (72 bytes), a rank's hello to
+/// another rank (48 bytes), or a socket transport sender's handshake (40 bytes).
+enum class PortKind { kRoot, kRank, kTransport };
 
 class StrangerCrowd {
  public:

@@ -326,6 +326,14 @@ Status awaitClosedByReceiver(RecvConnection* recv, net::Socket* stranger, Clock:
   return failure;
 }
 
+// A receiving end (4 KiB slots x 4) that waits `seconds` for a connection's handshake.
+Status listenWithHandshakeTimeout(const char* seconds, Ends* ends) {
+  setenv("WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT", seconds, 1);
+  Status status = listenOnly(4096, 4, ends);
+  unsetenv("WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT");
+  return status;
+}
+
 TEST_F(SocketTransportTest, StrangersAreClosedAndTheSenderStillConnects) {
   Ends ends;
   ASSERT_TRUE(listenOnly(4096, 4, &ends).isOk());
@@ -356,10 +364,8 @@ TEST_F(SocketTransportTest, StrangersAreClosedAndTheSenderStillConnects) {
 }
 
 TEST_F(SocketTransportTest, SilentStrangerIsDroppedAfterTheHandshakeTimeout) {
-  setenv("WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT", "1", 1);
   Ends ends;
-  Status status = listenOnly(4096, 4, &ends);
-  unsetenv("WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT");
+  Status status = listenWithHandshakeTimeout("1", &ends);
   ASSERT_TRUE(status.isOk()) << status.message();
   net::Socket silent = connectStranger(listenAddress(ends.blob), nullptr, 0);
   auto start = Clock::now();
@@ -372,10 +378,8 @@ TEST_F(SocketTransportTest, SilentStrangerIsDroppedAfterTheHandshakeTimeout) {
 }
 
 TEST_F(SocketTransportTest, SilentStrangerDoesNotDelayTheRealSender) {
-  setenv("WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT", "30", 1);
   Ends ends;
-  Status status = listenOnly(4096, 4, &ends);
-  unsetenv("WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT");
+  Status status = listenWithHandshakeTimeout("30", &ends);
   ASSERT_TRUE(status.isOk()) << status.message();
   net::Socket silent = connectStranger(listenAddress(ends.blob), nullptr, 0);
   const void* data = nullptr;
@@ -386,6 +390,31 @@ TEST_F(SocketTransportTest, SilentStrangerDoesNotDelayTheRealSender) {
   auto start = Clock::now();
   streamWithTwoThreads(&ends, StreamSpec{500});
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 15.0);
+}
+
+TEST_F(SocketTransportTest, ACrowdOfSilentStrangersDoesNotShutOutTheSender) {
+  Ends ends;
+  Status status = listenWithHandshakeTimeout("60", &ends);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  // More than the receiver hears at once; each is accepted before the sender arrives.
+  constexpr int kSilent = 100;
+  std::vector<net::Socket> crowd;
+  for (int i = 0; i < kSilent; ++i) {
+    crowd.push_back(connectStranger(listenAddress(ends.blob), nullptr, 0));
+    const void* data = nullptr;
+    size_t bytes = 0;
+    ASSERT_TRUE(ends.recv->tryPeekSlot(&data, &bytes).isOk());
+    ASSERT_EQ(data, nullptr);
+  }
+  ASSERT_TRUE(connectOnly(4096, 4, &ends).isOk());
+  auto start = Clock::now();
+  streamWithTwoThreads(&ends, StreamSpec{500});
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 15.0);
+  for (net::Socket& stranger : crowd) {
+    uint8_t byte;
+    size_t offset = 0;
+    EXPECT_FALSE(stranger.tryRecv(&byte, 1, &offset).isOk()) << "a silent stranger is still connected";
+  }
 }
 
 TEST_F(SocketTransportTest, SenderGoneMidStreamIsARemoteErrorNamingIt) {

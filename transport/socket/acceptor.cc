@@ -7,8 +7,10 @@
 namespace weft::transport::socket {
 namespace {
 
-// More half-open strangers than this at once are turned away at accept: each holds a descriptor.
-constexpr size_t kMaxPending = 16;
+// Connections still to present their handshake, at most; each holds a descriptor. When a new one
+// arrives at the limit, the one that has waited longest is closed: the real sender writes its
+// handshake as soon as it connects, so a crowd of silent strangers cannot shut it out.
+constexpr size_t kMaxPending = 64;
 
 }  // namespace
 
@@ -35,11 +37,13 @@ Status Acceptor::tryAccept(net::Socket* sender) {
     }
     if (!accepted.valid()) break;
     if (pending_.size() >= kMaxPending) {
-      WEFT_WARN("socket transport: turned away a connection from %s to %s (waiting for rank %d on host %s): %zu "
-                "other connections are still to present their handshake; check what else connects to this host",
-                accepted.peerAddress().toString().c_str(), address_.toString().c_str(), peerRank_,
-                peerHost_.c_str(), pending_.size());
-      continue;
+      const Pending& oldest = pending_.front();
+      WEFT_WARN("socket transport: closed a connection from %s to %s (waiting for rank %d on host %s): it had not "
+                "presented its handshake and %zu connections are waiting to; still waiting for rank %d. Check what "
+                "else connects to this host",
+                oldest.socket.peerAddress().toString().c_str(), address_.toString().c_str(), peerRank_,
+                peerHost_.c_str(), pending_.size(), peerRank_);
+      pending_.erase(pending_.begin());
     }
     pending_.push_back(Pending{std::move(accepted), Handshake{}, 0, now + handshakeTimeout_});
   }
@@ -47,6 +51,11 @@ Status Acceptor::tryAccept(net::Socket* sender) {
     Heard heard = hear(&pending_[i], now);
     if (heard == Heard::kSender) {
       *sender = std::move(pending_[i].socket);
+      if (pending_.size() > 1) {
+        WEFT_WARN("socket transport: rank %d on host %s connected to %s; closed %zu other connections that had not "
+                  "presented a handshake. Check what else connects to this host",
+                  peerRank_, peerHost_.c_str(), address_.toString().c_str(), pending_.size() - 1);
+      }
       pending_.clear();
       listener_.close();
       return Status::ok();

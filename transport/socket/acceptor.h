@@ -23,9 +23,11 @@ class Acceptor {
 
   /// Non-blocking; called by the thread that drives the receiving end. Accepts pending
   /// connections and reads what they present. When one presents the expected handshake, moves it
-  /// to *sender and closes the listener and every other pending connection; otherwise leaves
-  /// *sender invalid. A connection that presents anything else, closes, or stays silent for
-  /// longer than the handshake timeout is closed with a WARN, and listening goes on.
+  /// to *sender and closes the listener and every other pending connection (one WARN counts them);
+  /// otherwise leaves *sender invalid. A connection that presents anything else, closes, or stays
+  /// silent for longer than the handshake timeout is closed with a WARN, and listening goes on. At
+  /// most 64 connections wait to present a handshake: a newer one closes the oldest (WARN), so
+  /// that silent strangers cannot shut out the sender, which presents its handshake at once.
   /// Fails only when the listening socket itself fails.
   Status tryAccept(net::Socket* sender);
 
