@@ -44,8 +44,7 @@ int runTopo(const TopoOptions& options) {
     if (options.nodes > 1) json["across_nodes"] = nodesJson(plan);
     std::cout << json.dump(2) << "\n";
   } else {
-    std::cout << topoText(system, paths, rings);
-    if (options.nodes > 1) std::cout << nodesText(system, plan);
+    std::cout << topoText(system, paths, rings, options.nodes > 1 ? nodesText(system, plan) : "");
   }
   return 0;
 }

@@ -88,7 +88,8 @@ const char* const kLegend =
 
 }  // namespace
 
-std::string topoText(const System& system, const Paths& paths, const topology::RingSet& rings) {
+std::string topoText(const System& system, const Paths& paths, const topology::RingSet& rings,
+                     const std::string& nodesSection) {
   const Devices devices = devicesOf(system);
   std::string out = "# " + system.source() + ": " + std::to_string(devices.gpus.size()) + " GPU(s), " +
                     std::to_string(devices.nics.size()) + " NIC(s), " +
@@ -135,8 +136,11 @@ std::string topoText(const System& system, const Paths& paths, const topology::R
            "(PCIe, CPUs), and the rings below assume them; GPUs it connects by NVLink would show NVL.\n";
   }
   out += "\n" + ringLines(rings, devices);
-  out += "\n--nodes N shows the NICs each channel would use and the trees over N such nodes. Communicators\n"
-         "do not use these GPU rings yet (their rings keep each host's and socket's ranks together).\n\n";
+  out += "\nCommunicators do not use these GPU rings yet (their rings keep each host's and socket's ranks "
+         "together).\n";
+  out += nodesSection.empty() ? "--nodes N shows the NICs each channel would use and the trees over N such nodes.\n"
+                              : nodesSection;
+  out += "\n";
   out += kLegend;
   return out;
 }

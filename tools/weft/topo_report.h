@@ -13,9 +13,11 @@
 namespace weft::tools {
 
 /// The matrix of path types between GPUs and NICs, the CPU and NUMA affinity of each, the NICs'
-/// names and ports, each ring of `rings` ("Ring 0: GPU0 GPU1 ... (NVL, 20.6 GB/s)") and a legend;
-/// says so when the source did not describe NVLink (the rings then assume the paths it describes).
-std::string topoText(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings);
+/// names and ports, each ring of `rings` ("Ring 0: GPU0 GPU1 ... (NVL, 20.6 GB/s)"), then
+/// `nodesSection` (the plan across nodes, when there is one) and a legend; says so when the source
+/// did not describe NVLink (the rings then assume the paths it describes).
+std::string topoText(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings,
+                     const std::string& nodesSection = "");
 
 /// {"source", "nvlink_described", "cpus": [{numa, affinity}], "gpus": [{dev, busid, numa, sm}],
 ///  "nics": [{name, busid, numa, ports: [{name, port, speed_mbps}]}],
