@@ -2,8 +2,10 @@
 // memory, as the host executor does through host connections (src/exec/host_executor.cc).
 //
 // Per piece, thread 0 waits (acquire loads, polling ncclCommAbort's flag) until the received
-// slot is posted and the slot to send into is free; the whole block then moves the piece; after a
-// barrier thread 0 publishes the sent slot and returns the received one (release stores).
+// slot is posted and the slot to send into is free, and leaves the slots' addresses in shared
+// memory; the whole block then moves the piece; after a barrier thread 0 publishes the sent slot
+// and returns the received one (release stores). Only thread 0 reads the work's tables, which
+// live in pinned host memory.
 
 #include <cstring>
 
@@ -77,6 +79,12 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
   __shared__ KernelStep step;
   __shared__ unsigned long long receivedIndex;
   __shared__ unsigned long long sentIndex;
+  // The piece's slots and the counters thread 0 publishes, from the connection table (also in
+  // pinned host memory), so that no other thread reads the table.
+  __shared__ char* receivedSlot;
+  __shared__ char* sendSlot;
+  __shared__ unsigned long long* sendPosted;
+  __shared__ unsigned long long* recvReleased;
   __shared__ int action;  // 0: run the piece, 1: no piece of this step in this round, 2: aborted
   __shared__ KernelBlock block;
   if (threadIdx.x == 0) block = work.blocks[blockIdx.x];
@@ -90,15 +98,21 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
         if (threadIdx.x == 0) {
           step = work.steps[lane.firstStep + s];
           action = begin >= step.count ? 1 : 0;
+          receivedSlot = sendSlot = nullptr;
+          sendPosted = recvReleased = nullptr;
           if (action == 0 && step.recvConnection >= 0) {
-            const KernelConnection& recv = work.connections[step.recvConnection];
+            const KernelConnection recv = work.connections[step.recvConnection];
             receivedIndex = *reinterpret_cast<volatile unsigned long long*>(recv.released);
             if (!waitPosted(recv, receivedIndex, work.abortFlag)) action = 2;
+            receivedSlot = recv.slots + (receivedIndex % recv.slotCount) * recv.slotBytes;
+            recvReleased = recv.released;
           }
           if (action == 0 && step.sendConnection >= 0) {
-            const KernelConnection& send = work.connections[step.sendConnection];
+            const KernelConnection send = work.connections[step.sendConnection];
             sentIndex = *reinterpret_cast<volatile unsigned long long*>(send.posted);
             if (!waitFree(send, sentIndex, work.abortFlag)) action = 2;
+            sendSlot = send.slots + (sentIndex % send.slotCount) * send.slotBytes;
+            sendPosted = send.posted;
           }
         }
         __syncthreads();
@@ -107,11 +121,9 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
           __syncthreads();  // every thread has read `action` before thread 0 writes the next one
           continue;
         }
-        const KernelConnection* recv = step.recvConnection >= 0 ? &work.connections[step.recvConnection] : nullptr;
-        const KernelConnection* send = step.sendConnection >= 0 ? &work.connections[step.sendConnection] : nullptr;
         Piece piece;
-        piece.received = recv != nullptr ? recv->slots + (receivedIndex % recv->slotCount) * recv->slotBytes : nullptr;
-        piece.slot = send != nullptr ? send->slots + (sentIndex % send->slotCount) * send->slotBytes : nullptr;
+        piece.received = receivedSlot;
+        piece.slot = sendSlot;
         char* src = bufferBase(lane, step.srcBuffer);
         char* dst = bufferBase(lane, step.dstBuffer);
         piece.src = src != nullptr ? src + (step.srcOffset + begin) * work.unitBytes : nullptr;
@@ -123,8 +135,8 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
         __syncthreads();
         if (threadIdx.x == 0) {
           __threadfence_system();
-          if (send != nullptr) storeRelease(send->posted, sentIndex + 1);
-          if (recv != nullptr) storeRelease(recv->released, receivedIndex + 1);
+          if (sendPosted != nullptr) storeRelease(sendPosted, sentIndex + 1);
+          if (recvReleased != nullptr) storeRelease(recvReleased, receivedIndex + 1);
         }
       }
     }
