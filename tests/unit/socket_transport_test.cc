@@ -417,6 +417,19 @@ TEST_F(SocketTransportTest, ACrowdOfSilentStrangersDoesNotShutOutTheSender) {
   }
 }
 
+TEST_F(SocketTransportTest, StrangersQueuedBehindTheSenderDoNotPushItOut) {
+  Ends ends;
+  Status status = listenWithHandshakeTimeout("60", &ends);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  ASSERT_TRUE(connectOnly(4096, 4, &ends).isOk());
+  // More than the receiver hears at once arrive after the sender and before the receiver's first poll.
+  std::vector<net::Socket> crowd;
+  for (int i = 0; i < 100; ++i) crowd.push_back(connectStranger(listenAddress(ends.blob), nullptr, 0));
+  auto start = Clock::now();
+  streamWithTwoThreads(&ends, StreamSpec{500});
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 15.0);
+}
+
 TEST_F(SocketTransportTest, SenderGoneMidStreamIsARemoteErrorNamingIt) {
   constexpr size_t kSlot = 256 << 10;
   constexpr uint64_t kPosted = 40;

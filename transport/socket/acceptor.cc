@@ -28,6 +28,8 @@ Status Acceptor::tryAccept(net::Socket* sender) {
   sender->close();
   if (!listener_.valid()) return internalError("socket transport: tryAccept called after the sender was accepted");
   auto now = std::chrono::steady_clock::now();
+  // Each new connection is heard as soon as it is accepted: a sender with strangers queued behind
+  // it is recognised before they can push it out.
   while (true) {
     net::Socket accepted;
     Status status = listener_.tryAccept(&accepted);
@@ -36,6 +38,10 @@ Status Acceptor::tryAccept(net::Socket* sender) {
                                 std::to_string(peerRank_) + " on host " + peerHost_);
     }
     if (!accepted.valid()) break;
+    Pending pending{std::move(accepted), Handshake{}, 0, now + handshakeTimeout_};
+    const Heard heard = hear(&pending, now);
+    if (heard == Heard::kSender) return admit(&pending, sender);
+    if (heard == Heard::kStranger) continue;
     if (pending_.size() >= kMaxPending) {
       const Pending& oldest = pending_.front();
       WEFT_WARN("socket transport: closed a connection from %s to %s (waiting for rank %d on host %s): it had not "
@@ -45,27 +51,31 @@ Status Acceptor::tryAccept(net::Socket* sender) {
                 peerHost_.c_str(), pending_.size(), peerRank_);
       pending_.erase(pending_.begin());
     }
-    pending_.push_back(Pending{std::move(accepted), Handshake{}, 0, now + handshakeTimeout_});
+    pending_.push_back(std::move(pending));
   }
   for (size_t i = 0; i < pending_.size();) {
-    Heard heard = hear(&pending_[i], now);
-    if (heard == Heard::kSender) {
-      *sender = std::move(pending_[i].socket);
-      if (pending_.size() > 1) {
-        WEFT_WARN("socket transport: rank %d on host %s connected to %s; closed %zu other connections that had not "
-                  "presented a handshake. Check what else connects to this host",
-                  peerRank_, peerHost_.c_str(), address_.toString().c_str(), pending_.size() - 1);
-      }
-      pending_.clear();
-      listener_.close();
-      return Status::ok();
-    }
+    const Heard heard = hear(&pending_[i], now);
+    if (heard == Heard::kSender) return admit(&pending_[i], sender);
     if (heard == Heard::kStranger) {
       pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
     } else {
       ++i;
     }
   }
+  return Status::ok();
+}
+
+Status Acceptor::admit(Pending* pending, net::Socket* sender) {
+  *sender = std::move(pending->socket);
+  size_t others = 0;
+  for (const Pending& other : pending_) others += other.socket.valid() ? 1 : 0;
+  if (others > 0) {
+    WEFT_WARN("socket transport: rank %d on host %s connected to %s; closed %zu other connections that had not "
+              "presented a handshake. Check what else connects to this host",
+              peerRank_, peerHost_.c_str(), address_.toString().c_str(), others);
+  }
+  pending_.clear();
+  listener_.close();
   return Status::ok();
 }
 

@@ -43,6 +43,9 @@ class Acceptor {
 
   enum class Heard { kNotYet, kSender, kStranger };
 
+  // Moves the sender's socket to *sender; closes the listener and every other pending connection.
+  Status admit(Pending* pending, net::Socket* sender);
+
   // Reads what `pending` presented so far. A stranger is logged (WARN) and left for the caller to
   // close.
   Heard hear(Pending* pending, std::chrono::steady_clock::time_point now);
