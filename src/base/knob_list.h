@@ -46,7 +46,8 @@
     "directly (process_vm_readv/writev) where the kernel allows; 0 (default): never; rank 0's value is used") \
   X(SpinCount, "WEFT_SPIN_COUNT", Int, "1000", "idle polls before a waiting rank yields the CPU") \
   X(TopoFile, "NCCL_TOPO_FILE", String, "",                                                      \
-    "NCCL topology XML or hwloc XML file that describes the machine instead of detecting it")    \
+    "NCCL topology XML or hwloc XML file that describes the machine instead of detecting it, "  \
+    "for weft topo and NCCL_TOPO_DUMP_FILE (communicators' rings do not use it yet)")             \
   X(TopoDumpFile, "NCCL_TOPO_DUMP_FILE", String, "",                                             \
     "at init, write the machine as this rank sees it (NCCL_TOPO_FILE, or detected) as NCCL topology XML") \
   X(TopoDumpFileRank, "NCCL_TOPO_DUMP_FILE_RANK", Int, "0", "the rank that writes NCCL_TOPO_DUMP_FILE")

@@ -1,5 +1,6 @@
 #include "src/core/ring_order.h"
 
+#include <cstdio>
 #include <string>
 
 #include "topology/search.h"
@@ -29,7 +30,11 @@ algorithms::Ring hostRingOrder(const std::vector<PeerInfo>& peers) {
 
 std::string describeRing(const algorithms::Ring& ring) {
   std::string text;
-  for (int rank : ring) text += (text.empty() ? "" : " ") + std::to_string(rank);
+  char field[16];
+  for (int rank : ring) {
+    std::snprintf(field, sizeof(field), " %3d", rank);
+    text += field;
+  }
   return text;
 }
 

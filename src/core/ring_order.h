@@ -16,7 +16,7 @@ namespace weft::core {
 /// order. `peers[r]` describes rank r.
 algorithms::Ring hostRingOrder(const std::vector<PeerInfo>& peers);
 
-/// "0 2 1 3": a ring as NCCL_DEBUG_SUBSYS=GRAPH prints it.
+/// "   0   2   1   3": a ring's ranks in order, as NCCL's "Channel 00/02 :" INIT line lists them.
 std::string describeRing(const algorithms::Ring& ring);
 
 }  // namespace weft::core

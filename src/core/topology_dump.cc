@@ -1,7 +1,6 @@
 #include "src/core/topology_dump.h"
 
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 
 #include "src/base/knobs.h"
@@ -18,11 +17,15 @@ Status dumpTopologyIfAsked(int rank) {
   WEFT_RETURN_IF_ERROR(topology::loadSystem(knobs::getString(knobs::KnobId::kTopoFile), &system)
                            .withContext("NCCL_TOPO_DUMP_FILE: reading the machine"));
   std::ofstream file(path, std::ios::trunc);
+  if (!file) {
+    return errnoStatus(errno, "NCCL_TOPO_DUMP_FILE: cannot open %s for writing; set it to a writable path or unset it",
+                       path.c_str());
+  }
   file << topology::writeNcclTopology(system);
   file.close();
   if (!file) {
-    return invalidArgument("NCCL_TOPO_DUMP_FILE: cannot write %s (%s); set it to a writable path or unset it",
-                           path.c_str(), std::strerror(errno));
+    return systemError("NCCL_TOPO_DUMP_FILE: writing %s failed (disk full?); set it to a writable path or unset it",
+                       path.c_str());
   }
   WEFT_INFO(log::kGraph, "topology written to %s (NCCL_TOPO_DUMP_FILE)", path.c_str());
   return Status::ok();

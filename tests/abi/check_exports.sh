@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the dynamic symbol table of a libnccl.so against NVIDIA's nccl.h: every function the header
-# declares (ncclXxx and its pncclXxx twin), and the host functions of nccl_device/core.h beside
-# it, must be defined and exported, and nothing else may be
+# declares (ncclXxx and its pncclXxx twin), and the host functions of nccl_device/*.h beside it
+# (with their twins), must be defined and exported, and nothing else may be
 # exported except what every shared library carries (_init, _fini, linker markers, version nodes).
 # Usage: check_exports.sh LIB NVIDIA_NCCL_H
 set -u
@@ -14,12 +14,12 @@ header=$2
 expected=$(perl -0777 -ne 's{/\*.*?\*/}{}gs; s{//[^\n]*}{}g;
   while (/\b(p?nccl[A-Za-z0-9_]*)\s*\(/g) { print "$1\n" }' "$header" | sort -u)
 [[ -n $expected ]] || { echo "no function declarations found in $header"; exit 2; }
-# The host functions of the device API (nccl_device/core.h beside nccl.h), which programs built
-# against NCCL 2.28 import too.
-device_header=$(dirname "$header")/nccl_device/core.h
-if [[ -f $device_header ]]; then
-  expected=$( (echo "$expected"; perl -0777 -ne 'while (/__host__\s+ncclResult_t\s+(nccl[A-Za-z0-9_]*)\s*\(/g) { print "$1\n" }' \
-    "$device_header") | sort -u)
+# The host functions of the device API (nccl_device/*.h beside nccl.h: "__host__ <type> ncclX("),
+# which programs built against NCCL 2.28 import too, each with its pnccl twin.
+device_headers=("$(dirname "$header")"/nccl_device/*.h)
+if [[ -f ${device_headers[0]} ]]; then
+  expected=$( (echo "$expected"; perl -0777 -ne 'while (/__host__\s+[A-Za-z_][A-Za-z0-9_]*\s+(nccl[A-Za-z0-9_]*)\s*\(/g) {
+    print "$1\np$1\n" }' "${device_headers[@]}") | sort -u)
 fi
 
 # Exported, defined symbols; "name@@VERSION" is reduced to name. Version nodes show as type A.

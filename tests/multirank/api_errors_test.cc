@@ -13,10 +13,32 @@
 #include <vector>
 
 #include "nccl.h"
-#include "src/api/device_comm_api.h"
 #include "tests/harness/rank_check.h"
 #include "tests/harness/rank_runner.h"
 #include "tests/multirank/transport_env.h"
+
+// The host functions of NCCL's device API, which nccl_device/*.h declares (those headers need
+// CUDA's compiler): declared here as they are there, as a program built against them calls them.
+extern "C" {
+struct ncclDevComm;
+struct ncclDevCommRequirements;
+struct ncclDevResourceRequirements;
+struct ncclTeam {
+  int nRanks, rank, stride;
+};
+ncclResult_t ncclDevCommCreate(ncclComm_t comm, const ncclDevCommRequirements* reqs, ncclDevComm* outDevComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm* devComm);
+ncclTeam ncclTeamWorld(ncclComm_t comm);
+ncclTeam ncclTeamLsa(ncclComm_t comm);
+ncclTeam ncclTeamRail(ncclComm_t comm);
+int ncclTeamRankToWorld(ncclComm_t comm, ncclTeam team, int rank);
+int ncclTeamRankToLsa(ncclComm_t comm, ncclTeam team, int rank);
+int ncclLLA2ACalcSlots(int maxElts, int maxEltSize);
+ncclResult_t ncclLsaBarrierCreateRequirement(ncclTeam team, int nBarriers, struct ncclLsaBarrierHandle* outHandle,
+                                             ncclDevResourceRequirements* outReq);
+ncclResult_t ncclLLA2ACreateRequirement(int nBlocks, int nSlots, struct ncclLLA2AHandle* outHandle,
+                                        ncclDevResourceRequirements* outReq);
+}
 
 namespace weft::multirank {
 namespace {
@@ -393,6 +415,9 @@ TEST(ApiErrors, UnimplementedFunctionsAreInvalidUsageAndSaySo) {
          }},
         {"ncclDevCommCreate", [&] { return ncclDevCommCreate(comm, nullptr, nullptr); }},
         {"ncclDevCommDestroy", [&] { return ncclDevCommDestroy(comm, nullptr); }},
+        {"ncclLsaBarrierCreateRequirement",
+         [&] { return ncclLsaBarrierCreateRequirement(ncclTeamLsa(comm), 1, nullptr, nullptr); }},
+        {"ncclLLA2ACreateRequirement", [&] { return ncclLLA2ACreateRequirement(1, 8, nullptr, nullptr); }},
     };
     for (const auto& [what, call] : calls) {
       const ncclResult_t result = call();
@@ -404,6 +429,33 @@ TEST(ApiErrors, UnimplementedFunctionsAreInvalidUsageAndSaySo) {
       checkAllReduceWorks(comm, nranks, rank, what);
       if (harness::rankFailed()) return;
     }
+  }));
+}
+
+// Without a device API no peer is load/store accessible: the LSA team is the rank alone, and the
+// world and rail teams are every rank, mapped back to world ranks.
+TEST(ApiErrors, DeviceApiTeamsDescribeTheCommunicator) {
+  RankRunOptions options;
+  options.nranks = 3;
+  options.mode = harness::RankMode::kThreads;
+  options.label = "device API teams";
+  EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    const ncclTeam world = ncclTeamWorld(comm);
+    RANK_CHECK(world.nRanks == nranks && world.rank == rank && world.stride == 1)
+        << "world team {" << world.nRanks << ", " << world.rank << ", " << world.stride << "}";
+    const ncclTeam lsa = ncclTeamLsa(comm);
+    RANK_CHECK(lsa.nRanks == 1 && lsa.rank == 0) << "LSA team {" << lsa.nRanks << ", " << lsa.rank << "}";
+    const ncclTeam rail = ncclTeamRail(comm);
+    RANK_CHECK(rail.nRanks == nranks && rail.rank == rank) << "rail team {" << rail.nRanks << ", " << rail.rank << "}";
+    for (int r = 0; r < nranks; ++r) {
+      RANK_CHECK(ncclTeamRankToWorld(comm, world, r) == r) << "world rank of world team rank " << r;
+      RANK_CHECK(ncclTeamRankToWorld(comm, rail, r) == r) << "world rank of rail team rank " << r;
+    }
+    RANK_CHECK(ncclTeamRankToWorld(comm, lsa, 0) == rank);
+    RANK_CHECK(ncclTeamRankToLsa(comm, world, rank) == 0);
+    RANK_CHECK(ncclLLA2ACalcSlots(32, 16) == 64 && ncclLLA2ACalcSlots(10, 1) == 10);
   }));
 }
 

@@ -59,7 +59,7 @@ TEST(TopologyUse, RanksOfOneHostAreNeighboursOnTheRing) {
   options.nranks = 4;
   options.mode = RankMode::kProcesses;
   options.env = {{"NCCL_DEBUG", "INFO"},
-                 {"NCCL_DEBUG_SUBSYS", "GRAPH"},
+                 {"NCCL_DEBUG_SUBSYS", "INIT,GRAPH"},
                  {"NCCL_DEBUG_FILE", (logs.path / "rank.%p").string()}};
   options.label = "ring order across two hosts";
   EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
@@ -86,13 +86,20 @@ TEST(TopologyUse, RanksOfOneHostAreNeighboursOnTheRing) {
   }));
   // One log per rank says the ring (this process may have opened one too, for ncclGetUniqueId).
   int ringLogs = 0;
+  std::string allLogs;
   for (const fs::directory_entry& entry : fs::directory_iterator(logs.path)) {
     const std::string log = readFile(entry.path());
-    if (log.find("Ring 00 :") == std::string::npos) continue;
-    EXPECT_NE(log.find("Ring 00 : 0 2 1 3\n"), std::string::npos) << entry.path() << ":\n" << log;
+    allLogs += log;
+    if (log.find("Channel 00/01 :") == std::string::npos) continue;
+    EXPECT_NE(log.find("Channel 00/01 :    0   2   1   3\n"), std::string::npos) << entry.path() << ":\n" << log;
     ++ringLogs;
   }
   EXPECT_EQ(ringLogs, 4);
+  // Each rank's neighbours, as NCCL's GRAPH lines give them: previous -> rank -> next.
+  for (const char* line : {"Ring 00 : 3 -> 0 -> 2\n", "Ring 00 : 0 -> 2 -> 1\n", "Ring 00 : 2 -> 1 -> 3\n",
+                           "Ring 00 : 1 -> 3 -> 0\n"}) {
+    EXPECT_NE(allLogs.find(line), std::string::npos) << "no line \"" << line << "\" in:\n" << allLogs;
+  }
 }
 
 // NCCL_TOPO_DUMP_FILE writes what NCCL_TOPO_FILE reads: dumping a dump gives the same file.
@@ -122,8 +129,9 @@ TEST(TopologyUse, TopologyDumpReadsBackToTheSameFile) {
   EXPECT_EQ(readFile(second), dumped);
 }
 
-// A topology file that cannot be read fails the init with the file's name, not later.
-TEST(TopologyUse, UnreadableTopologyFileFailsTheInitAndNamesTheFile) {
+// A topology file that cannot be read fails an init that dumps the topology, with the file's name.
+// (Communicators read NCCL_TOPO_FILE only for NCCL_TOPO_DUMP_FILE so far.)
+TEST(TopologyUse, UnreadableTopologyFileFailsADumpingInitAndNamesTheFile) {
   RankRunOptions options;
   options.nranks = 2;
   options.mode = RankMode::kProcesses;
