@@ -249,7 +249,7 @@ Status Communicator::init(const UniqueId& id) {
   // NCCL's lines: the whole ring under INIT, this rank's neighbours under GRAPH.
   for (size_t channel = 0; channel < rings_.size(); ++channel) {
     const algorithms::Ring& ring = rings_[channel];
-    WEFT_INFO(log::kInit, "Channel %02zu/%02zu :%s", channel, rings_.size(), describeRing(ring).c_str());
+    WEFT_INFO(log::kInit, "Channel %02zu/%02zu : %s", channel, rings_.size(), describeRing(ring).c_str());
     const size_t position = static_cast<size_t>(std::find(ring.begin(), ring.end(), rank_) - ring.begin());
     WEFT_INFO(log::kGraph, "Ring %02zu : %d -> %d -> %d", channel, ring[(position + ring.size() - 1) % ring.size()],
               rank_, ring[(position + 1) % ring.size()]);
