@@ -26,6 +26,12 @@ constexpr bool isPointToPoint(Collective collective) {
   return collective == Collective::kSend || collective == Collective::kRecv;
 }
 
+/// Broadcast, Reduce, Gather or Scatter: the collectives with a root rank.
+constexpr bool hasRoot(Collective collective) {
+  return collective == Collective::kBroadcast || collective == Collective::kReduce ||
+         collective == Collective::kGather || collective == Collective::kScatter;
+}
+
 /// AllReduce, ReduceScatter or Reduce: the collectives that combine data with an operator.
 constexpr bool reduces(Collective collective) {
   return collective == Collective::kAllReduce || collective == Collective::kReduceScatter ||

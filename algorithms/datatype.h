@@ -38,6 +38,8 @@ enum class RedOpKind : int {
   kMin = 3,
   kPreMulSum = 4,  // each rank's input is multiplied by `scalar`, then summed
 };
+/// How many kinds there are: RedOpKind values run from 0 to kNumRedOpKinds - 1.
+inline constexpr int kNumRedOpKinds = static_cast<int>(RedOpKind::kPreMulSum) + 1;
 
 /// A reduction, resolved for one data type and rank count. ncclAvg becomes kPreMulSum with scalar
 /// 1/nranks for floating types (the double 1.0 / nranks rounded to nearest even in the type), and

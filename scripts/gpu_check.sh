@@ -8,7 +8,7 @@
 #                                        packed binaries and writes OUTDIR/gpu_check.log
 #                                        (default build-cuda/gpu_check)
 #
-# What "run" does, each step under its own time limit (about 5 minutes at most in all, on one H200):
+# What "run" does, each step under its own time limit (at most about 6 minutes in all, on one H200):
 #   1. the GPU, the driver and CUDA's version
 #   2. the GPU suite with ranks as threads of one process (every collective, type and op at
 #      1 to 4 ranks on one GPU; stream semantics; abort)

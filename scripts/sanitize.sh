@@ -5,7 +5,7 @@
 #   scripts/sanitize.sh tsan    ThreadSanitizer, into build-tsan/: the tests whose ranks are threads
 #                               of one process (TSan sees the threads of one process only)
 #   scripts/sanitize.sh ci      build-asan/ without the perf binaries: the unit tests and a subset of
-#                               the multirank suite, about 15 minutes on 2 cores with the build (CI)
+#                               the multirank suite, 10 to 15 minutes on 2 cores with the build (CI)
 # Extra arguments go to ctest (e.g. -R Bootstrap). Every binary, libnccl.so.2 included, is built
 # with the sanitizer, so each process loads one sanitizer runtime, named by its executable. A program
 # built without it can use build-asan/lib/libnccl.so.2 with the runtime preloaded (it must come

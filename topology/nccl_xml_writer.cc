@@ -2,6 +2,7 @@
 
 #include <pugixml.hpp>
 
+#include <cassert>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -19,14 +20,16 @@ std::string hexText(uint64_t value, int digits) {
   return buffer;
 }
 
-/// The shortest text without exponent that reads back to the same double ("400000", "0.75"):
-/// NCCL reads integers with strtol, which would stop at the "e" of "4e+05".
+/// `value` without exponent ("400000", "0.75"): NCCL reads integers with strtol, which would stop
+/// at the "e" of "4e+05". With `decimals`, exactly that many digits after the point; otherwise the
+/// shortest text that reads back to the same double.
 std::string numberText(double value, int decimals = -1) {
-  char buffer[512];  // the largest double in fixed notation has 309 digits
+  char buffer[512];  // the largest double in fixed notation has 309 digits: it always fits
   const auto result = decimals < 0
                           ? std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::fixed)
                           : std::to_chars(buffer, buffer + sizeof(buffer), value, std::chars_format::fixed, decimals);
-  return result.ec == std::errc() ? std::string(buffer, result.ptr) : std::string();
+  assert(result.ec == std::errc());
+  return std::string(buffer, result.ptr);
 }
 
 /// "16.0 GT/s PCIe", as NCCL copies it from sysfs (whatever the process's locale).

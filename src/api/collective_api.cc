@@ -57,10 +57,9 @@ BufferNeeds bufferNeeds(const Call& call, int rank, int nranks) {
   return {0, 0};
 }
 
+// The root of a rooted collective, or the peer of a send or receive: a rank to check.
 bool usesRoot(Collective collective) {
-  return collective == Collective::kBroadcast || collective == Collective::kReduce ||
-         collective == Collective::kGather || collective == Collective::kScatter ||
-         collective == Collective::kSend || collective == Collective::kRecv;
+  return weft::algorithms::hasRoot(collective) || weft::algorithms::isPointToPoint(collective);
 }
 
 Status checkAndBuild(const Call& call, Op* op) {

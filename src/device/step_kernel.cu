@@ -272,12 +272,10 @@ Status launchStepKernel(const KernelWork& work, int blockCount, const algorithms
 Status loadStepKernels() {
   WEFT_RETURN_IF_ERROR(dispatch(nullptr, 0, nullptr, nullptr));
   for (int type = 0; type < algorithms::kNumDataTypes; ++type) {
-    for (algorithms::RedOpKind kind : {algorithms::RedOpKind::kSum, algorithms::RedOpKind::kProd,
-                                       algorithms::RedOpKind::kMax, algorithms::RedOpKind::kMin,
-                                       algorithms::RedOpKind::kPreMulSum}) {
+    for (int kind = 0; kind < algorithms::kNumRedOpKinds; ++kind) {
       algorithms::Reduction reduction;
       reduction.type = static_cast<algorithms::DataType>(type);
-      reduction.kind = kind;
+      reduction.kind = static_cast<algorithms::RedOpKind>(kind);
       WEFT_RETURN_IF_ERROR(dispatch(nullptr, 0, &reduction, nullptr));
     }
   }

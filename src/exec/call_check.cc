@@ -12,6 +12,7 @@ namespace weft::exec {
 namespace {
 
 using algorithms::Collective;
+using algorithms::hasRoot;
 using algorithms::isPointToPoint;
 using algorithms::reduces;
 
@@ -35,11 +36,6 @@ struct Header {
   uint32_t reserved;
   CollectiveCall shown[kShownCalls];
 };
-
-bool hasRoot(Collective collective) {
-  return collective == Collective::kBroadcast || collective == Collective::kReduce ||
-         collective == Collective::kGather || collective == Collective::kScatter;
-}
 
 CollectiveCall describe(const core::Op& op) {
   CollectiveCall call{};
