@@ -48,8 +48,9 @@ TEST(HostRingOrder, HostsAndSocketsTogether) {
 }
 
 TEST(HostRingOrder, DescribesARingAsNcclPrintsIt) {
-  EXPECT_EQ(describeRing({0, 2, 1, 3}), "0 2 1 3");
-  EXPECT_EQ(describeRing({7}), "7");
+  EXPECT_EQ(describeRing({0, 2, 1, 3}), "   0   2   1   3");
+  EXPECT_EQ(describeRing({7}), "   7");
+  EXPECT_EQ(describeRing({1234, 5}), " 1234   5");
 }
 
 }  // namespace
