@@ -12,9 +12,6 @@
 #include "src/core/ring_order.h"
 #include "src/core/topology_dump.h"
 #include "src/device/gpu_runtime.h"
-#if WEFT_CUDA
-#include "src/device/comm_device.h"
-#endif
 
 namespace weft::core {
 namespace {
@@ -264,17 +261,15 @@ Status Communicator::init(const UniqueId& id) {
   }
   slotBytes_ = slotBytes;
   slotCount_ = kSlotCount;
-#if WEFT_CUDA
   // Before the barrier below: no rank launches a kernel while a peer of its GPU still loads code.
   // A GPU this build has no code for fails only the calls on its buffers, not the communicator.
   if (peers_[rank_].cudaDevice >= 0) {
-    const Status loaded = device::loadKernelsAtInit(peers_[rank_].cudaDevice);
+    const Status loaded = device::preloadKernelsIfInUse(peers_[rank_].cudaDevice);
     if (!loaded.isOk()) {
       WEFT_WARN("rank %d: the GPU kernels could not be loaded on CUDA device %d (%s); calls on GPU buffers will fail",
                 rank_, peers_[rank_].cudaDevice, loaded.message().c_str());
     }
   }
-#endif
   connections_ = std::make_unique<ConnectionTable>(&peers_, rank_, bootstrap_.get(), commHash_, agreed.nChannels,
                                                    slotBytes, kSlotCount);
   if (nranks_ > 1) {

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <set>
 
+#include "src/device/gpu_runtime.h"
 #include "src/device/step_kernel.h"
 #include "transport/cuda_ipc/cuda_call.h"
 
@@ -111,7 +112,8 @@ Status commDevice(core::Communicator& comm, CommDevice** out) {
   return Status::ok();
 }
 
-Status loadKernelsAtInit(int device) {
+Status preloadKernelsIfInUse(int device) {
+  if (!inUse(device)) return Status::ok();
   static std::mutex mutex;
   static std::set<int> loaded;
   std::lock_guard<std::mutex> lock(mutex);

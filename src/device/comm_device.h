@@ -74,8 +74,4 @@ class CommDevice final : public core::Communicator::DeviceResources {
 /// The GPU resources of `comm`, made on first use.
 Status commDevice(core::Communicator& comm, CommDevice** out);
 
-/// During the init of a communicator whose rank has CUDA device `device`: loads the step kernels
-/// onto it, once per process and device (see loadStepKernels: a first launch must not load code).
-Status loadKernelsAtInit(int device);
-
 }  // namespace weft::device

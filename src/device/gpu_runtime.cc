@@ -1,8 +1,11 @@
 #include "src/device/gpu_runtime.h"
 
 #if WEFT_CUDA
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #endif
+
+#include <utility>
 
 namespace weft::device {
 
@@ -44,12 +47,39 @@ bool onDevice(const void* ptr) {
          attributes.type == cudaMemoryTypeHost;
 }
 
+bool inUse(int device) {
+  if (device < 0 || device >= deviceCount()) return false;
+  // Through the driver's entry points: the runtime has no call that leaves contexts alone.
+  using DeviceGet = CUresult (*)(CUdevice*, int);
+  using PrimaryCtxGetState = CUresult (*)(CUdevice, unsigned int*, int*);
+  static const auto entries = [] {
+    std::pair<DeviceGet, PrimaryCtxGetState> found{nullptr, nullptr};
+    void* get = nullptr;
+    void* state = nullptr;
+    if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &get, 2000, cudaEnableDefault, nullptr) == cudaSuccess &&
+        cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &state, 7000, cudaEnableDefault, nullptr) ==
+            cudaSuccess) {
+      found = {reinterpret_cast<DeviceGet>(get), reinterpret_cast<PrimaryCtxGetState>(state)};
+    }
+    (void)cudaGetLastError();
+    return found;
+  }();
+  if (entries.first == nullptr) return false;
+  CUdevice handle = 0;
+  unsigned int flags = 0;
+  int active = 0;
+  return entries.first(&handle, device) == CUDA_SUCCESS && entries.second(handle, &flags, &active) == CUDA_SUCCESS &&
+         active != 0;
+}
+
 #else
 
 int deviceCount() { return 0; }
 bool gpuAvailable() { return false; }
 int currentDevice() { return -1; }
 bool onDevice(const void*) { return false; }
+bool inUse(int) { return false; }
+Status preloadKernelsIfInUse(int) { return Status::ok(); }
 
 #endif
 

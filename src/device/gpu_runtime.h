@@ -2,6 +2,8 @@
 // What the GPU path needs to know about the machine and about a buffer, in every build: a build
 // without CUDA, or a machine without a GPU or driver, answers "no GPU" and "host memory".
 
+#include "src/base/status.h"
+
 namespace weft::device {
 
 /// True where this build has the GPU path and the machine has a usable CUDA device. Asked of the
@@ -18,5 +20,16 @@ int currentDevice();
 /// cudaHostRegister) host memory. False for ordinary host memory, for null, and always where
 /// gpuAvailable() is false.
 bool onDevice(const void* ptr);
+
+/// True if this process already uses CUDA device `device`: its primary context is active (the
+/// program has allocated, launched or set the device). Creates no context. False without CUDA.
+bool inUse(int device);
+
+/// During the init of a communicator whose rank has CUDA device `device`: if the process already
+/// uses that device, loads the step kernels onto it (once per process and device), so that no
+/// first launch has to load code while a peer's kernel waits (CUDA's lazy loading). A process
+/// that has not touched the device gets no context from Weft here; its kernels load at its first
+/// call on GPU buffers. Without CUDA: does nothing.
+Status preloadKernelsIfInUse(int device);
 
 }  // namespace weft::device
