@@ -44,7 +44,7 @@
   X(CmaMinBytes, "WEFT_CMA_MIN_BYTES", Int, "0",                                                  \
     "allreduces on host memory of at least this many bytes read and write the peers' buffers "     \
     "directly (process_vm_readv/writev) where the kernel allows; 0 (default): never; rank 0's value is used") \
-  X(SpinCount, "WEFT_SPIN_COUNT", Int, "1000", "idle polls before a waiting rank yields the CPU") \
+  X(SpinCount, "WEFT_SPIN_COUNT", Int, "1000", "idle polls before a waiting rank yields the CPU (and at most 50 us of them)") \
   X(TopoFile, "NCCL_TOPO_FILE", String, "",                                                      \
     "NCCL topology XML or hwloc XML file that describes the machine instead of detecting it, "  \
     "for weft topo and NCCL_TOPO_DUMP_FILE (communicators' rings do not use it yet)")             \

@@ -10,6 +10,10 @@ namespace {
 
 constexpr int kYieldLimit = 64;  // idle polls spent yielding after spinning, before sleeping
 constexpr long kSleepNanos = 20'000;
+// The longest spin, whatever a poll costs: a socket poll is a system call (a microsecond or more),
+// and a rank whose peer shares its core must not hold the core for a thousand of them.
+constexpr auto kMaxSpin = std::chrono::microseconds(50);
+constexpr int kPollsPerClockRead = 16;
 
 inline void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -47,6 +51,11 @@ Status Waiter::idle() {
   ++idleCount_;
   if (context_ && context_->check) WEFT_RETURN_IF_ERROR(context_->check());
   if (idleCount_ <= spinLimit_) {
+    if (idleCount_ == 1) {
+      spinStart_ = std::chrono::steady_clock::now();
+    } else if (idleCount_ % kPollsPerClockRead == 0 && std::chrono::steady_clock::now() - spinStart_ > kMaxSpin) {
+      idleCount_ = spinLimit_;  // spun long enough: yield from the next idle poll on
+    }
     cpuRelax();
     return Status::ok();
   }

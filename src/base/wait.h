@@ -3,7 +3,8 @@
 // non-blocking condition and, when the poll made no progress, calls Waiter::idle(), which
 //  - checks the caller's abort/liveness condition (WaitContext::check),
 //  - enforces an optional no-progress deadline (WEFT_TIMEOUT, or one the caller sets),
-//  - backs off: spins, then yields, then sleeps briefly, so that more ranks than cores progress.
+//  - backs off: spins (at most WEFT_SPIN_COUNT polls and 50 us: a poll may be a system call),
+//    then yields, then sleeps briefly, so that more ranks than cores progress.
 
 #include <chrono>
 #include <functional>
@@ -43,6 +44,7 @@ class Waiter {
   int idleCount_ = 0;
   int spinLimit_;
   std::chrono::steady_clock::time_point lastProgress_;
+  std::chrono::steady_clock::time_point spinStart_;  // the first idle poll since progress
 };
 
 /// Polls `ready` (a callable returning bool, or Status with out-param-free semantics) until it

@@ -15,7 +15,8 @@
 #   WEFT_HOSTFILE         mpirun's hostfile: each host's address with SLOTS slots
 #   WEFT_HOSTS_SUBNET     the hosts' subnet, e.g. 10.211.7.0/24 (this machine is .1 on the bridge)
 #   WEFT_HOSTS_MPI_FLAGS  mpirun's flags that launch across the hosts: the hostfile, the agent
-#                         (tests/multinode/netns_agent.sh) and OpenMPI's interface options
+#                         (tests/multinode/netns_agent.sh), OpenMPI's interface options, and no
+#                         binding (every host's rank 0 would be bound to the same core)
 #   WEFT_HOST_NS_i, WEFT_HOST_ADDR_i, WEFT_HOST_NAME_i, WEFT_HOST_VETH_i (the bridge's end), i = 0..HOSTS-1
 set -euo pipefail
 
@@ -102,6 +103,8 @@ done
 export WEFT_HOSTS_DIR=$dir WEFT_HOSTS_COUNT=$hosts WEFT_HOSTFILE=$dir/hostfile WEFT_HOSTS_SUBNET=$subnet.0/24
 WEFT_HOSTS_MPI_FLAGS="--hostfile $dir/hostfile --mca plm_rsh_agent $here/netns_agent.sh --mca plm_rsh_no_tree_spawn 1"
 WEFT_HOSTS_MPI_FLAGS+=" --mca oob_tcp_if_include $subnet.0/24 --mca btl_tcp_if_include $subnet.0/24 --mca btl self,tcp"
+# The hosts share this machine's cores: mpirun would bind each host's first rank to the same core.
+WEFT_HOSTS_MPI_FLAGS+=" --bind-to none"
 [ "$(id -u)" -eq 0 ] && WEFT_HOSTS_MPI_FLAGS+=" --allow-run-as-root"
 export WEFT_HOSTS_MPI_FLAGS
 echo "== $hosts namespace hosts on $subnet.0/24 (bridge $bridge): $(cut -d' ' -f1,3 "$dir/agent_map" | tr '\n' ' ')"
