@@ -44,6 +44,10 @@
   X(CmaMinBytes, "WEFT_CMA_MIN_BYTES", Int, "0",                                                  \
     "allreduces on host memory of at least this many bytes read and write the peers' buffers "     \
     "directly (process_vm_readv/writev) where the kernel allows; 0 (default): never; rank 0's value is used") \
+  X(SocketTimeout, "WEFT_SOCKET_TIMEOUT", Int, "20",                                             \
+    "seconds without acknowledgement (of sent data or keepalive probes) before a TCP connection "  \
+    "fails: the peer's host is unreachable; the kernel answers for a live peer however busy; 0: "  \
+    "the kernel's default (about 15 minutes)")                                                    \
   X(SpinCount, "WEFT_SPIN_COUNT", Int, "1000", "idle polls before a waiting rank yields the CPU (and at most 50 us of them)") \
   X(TopoFile, "NCCL_TOPO_FILE", String, "",                                                      \
     "NCCL topology XML or hwloc XML file that describes the machine instead of detecting it, "  \

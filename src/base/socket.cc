@@ -56,11 +56,35 @@ Status newSocket(int family, Socket* out) {
   return Status::ok();
 }
 
-void setNoDelay(int fd) {
+/// An error that says the path to the peer is gone, not (necessarily) the peer's process.
+bool isUnreachable(int err) { return err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH; }
+
+/// What a failed connection's errno says about the peer, for messages.
+std::string lostBecause(int err) {
+  if (isUnreachable(err)) {
+    return std::string("the host is unreachable (") + strerror(err) +
+           "): the network gave no acknowledgement for too long, so a link is down or the host stopped; its "
+           "process may still run. Check the network path (WEFT_SOCKET_TIMEOUT sets how long)";
+  }
+  return std::string(strerror(err)) + ": the peer process may have exited or aborted; check its log";
+}
+
+/// Every connected socket: no Nagle delay, and liveness measured by the kernel (which answers for
+/// a live peer however busy its process is): keepalive probes after 5 s of silence, and
+/// WEFT_SOCKET_TIMEOUT seconds without acknowledgement of sent data or probes end the connection.
+void configureConnected(int fd) {
   int one = 1;
   if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) != 0) {
     WEFT_INFO(log::kNet, "cannot set TCP_NODELAY on socket %d: errno %d", fd, errno);
   }
+  int idle = 5, interval = 2, count = 3;
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
+  static const unsigned timeoutMs =
+      static_cast<unsigned>(std::max<int64_t>(0, knobs::getInt(knobs::KnobId::kSocketTimeout)) * 1000);
+  if (timeoutMs > 0) setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &timeoutMs, sizeof(timeoutMs));
 }
 
 /// Waits (through `waiter`) until a non-blocking connect on `fd` completes or `deadline` passes;
@@ -86,12 +110,14 @@ Status awaitConnect(int fd, Clock::time_point deadline, Waiter* waiter, int* out
 
 }  // namespace
 
-Socket::Socket(Socket&& other) noexcept : fd_(std::exchange(other.fd_, -1)), peer_(other.peer_) {}
+Socket::Socket(Socket&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), lastError_(other.lastError_), peer_(other.peer_) {}
 
 Socket& Socket::operator=(Socket&& other) noexcept {
   if (this != &other) {
     close();
     fd_ = std::exchange(other.fd_, -1);
+    lastError_ = other.lastError_;
     peer_ = other.peer_;
   }
   return *this;
@@ -146,7 +172,7 @@ Status Socket::connect(const SocketAddress& address, const WaitContext& context,
       if (err == EINPROGRESS || err == EINTR) WEFT_RETURN_IF_ERROR(awaitConnect(socket.fd_, deadline, &waiter, &err));
     }
     if (err == 0) {
-      setNoDelay(socket.fd_);
+      configureConnected(socket.fd_);
       socket.peer_ = address;
       *out = std::move(socket);
       return Status::ok();
@@ -178,7 +204,7 @@ Status Socket::tryAccept(Socket* accepted) {
     peer.length = sizeof(peer.storage);
     int fd = ::accept4(fd_, reinterpret_cast<sockaddr*>(&peer.storage), &peer.length, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
-      setNoDelay(fd);
+      configureConnected(fd);
       *accepted = Socket(fd);
       accepted->peer_ = peer;
       return Status::ok();
@@ -212,9 +238,9 @@ Status Socket::trySend(const void* data, size_t size, size_t* offset) {
     if (sent < 0 && err == EINTR) continue;
     if (sent < 0 && (err == EAGAIN || err == EWOULDBLOCK)) return Status::ok();
     if (isPeerFailure(err)) {
-      return remoteError("connection to %s lost while sending (%s) after %zu of %zu bytes: the peer process may "
-                         "have exited or aborted; check its log", peerAddress().toString().c_str(), strerror(err),
-                         *offset, size);
+      lastError_ = err;
+      return remoteError("connection to %s lost while sending, after %zu of %zu bytes: %s",
+                         peerAddress().toString().c_str(), *offset, size, lostBecause(err).c_str());
     }
     return errnoStatus(err, "send to %s failed", peerAddress().toString().c_str());
   }
@@ -238,9 +264,9 @@ Status Socket::tryRecv(void* data, size_t size, size_t* offset) {
     if (err == EINTR) continue;
     if (err == EAGAIN || err == EWOULDBLOCK) return Status::ok();
     if (isPeerFailure(err)) {
-      return remoteError("connection to %s lost while receiving (%s) after %zu of %zu bytes: the peer process may "
-                         "have exited or aborted; check its log", peerAddress().toString().c_str(), strerror(err),
-                         *offset, size);
+      lastError_ = err;
+      return remoteError("connection to %s lost while receiving, after %zu of %zu bytes: %s",
+                         peerAddress().toString().c_str(), *offset, size, lostBecause(err).c_str());
     }
     return errnoStatus(err, "recv from %s failed", peerAddress().toString().c_str());
   }

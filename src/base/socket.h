@@ -60,13 +60,16 @@ class Socket {
   /// Listens on `address` (port 0 picks a free port). SO_REUSEADDR is set.
   static Status listen(const SocketAddress& address, Socket* out);
   /// Connects to `address`, retrying refused or unreachable attempts with back-off until
-  /// WEFT_SOCKET_CONNECT_TIMEOUT seconds pass or `context` fails. TCP_NODELAY is set.
+  /// WEFT_SOCKET_CONNECT_TIMEOUT seconds pass or `context` fails. Connected sockets (here and from
+  /// tryAccept) have TCP_NODELAY, keepalive probes after 5 s of silence, and TCP_USER_TIMEOUT of
+  /// WEFT_SOCKET_TIMEOUT seconds: a peer whose host stops acknowledging ends the connection.
   static Status connect(const SocketAddress& address, const WaitContext& context, Socket* out);
 
   /// Non-blocking accept. Leaves *accepted invalid when no connection is pending.
   Status tryAccept(Socket* accepted);
   /// Non-blocking partial I/O on [data, data+size): advances *offset by what moved (possibly 0).
-  /// End of file or a reset is a kRemoteError naming the peer's address.
+  /// End of file or a reset is a kRemoteError naming the peer's address; a timeout or an
+  /// unreachable host says so (the peer's process may still run).
   Status trySend(const void* data, size_t size, size_t* offset);
   Status tryRecv(void* data, size_t size, size_t* offset);
   /// Moves all `size` bytes, waiting through `context`.
@@ -80,9 +83,13 @@ class Socket {
   int fd() const { return fd_; }
   bool valid() const { return fd_ >= 0; }
   void close();
+  /// The errno of the last failure of trySend/tryRecv that lost the connection; 0 for none or an
+  /// orderly close by the peer.
+  int lastError() const { return lastError_; }
 
  private:
   int fd_ = -1;
+  int lastError_ = 0;
   SocketAddress peer_;  // cached by connect()/tryAccept(): getpeername fails after a reset
 };
 

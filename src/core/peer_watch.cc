@@ -25,10 +25,27 @@ struct Hello {
   uint64_t commHash;
 };
 
+/// Why a rank is lost, as a death notice passes it on.
+enum class LossCause : uint32_t { kProcessEnded = 0, kPidExited = 1, kUnreachable = 2 };
+
 struct Frame {
   uint32_t kind;
   uint32_t rank;
+  uint32_t cause = 0;  // a LossCause, for kDeathNotice
+  uint32_t reserved = 0;
 };
+
+/// The message's reason for `cause`; `pid` for kPidExited.
+std::string describeLoss(LossCause cause, int pid) {
+  switch (cause) {
+    case LossCause::kPidExited: return "its process (pid " + std::to_string(pid) + ") exited";
+    case LossCause::kUnreachable:
+      return "its host became unreachable (the network stopped acknowledging for WEFT_SOCKET_TIMEOUT seconds or "
+             "keepalive probes): a link is down or the host stopped; the process may still run there";
+    case LossCause::kProcessEnded: break;
+  }
+  return "it closed its connections without ncclCommDestroy: its process ended, or it called ncclCommAbort";
+}
 
 /// A connection the watch listener accepted, until it presents a valid hello or is dropped.
 struct PendingHello {
@@ -38,16 +55,6 @@ struct PendingHello {
   size_t got = 0;
   std::chrono::steady_clock::time_point deadline;
 };
-
-/// Keepalive: a host that vanished without closing its sockets becomes an error within about
-/// 5 + 3 * 2 seconds, measured by the kernel whatever the processes are doing.
-void enableKeepalive(int fd) {
-  int on = 1, idle = 5, interval = 2, count = 3;
-  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval));
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
-}
 
 /// A pidfd for `pid`, or -1 where the kernel has none (before Linux 5.3) or the pid is not
 /// visible (another pid namespace): the socket alone then tells the death.
@@ -159,7 +166,6 @@ Status PeerWatch::start(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers
 
   const PeerInfo& self = peers[rank];
   for (Neighbour& neighbour : watch->neighbours_) {
-    enableKeepalive(neighbour.socket.fd());
     const PeerInfo& peer = peers[neighbour.rank];
     bool alreadyWatched = &neighbour != &watch->neighbours_[0] && watch->neighbours_[0].rank == neighbour.rank;
     if (peer.sameHost(self) && peer.pid != self.pid && !alreadyWatched) neighbour.pidfd = openPidfd(peer.pid);
@@ -187,7 +193,7 @@ PeerWatch::~PeerWatch() {
 void PeerWatch::sayGoodbye() {
   Frame goodbye{kGoodbye, static_cast<uint32_t>(rank_)};
   for (Neighbour& neighbour : neighbours_) {
-    // Eight bytes always fit in an idle connection's send buffer; a failure means the neighbour
+    // Sixteen bytes always fit in an idle connection's send buffer; a failure means the neighbour
     // is gone already, which its own neighbours report.
     ssize_t sent = send(neighbour.socket.fd(), &goodbye, sizeof(goodbye), MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)sent;
@@ -225,7 +231,7 @@ void PeerWatch::run() {
         if (neighbour.departed) continue;
         if (fds[i].fd == neighbour.socket.fd()) readFrom(neighbour);
         else if (fds[i].fd == neighbour.pidfd) {
-          reportDeath(neighbour.rank, "its process (pid " + std::to_string(peers_[neighbour.rank].pid) + ") exited");
+          reportDeath(neighbour.rank, static_cast<uint32_t>(LossCause::kPidExited), "");
         }
       }
     }
@@ -236,8 +242,12 @@ void PeerWatch::readFrom(Neighbour& neighbour) {
   while (!neighbour.departed) {
     Status status = neighbour.socket.tryRecv(&neighbour.frame, sizeof(Frame), &neighbour.got);
     if (!status.isOk()) {
+      // Keepalive and TCP_USER_TIMEOUT (src/base/socket.h): a host that vanished without closing
+      // its sockets ends the connection with ETIMEDOUT, measured by the kernel.
+      const int err = neighbour.socket.lastError();
+      const bool unreachable = err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH;
       reportDeath(neighbour.rank,
-                  "it closed its connections without ncclCommDestroy: its process ended, or it called ncclCommAbort");
+                  static_cast<uint32_t>(unreachable ? LossCause::kUnreachable : LossCause::kProcessEnded), "");
       return;
     }
     if (neighbour.got < sizeof(Frame)) return;
@@ -249,7 +259,7 @@ void PeerWatch::readFrom(Neighbour& neighbour) {
         if (same.rank == neighbour.rank) same.departed = true;
       }
     } else if (frame.kind == kDeathNotice && frame.rank < peers_.size()) {
-      reportDeath(static_cast<int>(frame.rank), "as rank " + std::to_string(neighbour.rank) + " reports");
+      reportDeath(static_cast<int>(frame.rank), frame.cause, " (as rank " + std::to_string(neighbour.rank) + " reports)");
     } else {
       WEFT_WARN("rank %d: rank %d sent an unknown peer-watch frame (%u, %u); ignored", rank_, neighbour.rank,
                 frame.kind, frame.rank);
@@ -257,7 +267,7 @@ void PeerWatch::readFrom(Neighbour& neighbour) {
   }
 }
 
-void PeerWatch::reportDeath(int deadRank, const std::string& how) {
+void PeerWatch::reportDeath(int deadRank, uint32_t cause, const std::string& source) {
   if (deadRank == rank_) return;  // a stale notice about this rank cannot be true while it runs
   for (Neighbour& neighbour : neighbours_) {
     if (neighbour.rank == deadRank) neighbour.departed = true;
@@ -265,6 +275,7 @@ void PeerWatch::reportDeath(int deadRank, const std::string& how) {
   if (knownDead_[deadRank].load(std::memory_order_relaxed)) return;
   knownDead_[deadRank].store(true, std::memory_order_relaxed);
   const PeerInfo& dead = peers_[deadRank];
+  const std::string how = describeLoss(static_cast<LossCause>(cause), dead.pid) + source;
   Status status = remoteError("rank %d (host %s, pid %d) of this communicator is gone: %s. The communicator "
                               "cannot complete collectives any more: abort it with ncclCommAbort",
                               deadRank, dead.hostname, dead.pid, how.c_str());
@@ -277,7 +288,7 @@ void PeerWatch::reportDeath(int deadRank, const std::string& how) {
     }
   }
   failed_.store(true, std::memory_order_relaxed);
-  Frame notice{kDeathNotice, static_cast<uint32_t>(deadRank)};
+  Frame notice{kDeathNotice, static_cast<uint32_t>(deadRank), cause};
   for (Neighbour& neighbour : neighbours_) {
     if (neighbour.departed) continue;
     ssize_t sent = send(neighbour.socket.fd(), &notice, sizeof(notice), MSG_NOSIGNAL | MSG_DONTWAIT);

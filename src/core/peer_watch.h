@@ -60,8 +60,9 @@ class PeerWatch {
   void run();
   /// Reads what a neighbour sent; handles its goodbye, notices, or end of file.
   void readFrom(Neighbour& neighbour);
-  /// Records the death of `deadRank` (once) and passes the notice on to the live neighbours.
-  void reportDeath(int deadRank, const std::string& how);
+  /// Records the loss of `deadRank` for `cause` (a LossCause; `source` says who reported it, if
+  /// not this rank) once, and passes the notice on to the live neighbours.
+  void reportDeath(int deadRank, uint32_t cause, const std::string& source);
 
   std::vector<PeerInfo> peers_;
   int rank_;
