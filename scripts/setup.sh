@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make pkg-config libgtest-dev libhwloc-dev openmpi-bin libopenmpi-dev
           libpugixml-dev nlohmann-json3-dev libcli11-dev
-          iproute2 util-linux)  # the multi-node tests: namespaces, veths, a bridge (ip), unshare
+          iproute2 util-linux nftables)  # the multi-node tests: namespace hosts, packet loss
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
