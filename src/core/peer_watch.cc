@@ -47,6 +47,9 @@ std::string describeLoss(LossCause cause, int pid) {
   return "it closed its connections without ncclCommDestroy: its process ended, or it called ncclCommAbort";
 }
 
+/// Connections still to say hello, at most; a newer one closes the oldest.
+constexpr size_t kMaxPendingHellos = 64;
+
 /// A connection the watch listener accepted, until it presents a valid hello or is dropped.
 struct PendingHello {
   net::Socket socket;
@@ -67,8 +70,8 @@ int openPidfd(int pid) {
 }
 
 /// Accepts connections on `listener` until one presents the hello of rank `from`; strangers,
-/// garbage and silence are dropped (each after at most the handshake timeout) without delaying
-/// the others.
+/// garbage and silence are dropped (each after at most the handshake timeout, or when 64 newer
+/// ones wait) without delaying the others: each connection is heard as soon as it is accepted.
 Status acceptNeighbour(net::Socket& listener, int rank, int from, uint64_t commHash, const WaitContext& context,
                        net::Socket* out) {
   const auto handshake = std::chrono::seconds(knobs::getInt(knobs::KnobId::kBootstrapHandshakeTimeout));
@@ -79,6 +82,13 @@ Status acceptNeighbour(net::Socket& listener, int rank, int from, uint64_t commH
     net::Socket accepted;
     WEFT_RETURN_IF_ERROR(listener.tryAccept(&accepted));
     if (accepted.valid()) {
+      if (pending.size() >= kMaxPendingHellos) {
+        // Each holds a descriptor: the one silent longest goes (the neighbour says hello at once).
+        WEFT_WARN("rank %d dropped a connection from %s to its peer-watch port: %zu connections are still to say "
+                  "hello; check what else connects to this host",
+                  rank, pending.front().address.c_str(), pending.size());
+        pending.erase(pending.begin());
+      }
       PendingHello next;
       next.address = accepted.peerAddress().toString();
       next.socket = std::move(accepted);
