@@ -19,4 +19,10 @@ using Ring = std::vector<int>;
 /// parts, one per channel. Clears and refills `program` (its capacity is reused).
 void buildRingProgram(const OpShape& shape, std::span<const Ring> rings, Program* program);
 
+/// AllReduce between exactly two ranks as one exchange on each channel's part: send the (scaled)
+/// input, then reduce the peer's with the own. Each step of a part must fit the connection's
+/// buffering (both ranks send before either receives): callers use it for small parts only, and
+/// only for operators that give the same bits in either operand order (sum, product, PreMulSum).
+void buildPairExchangeAllReduce(const OpShape& shape, std::span<const Ring> rings, Program* program);
+
 }  // namespace weft::algorithms

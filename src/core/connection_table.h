@@ -47,6 +47,8 @@ class ConnectionTable {
   /// Ring channels; point-to-point channels follow them (channel nChannels() + c).
   int nChannels() const { return nChannels_; }
   size_t slotBytes() const { return slotBytes_; }
+  /// Slots per connection: how many pieces a sender may post before its receiver takes one.
+  int slotCount() const { return slotCount_; }
 
  private:
   size_t index(int channel, int peer) const { return static_cast<size_t>(channel) * peers_->size() + peer; }

@@ -15,6 +15,7 @@
 namespace weft::exec {
 
 using algorithms::BufferKind;
+using algorithms::Collective;
 using algorithms::Lane;
 using algorithms::Step;
 
@@ -83,6 +84,24 @@ algorithms::OpShape shapeOf(const core::Op& op) {
   return algorithms::OpShape{op.collective, op.count, op.root, op.comm->nranks(), op.comm->rank()};
 }
 
+// True for an allreduce that the pair exchange serves (docs/PERFORMANCE.md, "What each change
+// bought": about twice as fast as the ring from 8 B to 4 MiB): two ranks, an operator whose result
+// has the same bits in either operand order, and data that fits the connection's slots, since
+// each rank posts all of its input before it takes the peer's.
+bool usesPairExchange(const core::Op& op) {
+  if (op.collective != Collective::kAllReduce || op.comm->nranks() != 2) return false;
+  const algorithms::RedOpKind kind = op.reduction.kind;
+  if (kind != algorithms::RedOpKind::kSum && kind != algorithms::RedOpKind::kProd &&
+      kind != algorithms::RedOpKind::kPreMulSum) {
+    return false;
+  }
+  const core::ConnectionTable& table = op.comm->connections();
+  return op.count * algorithms::dataTypeSize(op.type) <= table.slotBytes() * static_cast<size_t>(table.slotCount());
+}
+
+// The direct allreduce, unless the pair exchange serves the op (small enough for it).
+bool runsDirectHere(const core::Op& op) { return !usesPairExchange(op) && runsDirect(op); }
+
 }  // namespace
 
 HostExecutor::HostExecutor() = default;
@@ -122,7 +141,11 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
   if (programs_.size() < ops.size()) programs_.resize(ops.size());
   directsUsed_ = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (!runsDirect(ops[i])) {
+    if (usesPairExchange(ops[i])) {
+      algorithms::buildPairExchangeAllReduce(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
+      continue;
+    }
+    if (!runsDirectHere(ops[i])) {
       algorithms::buildRingProgram(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
       continue;
     }
@@ -190,7 +213,7 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
   };
   size_t nextDirect = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (!runsDirect(ops[i])) {
+    if (!runsDirectHere(ops[i])) {
       for (const Lane& lane : programs_[i].lanes) addLane(ops[i], lane, sequences_[i], -1);
       continue;
     }
