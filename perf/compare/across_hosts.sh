@@ -50,7 +50,7 @@ bidir_goodput() {
 unshaped=$(bidir_goodput)
 echo "== unshaped link, both ways: $unshaped Mbit/s (iperf3 --bidir, host0 <-> host1)"
 [ -n "$rate" ] || rate=$((${unshaped%.*} / 4))
-burst=$((rate * 1000 / 8 / 100))  # 10 ms at the rate, in KiB-ish units tc reads as bytes x1000
+burst=$((rate * 1000 / 8 / 100))  # kilobytes ("kb" to tc) sent in 10 ms at the rate
 [ "$burst" -ge 64 ] || burst=64
 for i in $(seq 0 $((hosts - 1))); do
   veth=WEFT_HOST_VETH_$i

@@ -56,9 +56,6 @@ Status newSocket(int family, Socket* out) {
   return Status::ok();
 }
 
-/// An error that says the path to the peer is gone, not (necessarily) the peer's process.
-bool isUnreachable(int err) { return err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH; }
-
 /// What a failed connection's errno says about the peer, for messages.
 std::string lostBecause(int err) {
   if (isUnreachable(err)) {
@@ -109,6 +106,8 @@ Status awaitConnect(int fd, Clock::time_point deadline, Waiter* waiter, int* out
 }
 
 }  // namespace
+
+bool isUnreachable(int err) { return err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH; }
 
 Socket::Socket(Socket&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)), lastError_(other.lastError_), peer_(other.peer_) {}

@@ -47,6 +47,10 @@ Status findInterfaceFor(const SocketAddress& remote, NetInterface* out);
 
 /// An owned, non-blocking TCP socket (listening or connected). Move-only; closes on destruction.
 /// Used by one thread at a time. SIGPIPE is never raised (MSG_NOSIGNAL).
+/// True for a connection error that says the path to the peer is gone (a timeout, no route),
+/// not necessarily the peer's process.
+bool isUnreachable(int err);
+
 class Socket {
  public:
   Socket() = default;

@@ -254,8 +254,7 @@ void PeerWatch::readFrom(Neighbour& neighbour) {
     if (!status.isOk()) {
       // Keepalive and TCP_USER_TIMEOUT (src/base/socket.h): a host that vanished without closing
       // its sockets ends the connection with ETIMEDOUT, measured by the kernel.
-      const int err = neighbour.socket.lastError();
-      const bool unreachable = err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH;
+      const bool unreachable = net::isUnreachable(neighbour.socket.lastError());
       reportDeath(neighbour.rank,
                   static_cast<uint32_t>(unreachable ? LossCause::kUnreachable : LossCause::kProcessEnded), "");
       return;

@@ -99,8 +99,6 @@ bool usesPairExchange(const core::Op& op) {
   return op.count * algorithms::dataTypeSize(op.type) <= table.slotBytes() * static_cast<size_t>(table.slotCount());
 }
 
-// The direct allreduce, unless the pair exchange serves the op (small enough for it).
-bool runsDirectHere(const core::Op& op) { return !usesPairExchange(op) && runsDirect(op); }
 
 }  // namespace
 
@@ -140,15 +138,18 @@ void HostExecutor::prepareDirectWork(const core::Op& op, DirectWork* work) {
 Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
   if (programs_.size() < ops.size()) programs_.resize(ops.size());
   directsUsed_ = 0;
+  runsDirect_.assign(ops.size(), 0);
   for (size_t i = 0; i < ops.size(); ++i) {
+    // The pair exchange first: where both apply, the data is small enough for it.
     if (usesPairExchange(ops[i])) {
       algorithms::buildPairExchangeAllReduce(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
       continue;
     }
-    if (!runsDirectHere(ops[i])) {
+    if (!runsDirect(ops[i])) {
       algorithms::buildRingProgram(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
       continue;
     }
+    runsDirect_[i] = 1;
     programs_[i].lanes.clear();
     if (directsUsed_ == directs_.size()) directs_.push_back(std::make_unique<DirectWork>());
     prepareDirectWork(ops[i], directs_[directsUsed_++].get());
@@ -213,7 +214,7 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
   };
   size_t nextDirect = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (!runsDirectHere(ops[i])) {
+    if (!runsDirect_[i]) {
       for (const Lane& lane : programs_[i].lanes) addLane(ops[i], lane, sequences_[i], -1);
       continue;
     }
