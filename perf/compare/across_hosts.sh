@@ -78,6 +78,6 @@ awk -v weft="$weft" -v mpi="$mpi" -v bound="$bound" -v rate="$rate" -v hosts="$h
   printf "\n== %d hosts x 1 rank, links shaped to %d Mbit/s (unshaped: %s Mbit/s both ways)\n", hosts, rate, unshaped
   printf "   bound (one shaped link, both ways): %.3f GB/s\n", b
   printf "   Weft busbw at 64 MiB:  %.3f GB/s = %.0f%% of the bound\n", weft, 100 * weft / b
-  ratio = mpi > 0 ? weft / mpi : 0
+  ratio = (mpi > 0) ? weft / mpi : 0
   printf "   MPI  busbw at 64 MiB:  %.3f GB/s = %.0f%% of the bound; Weft / MPI = %.2f\n", mpi, 100 * mpi / b, ratio
 }'

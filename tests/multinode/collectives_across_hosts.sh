@@ -55,35 +55,11 @@ done
 run_perf all_reduce_perf -b 1000 -e 1000 -d all -o all -c 1 -w 0 -n 1 || true
 
 # 2. Transports and ring crossings, from the INFO lines of an allreduce. Which host each rank is
-# on comes from the same launch of a shell: "RANK HOSTNAME/NCCL_HOSTID" per line.
+# on comes from the same launch of a shell: "RANK HOSTNAME" per line.
 mpirun "${mpi_flags[@]}" -np "$nranks" "${mpi_extra[@]}" \
-  sh -c 'echo "$OMPI_COMM_WORLD_RANK $(hostname)/${NCCL_HOSTID:-}"' >"$WEFT_HOSTS_DIR/layout"
+  sh -c 'echo "$OMPI_COMM_WORLD_RANK $(hostname)"' >"$WEFT_HOSTS_DIR/layout"
 if run_perf all_reduce_perf -b 1M -e 1M -c 1 -w 1 -n 1; then
-  # "... NCCL INFO Channel 00 : 2[2] -> 3[3] via shm"
-  report=$(awk -v hosts="$hosts" '
-    FILENAME ~ /layout$/ { host[$1] = $2; next }
-    / NCCL INFO Channel [0-9]+ : [0-9]+\[[0-9]+\] -> [0-9]+\[[0-9]+\] via / {
-      for (i = 1; i <= NF; ++i) if ($i == "Channel") channel = $(i + 1)
-      split($0, after, " : "); split(after[2], words, " ")
-      from = words[1]; sub(/\[.*/, "", from); to = words[3]; sub(/\[.*/, "", to); via = words[5]
-      edges[channel] = edges[channel] " " from ">" to ":" via
-    }
-    END {
-      nchannels = 0
-      for (c in edges) {
-        ++nchannels; crossings = 0; n = split(edges[c], list, " ")
-        for (k = 1; k <= n; ++k) {
-          split(list[k], parts, /[>:]/); a = parts[1]; b = parts[2]; via = parts[3]
-          same = host[a] == host[b]
-          if (same && via != "shm") print "channel " c ": ranks " a " and " b " share host " host[a] " but use " via
-          if (!same && via != "socket") print "channel " c ": ranks " a " (" host[a] ") and " b " (" host[b] ") use " via
-          if (!same) ++crossings
-        }
-        if (hosts > 1 && crossings != hosts) print "channel " c ": the ring crosses between hosts " crossings " times, not " hosts
-      }
-      if (nchannels == 0) print "no channel lines in the log"
-      if (length(host) == 0) print "no rank lines in the log"
-    }' "$WEFT_HOSTS_DIR/layout" "$log")
+  report=$("$(dirname "$0")/check_transports.sh" "$hosts" "$WEFT_HOSTS_DIR/layout" "$log")
   if [ -n "$report" ]; then
     cat "$WEFT_HOSTS_DIR/layout" >&2
     grep -E " via " "$log" >&2

@@ -8,22 +8,12 @@
 set -uo pipefail
 perf=${1:?usage: cut_link.sh PERF_DIR}
 : "${WEFT_HOSTS_DIR:?run under tests/multinode/netns_hosts.sh}"
-here=$(cd "$(dirname "$0")" && pwd)
-slots=$(awk -F'slots=' 'NR == 1 {print $2}' "$WEFT_HOSTFILE")
+source "$(dirname "$0")/direct_launch.sh"
 hosts=$WEFT_HOSTS_COUNT
-nranks=$((hosts * slots))
 limit=30
-port=$((20000 + RANDOM % 20000))
 
-pids=()
-for rank in $(seq 0 $((nranks - 1))); do
-  host=$((rank / slots))
-  address=WEFT_HOST_ADDR_$host
-  "$here/netns_agent.sh" "${!address}" "RANK=$rank WORLD_SIZE=$nranks NCCL_COMM_ID=$WEFT_HOST_ADDR_0:$port \
-    WEFT_SOCKET_TIMEOUT=5 exec $perf/all_reduce_perf -b 16M -e 16M -w 1 -n 1000000 -c 0" \
-    >"$WEFT_HOSTS_DIR/rank$rank" 2>&1 &
-  pids+=($!)
-done
+launch_ranks "$WEFT_HOSTS_DIR/rank" WEFT_SOCKET_TIMEOUT=5 "$perf/all_reduce_perf" -b 16M -e 16M -w 1 -n 1000000 -c 0
+pids=("${rank_pids[@]}")
 
 # Cut once every rank is in its timed loop (rank 0 prints the table's header first).
 for _ in $(seq 1 300); do

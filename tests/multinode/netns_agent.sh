@@ -6,7 +6,8 @@
 # runs COMMAND on HOST as `ssh HOST COMMAND...` would: through a shell, in HOST's network namespace,
 # with HOST's own hostname (a UTS namespace), so that Weft's default host id (hostname and boot id)
 # tells the hosts apart. With WEFT_HOSTS_SAME_HOSTNAME=1 the hostname stays this machine's and
-# NCCL_HOSTID names the host instead. Hosts are read from $WEFT_HOSTS_DIR/agent_map
+# NCCL_HOSTID names the host instead (launch such hosts without mpirun: OpenMPI needs distinct
+# hostnames). Hosts are read from $WEFT_HOSTS_DIR/agent_map
 # ("ADDRESS NAMESPACE HOSTNAME" per line).
 set -eu
 host=$1
