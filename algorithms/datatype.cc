@@ -86,4 +86,10 @@ Reduction makePreMulSum(DataType type, const void* scalar) {
   return reduction;
 }
 
+Reduction combiningPartials(const Reduction& reduction) {
+  Reduction combining = reduction;
+  if (combining.kind == RedOpKind::kPreMulSum) combining.kind = RedOpKind::kSum;
+  return combining;
+}
+
 }  // namespace weft::algorithms

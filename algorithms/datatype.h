@@ -53,6 +53,10 @@ struct Reduction {
   uint64_t divisor = 1;
 };
 
+/// The reduction that combines two partial results of `reduction`: the same, except that
+/// PreMulSum's partials are already scaled, so they are summed.
+Reduction combiningPartials(const Reduction& reduction);
+
 /// Builds the Reduction for a built-in op (0..4 as ncclRedOp_t) over `nranks` ranks.
 Reduction makeBuiltinReduction(DataType type, int op, int nranks);
 /// Builds a PreMulSum from a scalar given in `type`'s own encoding.

@@ -25,4 +25,10 @@ void buildRingProgram(const OpShape& shape, std::span<const Ring> rings, Program
 /// only for operators that give the same bits in either operand order (sum, product, PreMulSum).
 void buildPairExchangeAllReduce(const OpShape& shape, std::span<const Ring> rings, Program* program);
 
+/// AllReduce over binary trees (tree_schedule.cc): min(2, rings.size()) trees laid over the
+/// positions of rings[0] as topology::doubleBinaryTreeLinks lays them, tree t on channel t with
+/// an even part t of the data. Each part is reduced up its tree, finalized at its root and
+/// broadcast back down, so every rank gets the root's bits for any operator.
+void buildTreeAllReduce(const OpShape& shape, std::span<const Ring> rings, Program* program);
+
 }  // namespace weft::algorithms

@@ -33,6 +33,10 @@ struct Step {
   /// present, combined with the received data. When false, data passes through unchanged and a
   /// step must not have both a receive and a src.
   bool contribute = false;
+  /// With contribute and a receive: src holds a partial result this rank wrote earlier in the
+  /// program (its own input already scaled and combined), so it is combined with the received data
+  /// as it is, not scaled again (a tree node adding its second child's data).
+  bool srcIsPartial = false;
   /// Apply the op's final transform (integer average division) to the result of this step.
   bool finalize = false;
 };

@@ -71,6 +71,18 @@ bool parsePathType(const std::string& name, PathType* type) {
   return false;
 }
 
+bool parseLevel(const std::string& text, PathType* level) {
+  static constexpr PathType kLegacy[] = {PathType::kLoc, PathType::kPix, PathType::kPxb, PathType::kPhb,
+                                         PathType::kSys};
+  if (text.size() == 1 && text[0] >= '0' && text[0] <= '4') {
+    *level = kLegacy[text[0] - '0'];
+    return true;
+  }
+  return parsePathType(text, level);
+}
+
+bool withinLevel(PathType type, PathType level) { return level != PathType::kLoc && type <= level; }
+
 Paths::Paths(const System& system) : count_(system.nodes().size()), paths_(count_ * count_) {
   for (size_t source = 0; source < count_; ++source) computeFrom(system, static_cast<int>(source));
 }

@@ -28,6 +28,14 @@ const char* pathTypeName(PathType type);
 /// The type named `name` (any case), for NCCL_P2P_LEVEL and friends; false if none.
 bool parsePathType(const std::string& name, PathType* type);
 
+/// A level as NCCL_P2P_LEVEL and NCCL_NET_GDR_LEVEL take it: a path type's name (any case), or
+/// NCCL's legacy numbers (0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 SYS); false if neither.
+bool parseLevel(const std::string& text, PathType* level);
+
+/// Whether a path of `type` may be used under `level`: its type is no worse than the level, and
+/// nothing is under LOC (NCCL's "never").
+bool withinLevel(PathType type, PathType level);
+
 struct Path {
   PathType type = PathType::kDis;
   double bandwidth = 0;     // GB/s: the slowest link on the path (0 when disconnected)

@@ -11,6 +11,7 @@
 // so on: so the GPUs of one socket stay consecutive (a ring crosses between two sockets exactly
 // twice) and NVLink peers are neighbours where they can be.
 
+#include <string>
 #include <vector>
 
 #include "topology/paths.h"
@@ -25,11 +26,15 @@ struct RingSearchOptions {
   /// best ring found so far is kept. The search finds the best ring long before this on real
   /// machines; the budget bounds the time on graphs that defeat its pruning.
   long stepsPerRing = 200000;
+  /// The GPUs to ring over, as node indices of the system (a communicator's GPUs on one host);
+  /// empty: every GPU of the system.
+  std::vector<int> gpus;
 };
 
 struct RingSet {
-  /// Each ring lists every GPU once, as indices into system.nodesOfType(NodeType::kGpu), starting
-  /// with GPU index 0. Empty when the system has no GPU, or when some GPUs cannot reach each other.
+  /// Each ring lists every GPU once, as positions in the GPUs searched (options.gpus, or
+  /// system.nodesOfType(NodeType::kGpu)), starting with position 0. Empty when there is no GPU, or
+  /// when some GPUs cannot reach each other.
   std::vector<std::vector<int>> rings;
   /// GB/s that each ring moves in each hop (data is split evenly, so the slowest ring sets it).
   double bandwidthPerRing = 0;
@@ -51,6 +56,24 @@ struct RingSet {
 /// One GPU gives one ring of that GPU alone (bandwidth: the local path's). Systems with more than
 /// 64 GPUs get one ring in GPU order. Pure: no I/O, deterministic, safe to call from any thread.
 RingSet searchRings(const System& system, const Paths& paths, const RingSearchOptions& options = {});
+
+/// A host's ranks ordered along rings of their GPUs (orderGpuRanks).
+struct RankRings {
+  /// One order per ring: every rank once (indices into the ranks given), in the order of the ring's
+  /// GPUs, the ranks of one GPU consecutive and ascending. Empty when the GPUs cannot be ringed.
+  std::vector<std::vector<int>> orders;
+  double bandwidthPerRing = 0;        // as RingSet's
+  PathType worstHop = PathType::kDis;  // as RingSet's
+  /// Why there is no order: a bus id that is not a GPU of the system, GPUs that cannot reach each
+  /// other. Empty when there are orders.
+  std::string why;
+};
+
+/// Orders the ranks of one host along rings over their GPUs: busIdOfRank[i] is the PCI bus id of
+/// rank i's GPU (several ranks may share one). The distinct GPUs are ringed by searchRings with
+/// `options` (whose `gpus` this sets), the first rank's GPU first. Pure, like searchRings.
+RankRings orderGpuRanks(const System& system, const Paths& paths, const std::vector<std::string>& busIdOfRank,
+                        RingSearchOptions options = {});
 
 /// The ring order of ranks whose buffers are in host memory: ranks of one NUMA node consecutive,
 /// NUMA nodes in ascending order, ranks ascending within each, ranks of unknown NUMA node (-1)

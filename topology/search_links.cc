@@ -85,9 +85,8 @@ double fastestGpuNvlink(const System& system) {
 
 }  // namespace
 
-RingLinks::RingLinks(const System& system, const Paths& paths)
+RingLinks::RingLinks(const System& system, const Paths& paths, const std::vector<int>& gpus)
     : ringLimit_(fastestGpuNvlink(system)) {
-  const std::vector<int> gpus = system.nodesOfType(NodeType::kGpu);
   gpuCount_ = static_cast<int>(gpus.size());
   hopTypes_.resize(gpus.size() * gpus.size(), PathType::kLoc);
   routes_.resize(gpus.size() * gpus.size());

@@ -13,13 +13,12 @@ namespace weft::topology {
 /// One way a hop between two GPUs can go: indices into System::links(), from source to target.
 using Route = std::vector<int>;
 
-/// The GPUs of a system (system.nodesOfType(NodeType::kGpu), referred to by their position in that
-/// list) and the links between them, as the ring search sees them. Built once per search; only
-/// `take` changes it.
+/// Some GPUs of a system (referred to by their position in the list the search was given) and the
+/// links between them, as the ring search sees them. Built once per search; only `take` changes it.
 class RingLinks {
  public:
-  /// Every link starts with its full bandwidth.
-  RingLinks(const System& system, const Paths& paths);
+  /// `gpus`: the GPUs' node indices. Every link starts with its full bandwidth.
+  RingLinks(const System& system, const Paths& paths, const std::vector<int>& gpus);
 
   int gpuCount() const { return gpuCount_; }
   int linkCount() const { return static_cast<int>(left_.size()); }

@@ -21,9 +21,14 @@
   X(ShmDisable, "NCCL_SHM_DISABLE", Bool, "0", "1: ranks of one host talk over the network, not shared memory") \
   X(ShmDir, "WEFT_SHM_DIR", String, "/dev/shm", "folder that holds shared-memory segments")       \
   X(P2pDisable, "NCCL_P2P_DISABLE", Bool, "0", "1: no direct GPU peer-to-peer (CUDA IPC) transport") \
+  X(P2pLevel, "NCCL_P2P_LEVEL", String, "",                                                       \
+    "the worst path between two GPUs that may use CUDA IPC: LOC (never), NVL, PIX, PXB, PHB, SYS " \
+    "(default: any path on one host)")                                                            \
   X(IbDisable, "NCCL_IB_DISABLE", Bool, "0", "1: no InfiniBand/RoCE verbs transport")              \
   X(Net, "NCCL_NET", String, "", "network transport to use: IB or Socket")                        \
   X(BuffSize, "NCCL_BUFFSIZE", Int, "4194304", "bytes of buffering per connection (split in slots)") \
+  X(Algo, "NCCL_ALGO", String, "",                                                               \
+    "algorithms allowed: ring, tree, ... as a list, ^ to exclude, or allreduce:tree;... per collective") \
   X(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "fewest channels a communicator uses")            \
   X(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "1", "most channels a communicator uses")              \
   X(GpuChannels, "WEFT_GPU_CHANNELS", Int, "8",                                                   \
@@ -51,7 +56,7 @@
   X(SpinCount, "WEFT_SPIN_COUNT", Int, "1000", "idle polls before a waiting rank yields the CPU (and at most 50 us of them)") \
   X(TopoFile, "NCCL_TOPO_FILE", String, "",                                                      \
     "NCCL topology XML or hwloc XML file that describes the machine instead of detecting it, "  \
-    "for weft topo and NCCL_TOPO_DUMP_FILE (communicators' rings do not use it yet)")             \
+    "for the rings of ranks on GPUs, weft topo and NCCL_TOPO_DUMP_FILE")                             \
   X(TopoDumpFile, "NCCL_TOPO_DUMP_FILE", String, "",                                             \
     "at init, write the machine as this rank sees it (NCCL_TOPO_FILE, or detected) as NCCL topology XML") \
   X(TopoDumpFileRank, "NCCL_TOPO_DUMP_FILE_RANK", Int, "0", "the rank that writes NCCL_TOPO_DUMP_FILE")

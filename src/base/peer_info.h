@@ -14,6 +14,7 @@ struct PeerInfo {
   int32_t pid = 0;
   int32_t numaNode = -1;      // NUMA node of the rank's CPU affinity; -1 if unknown
   int32_t cudaDevice = -1;    // -1 on host memory
+  char gpuBusId[20] = {};     // the PCI bus id of cudaDevice ("0000:3B:00.0"); empty without one
   uint64_t hostHash = 0;      // hash of hostId, for fast comparison
   uint64_t shmDevice = 0;     // st_dev of the shared-memory folder (WEFT_SHM_DIR)
   char hostId[128] = {};      // NCCL_HOSTID, or hostname + boot id

@@ -9,6 +9,7 @@
 #include "src/base/knobs.h"
 #include "src/base/log.h"
 #include "src/core/cma_probe.h"
+#include "src/core/host_ring_positions.h"
 #include "src/core/ring_order.h"
 #include "src/core/topology_dump.h"
 #include "src/device/gpu_runtime.h"
@@ -31,6 +32,8 @@ struct SharedSettings {
   int32_t gpuChannels;
   int64_t buffSize;
   int64_t cmaMinBytes;  // WEFT_CMA_MIN_BYTES (0: never)
+  algorithms::AlgorithmFilter algorithms;  // NCCL_ALGO
+  int32_t algorithmsValid;  // 0: this rank's NCCL_ALGO did not parse (every rank then fails)
 };
 
 uint64_t hashBytes(const void* data, size_t size, uint64_t seed) {
@@ -40,14 +43,19 @@ uint64_t hashBytes(const void* data, size_t size, uint64_t seed) {
   return hash;
 }
 
-SharedSettings localSettings() {
+// This rank's settings; *algorithmsStatus says whether its NCCL_ALGO parsed.
+SharedSettings localSettings(Status* algorithmsStatus) {
   int64_t minChannels = knobs::getInt(knobs::KnobId::kMinNChannels);
   int64_t maxChannels = knobs::getInt(knobs::KnobId::kMaxNChannels);
   int64_t channels = std::clamp<int64_t>(std::max(minChannels, std::min<int64_t>(maxChannels, 1)), 1, kMaxChannels);
   int64_t buffSize = std::max<int64_t>(knobs::getInt(knobs::KnobId::kBuffSize), kSlotCount * 4096);
   int64_t gpuChannels = std::clamp<int64_t>(knobs::getInt(knobs::KnobId::kGpuChannels), 1, kMaxChannels);
   int64_t cmaMinBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kCmaMinBytes), 0);
-  return SharedSettings{static_cast<int32_t>(channels), static_cast<int32_t>(gpuChannels), buffSize, cmaMinBytes};
+  SharedSettings settings{static_cast<int32_t>(channels), static_cast<int32_t>(gpuChannels), buffSize, cmaMinBytes,
+                          algorithms::AlgorithmFilter::all(), 1};
+  *algorithmsStatus = algorithms::parseAlgorithmFilter(knobs::getString(knobs::KnobId::kAlgo), &settings.algorithms);
+  settings.algorithmsValid = algorithmsStatus->isOk() ? 1 : 0;
+  return settings;
 }
 
 }  // namespace
@@ -59,6 +67,58 @@ int Communicator::spinLimitForHost() const {
   // Oversubscribed: spin a little (a hand-off between running ranks takes well under this), then
   // let the scheduler run the rank this one waits for.
   return cpus > 0 && ranksHere > cpus ? kOversubscribedSpinLimit : -1;
+}
+
+void Communicator::logRings(const char* kind, const std::vector<algorithms::Ring>& rings) const {
+  // NCCL's lines: the whole ring under INIT, this rank's neighbours under GRAPH.
+  for (size_t channel = 0; channel < rings.size(); ++channel) {
+    const algorithms::Ring& ring = rings[channel];
+    WEFT_INFO(log::kInit, "%sChannel %02zu/%02zu : %s", kind, channel, rings.size(), describeRing(ring).c_str());
+    const size_t position = static_cast<size_t>(std::find(ring.begin(), ring.end(), rank_) - ring.begin());
+    WEFT_INFO(log::kGraph, "%sRing %02zu : %d -> %d -> %d", kind, channel,
+              ring[(position + ring.size() - 1) % ring.size()], rank_, ring[(position + 1) % ring.size()]);
+  }
+}
+
+Status Communicator::buildRings(int hostChannels, int gpuChannels) {
+  const bool gpus =
+      std::any_of(peers_.begin(), peers_.end(), [](const PeerInfo& peer) { return peer.gpuBusId[0] != '\0'; });
+  if (!gpus) {
+    rings_.assign(hostChannels, hostRingOrder(peers_));
+    gpuRings_.assign(gpuChannels, rings_.front());
+    return Status::ok();
+  }
+  const int channels = std::max(hostChannels, gpuChannels);
+  // Each rank knows only its own machine: it places itself on its host's GPU rings, and the
+  // positions are exchanged so that every rank builds the same rings.
+  // A rank that cannot place itself still takes part in the exchange, so that every rank fails.
+  struct Positions {
+    int32_t ofChannel[kMaxChannels];
+    int32_t placed;
+  };
+  std::vector<Positions> gathered(nranks_);
+  std::vector<int> mine;
+  const Status placed = hostRingPositions(peers_, rank_, channels, &mine);
+  if (placed.isOk()) std::copy(mine.begin(), mine.end(), gathered[rank_].ofChannel);
+  gathered[rank_].placed = placed.isOk() ? 1 : 0;
+  WEFT_RETURN_IF_ERROR(bootstrap_->allGather(gathered.data(), sizeof(Positions)));
+  if (!placed.isOk()) return placed;
+  for (int r = 0; r < nranks_; ++r) {
+    if (gathered[r].placed == 0) {
+      return invalidUsage("rank %d could not place itself on its host's GPU rings (its log says why); every rank "
+                          "stops",
+                          r);
+    }
+  }
+  std::vector<algorithms::Ring> rings;
+  for (int channel = 0; channel < channels; ++channel) {
+    std::vector<int> positionOfRank(nranks_);
+    for (int r = 0; r < nranks_; ++r) positionOfRank[r] = gathered[r].ofChannel[channel];
+    rings.push_back(ringFromHostPositions(peers_, positionOfRank));
+  }
+  rings_.assign(rings.begin(), rings.begin() + hostChannels);
+  gpuRings_.assign(rings.begin(), rings.begin() + gpuChannels);
+  return Status::ok();
 }
 
 Communicator::Communicator(int nranks, int rank, const CommOptions& options)
@@ -228,6 +288,8 @@ Status Communicator::init(const UniqueId& id) {
   peers_[rank_].cudaDevice = options_.cudaDevice >= 0 && options_.cudaDevice < device::deviceCount()
                                  ? options_.cudaDevice
                                  : device::currentDevice();
+  snprintf(peers_[rank_].gpuBusId, sizeof(PeerInfo::gpuBusId), "%s",
+           device::pciBusId(peers_[rank_].cudaDevice).c_str());
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(peers_.data(), sizeof(PeerInfo)));
   for (int r = 0; r < rank_; ++r) localRank_ += peers_[r].sameHost(peers_[rank_]) ? 1 : 0;
   waitContext_.spinLimit = spinLimitForHost();
@@ -238,22 +300,25 @@ Status Communicator::init(const UniqueId& id) {
   progress_ = acquireProgressRecord(commHash_, rank_, nranks_);
 
   std::vector<SharedSettings> settings(nranks_);
-  settings[rank_] = localSettings();
+  Status algorithmsStatus;
+  settings[rank_] = localSettings(&algorithmsStatus);
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(settings.data(), sizeof(SharedSettings)));
   const SharedSettings& agreed = settings[0];
-
-  rings_.assign(agreed.nChannels, hostRingOrder(peers_));
-  // NCCL's lines: the whole ring under INIT, this rank's neighbours under GRAPH.
-  for (size_t channel = 0; channel < rings_.size(); ++channel) {
-    const algorithms::Ring& ring = rings_[channel];
-    WEFT_INFO(log::kInit, "Channel %02zu/%02zu : %s", channel, rings_.size(), describeRing(ring).c_str());
-    const size_t position = static_cast<size_t>(std::find(ring.begin(), ring.end(), rank_) - ring.begin());
-    WEFT_INFO(log::kGraph, "Ring %02zu : %d -> %d -> %d", channel, ring[(position + ring.size() - 1) % ring.size()],
-              rank_, ring[(position + 1) % ring.size()]);
+  // A bad NCCL_ALGO anywhere fails every rank, after the exchange, so that none waits for it.
+  if (!algorithmsStatus.isOk()) return algorithmsStatus;
+  for (int r = 0; r < nranks_; ++r) {
+    if (settings[r].algorithmsValid == 0) {
+      return invalidArgument("rank %d's NCCL_ALGO is not valid (its log says why); every rank stops", r);
+    }
   }
+  algorithms_ = agreed.algorithms;
+
+  gpuChannels_ = agreed.gpuChannels;
+  WEFT_RETURN_IF_ERROR(buildRings(agreed.nChannels, agreed.gpuChannels));
+  logRings("", rings_);
+  if (peers_[rank_].gpuBusId[0] != '\0') logRings("GPU ", gpuRings_);
   WEFT_RETURN_IF_ERROR(dumpTopologyIfAsked(rank_));
   size_t slotBytes = static_cast<size_t>(agreed.buffSize / kSlotCount) & ~size_t{63};
-  gpuChannels_ = agreed.gpuChannels;
   if (agreed.cmaMinBytes > 0) {
     bool usable = false;
     WEFT_RETURN_IF_ERROR(probeCrossMemoryAttach(*bootstrap_, peers_, rank_, &usable));

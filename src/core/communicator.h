@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/algorithm_filter.h"
 #include "algorithms/schedule.h"
 #include "src/base/peer_info.h"
 #include "src/base/status.h"
@@ -73,8 +74,12 @@ class Communicator {
   Bootstrap& bootstrap() { return *bootstrap_; }
   ConnectionTable& connections() { return *connections_; }
   const std::vector<algorithms::Ring>& rings() const { return rings_; }
+  /// The GPU path's rings, one per GPU channel.
+  const std::vector<algorithms::Ring>& gpuRings() const { return gpuRings_; }
   /// Channels (thread blocks) of a GPU ring collective, agreed at init (WEFT_GPU_CHANNELS).
   int gpuChannels() const { return gpuChannels_; }
+  /// The algorithms NCCL_ALGO allows (rank 0's setting), agreed at init.
+  const algorithms::AlgorithmFilter& algorithmFilter() const { return algorithms_; }
   size_t slotBytes() const { return slotBytes_; }
   /// Host allreduces of at least this many bytes read the peers' buffers directly
   /// (src/exec/direct_allreduce.h); 0 when cross-memory attach is off or does not work here.
@@ -157,6 +162,13 @@ class Communicator {
   bool onlyExcludedRanksDied() const;
   /// The wait context's spin limit for the ranks on this host (see WaitContext::spinLimit).
   int spinLimitForHost() const;
+  /// Sets rings_ (`hostChannels` of them) and gpuRings_ (`gpuChannels`): hostRingOrder when no rank
+  /// has a GPU; otherwise each host's ranks along its GPU rings, channel c on GPU ring c mod the
+  /// rings found, positions exchanged over the bootstrap (host_ring_positions.h).
+  Status buildRings(int hostChannels, int gpuChannels);
+  /// Logs `rings` as NCCL does: each whole ring under INIT, this rank's neighbours under GRAPH;
+  /// `kind` prefixes the lines ("" for the host path's, "GPU " for the GPU path's).
+  void logRings(const char* kind, const std::vector<algorithms::Ring>& rings) const;
 
   std::atomic<bool> aborted_{false};
   std::atomic<bool> revoking_{false};  // calls in flight must stop
@@ -175,9 +187,11 @@ class Communicator {
   uint64_t sequence_ = 0;
   uint64_t collectivesCalled_ = 0;
   bool checksCalls_ = false;
-  std::vector<algorithms::Ring> rings_;
+  std::vector<algorithms::Ring> rings_;     // the host path's channels
+  std::vector<algorithms::Ring> gpuRings_;  // the GPU path's channels
   std::unique_ptr<ConnectionTable> connections_;
   int gpuChannels_ = 1;
+  algorithms::AlgorithmFilter algorithms_ = algorithms::AlgorithmFilter::all();
   size_t cmaMinBytes_ = 0;
   size_t slotBytes_ = 0;
   int slotCount_ = 0;

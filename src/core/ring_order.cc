@@ -1,29 +1,50 @@
 #include "src/core/ring_order.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
 #include "topology/search.h"
 
 namespace weft::core {
+namespace {
 
-algorithms::Ring hostRingOrder(const std::vector<PeerInfo>& peers) {
+// The ranks of each host, ascending; hosts in the order of their lowest rank.
+std::vector<std::vector<int>> ranksByHost(const std::vector<PeerInfo>& peers) {
   const int nranks = static_cast<int>(peers.size());
-  algorithms::Ring ring;
-  ring.reserve(peers.size());
+  std::vector<std::vector<int>> hosts;
   std::vector<bool> placed(peers.size(), false);
   for (int first = 0; first < nranks; ++first) {
     if (placed[first]) continue;
-    // `first` is the lowest rank of a host not yet placed: place that host's ranks.
-    std::vector<int> ranksOfHost;
-    std::vector<int> numaOfRank;
+    std::vector<int>& ranks = hosts.emplace_back();
     for (int r = first; r < nranks; ++r) {
       if (placed[r] || !peers[r].sameHost(peers[first])) continue;
       placed[r] = true;
-      ranksOfHost.push_back(r);
-      numaOfRank.push_back(peers[r].numaNode);
+      ranks.push_back(r);
     }
-    for (int local : topology::orderHostRanks(numaOfRank)) ring.push_back(ranksOfHost[local]);
+  }
+  return hosts;
+}
+
+}  // namespace
+
+algorithms::Ring hostRingOrder(const std::vector<PeerInfo>& peers) {
+  algorithms::Ring ring;
+  ring.reserve(peers.size());
+  for (const std::vector<int>& ranks : ranksByHost(peers)) {
+    std::vector<int> numaOfRank;
+    for (int r : ranks) numaOfRank.push_back(peers[r].numaNode);
+    for (int local : topology::orderHostRanks(numaOfRank)) ring.push_back(ranks[local]);
+  }
+  return ring;
+}
+
+algorithms::Ring ringFromHostPositions(const std::vector<PeerInfo>& peers, const std::vector<int>& positionOfRank) {
+  algorithms::Ring ring;
+  ring.reserve(peers.size());
+  for (std::vector<int>& ranks : ranksByHost(peers)) {
+    std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) { return positionOfRank[a] < positionOfRank[b]; });
+    ring.insert(ring.end(), ranks.begin(), ranks.end());
   }
   return ring;
 }

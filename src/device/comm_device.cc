@@ -4,6 +4,7 @@
 #include <mutex>
 #include <set>
 
+#include "src/core/gpu_peer_access.h"
 #include "src/device/gpu_runtime.h"
 #include "src/device/step_kernel.h"
 #include "transport/cuda_ipc/cuda_call.h"
@@ -53,12 +54,11 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
                         "current with cudaSetDevice before ncclCommInitRank, or pass devlist to ncclCommInitAll",
                         comm.rank());
   }
+  WEFT_RETURN_IF_ERROR(core::checkGpuPeerAccess(comm.peers()));
   std::unique_ptr<CommDevice> resources(new CommDevice(self.cudaDevice));
   ScopedDevice device(resources->device_);
   WEFT_RETURN_IF_ERROR(device.status());
-  // Every GPU channel follows the communicator's first ring (the host path's order); the topology
-  // will choose better ones.
-  resources->rings_.assign(comm.gpuChannels(), comm.rings().front());
+  resources->rings_ = comm.gpuRings();
   resources->connections_ = std::make_unique<core::ConnectionTable>(
       &comm.peers(), comm.rank(), &comm.bootstrap(), comm.commHash(), comm.gpuChannels(), comm.slotBytes(),
       comm.slotCount(), core::ConnectionKind::kDevice);

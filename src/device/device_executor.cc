@@ -62,6 +62,10 @@ class LaunchBuilder {
       entry.lane.recvbuff = static_cast<char*>(op.recvbuff);
       const uint64_t pieceUnits = pieceUnitsOf();
       for (const algorithms::Step& step : lane.steps) {
+        if (step.srcIsPartial) {
+          return internalError("a step combining partial results reached the GPU executor, whose kernels only run "
+                               "ring programs");
+        }
         KernelStep k;
         if (step.recvPeer >= 0) {
           WEFT_RETURN_IF_ERROR(connectionIndex(lane.channel, step.recvPeer, false, &k.recvConnection));
@@ -262,6 +266,11 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
   std::vector<algorithms::Program> programs(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     const core::Op& op = ops[i];
+    if (!op.comm->algorithmFilter().allows(op.collective, algorithms::Algorithm::kRing)) {
+      return invalidUsage("NCCL_ALGO excludes the ring for %s, the only algorithm Weft has on GPU buffers so far; "
+                          "allow ring",
+                          algorithms::collectiveName(op.collective));
+    }
     WEFT_RETURN_IF_ERROR(commDevice(*op.comm, &devices[i]));
     const algorithms::OpShape shape{op.collective, op.count, op.root, op.comm->nranks(), op.comm->rank()};
     algorithms::buildRingProgram(shape, devices[i]->rings(), &programs[i]);

@@ -36,6 +36,16 @@ int currentDevice() {
   return device;
 }
 
+std::string pciBusId(int device) {
+  if (device < 0 || device >= deviceCount()) return "";
+  char busId[32] = "";
+  if (cudaDeviceGetPCIBusId(busId, sizeof(busId), device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "";
+  }
+  return busId;
+}
+
 bool onDevice(const void* ptr) {
   if (ptr == nullptr || !gpuAvailable()) return false;
   cudaPointerAttributes attributes{};
@@ -77,6 +87,7 @@ bool inUse(int device) {
 int deviceCount() { return 0; }
 bool gpuAvailable() { return false; }
 int currentDevice() { return -1; }
+std::string pciBusId(int) { return ""; }
 bool onDevice(const void*) { return false; }
 bool inUse(int) { return false; }
 Status preloadKernelsIfInUse(int) { return Status::ok(); }

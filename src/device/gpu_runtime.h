@@ -2,6 +2,8 @@
 // What the GPU path needs to know about the machine and about a buffer, in every build: a build
 // without CUDA, or a machine without a GPU or driver, answers "no GPU" and "host memory".
 
+#include <string>
+
 #include "src/base/status.h"
 
 namespace weft::device {
@@ -15,6 +17,10 @@ int deviceCount();
 
 /// The CUDA device current on the calling thread, or -1 where there is none.
 int currentDevice();
+
+/// The PCI bus id of CUDA device `device` as CUDA writes it ("0000:3B:00.0"), or "" where there is
+/// no such device (or no CUDA).
+std::string pciBusId(int device);
 
 /// True if `ptr` takes the stream path: device, managed, or page-locked (cudaHostAlloc,
 /// cudaHostRegister) host memory. False for ordinary host memory, for null, and always where

@@ -24,6 +24,7 @@ struct HostExecutor::LaneState {
   const Lane* lane = nullptr;
   size_t elementSize = 0;
   size_t slotElements = 0;
+  algorithms::Reduction partialReduction;  // combines partial results (steps with srcIsPartial)
   size_t round = 0;      // pieces run in rounds: piece k of every step, then piece k + 1
   size_t step = 0;       // index of the current step within the round
   size_t rounds = 0;     // pieces of the lane's longest step
@@ -99,6 +100,22 @@ bool usesPairExchange(const core::Op& op) {
   return op.count * algorithms::dataTypeSize(op.type) <= table.slotBytes() * static_cast<size_t>(table.slotCount());
 }
 
+// The algorithm for `op` on host memory among those NCCL_ALGO allows: the tree for an allreduce
+// that may not use the ring, the ring otherwise (two-rank and direct allreduces are forms of it).
+// Fails where NCCL_ALGO allows only algorithms Weft does not have for the collective.
+Status chooseAlgorithm(const core::Op& op, algorithms::Algorithm* algorithm) {
+  using algorithms::Algorithm;
+  *algorithm = Algorithm::kRing;
+  const algorithms::AlgorithmFilter& filter = op.comm->algorithmFilter();
+  if (filter.allows(op.collective, Algorithm::kRing)) return Status::ok();
+  if (op.collective == Collective::kAllReduce && filter.allows(op.collective, Algorithm::kTree)) {
+    *algorithm = Algorithm::kTree;
+    return Status::ok();
+  }
+  return invalidUsage("NCCL_ALGO leaves %s no algorithm that Weft has for it on host memory (ring%s); allow one",
+                      algorithms::collectiveName(op.collective),
+                      op.collective == Collective::kAllReduce ? " and tree" : "");
+}
 
 }  // namespace
 
@@ -140,6 +157,12 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
   directsUsed_ = 0;
   runsDirect_.assign(ops.size(), 0);
   for (size_t i = 0; i < ops.size(); ++i) {
+    algorithms::Algorithm algorithm;
+    WEFT_RETURN_IF_ERROR(chooseAlgorithm(ops[i], &algorithm));
+    if (algorithm == algorithms::Algorithm::kTree) {
+      algorithms::buildTreeAllReduce(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
+      continue;
+    }
     // The pair exchange first: where both apply, the data is small enough for it.
     if (usesPairExchange(ops[i])) {
       algorithms::buildPairExchangeAllReduce(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
@@ -189,6 +212,7 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
     state.lane = &lane;
     state.elementSize = algorithms::dataTypeSize(op.type);
     state.slotElements = table.slotBytes() / state.elementSize;
+    state.partialReduction = algorithms::combiningPartials(op.reduction);
     for (const Step& step : lane.steps) {
       state.rounds = std::max(state.rounds, (step.count + state.slotElements - 1) / state.slotElements);
     }
@@ -296,7 +320,8 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
     void* out = dst != nullptr ? static_cast<void*>(dst) : slot;
     void* out2 = dst != nullptr ? slot : nullptr;
     if (step.contribute) {
-      algorithms::reduce(op.reduction, {src, received, out, out2, piece, step.finalize});
+      const algorithms::Reduction& reduction = step.srcIsPartial ? state.partialReduction : op.reduction;
+      algorithms::reduce(reduction, {src, received, out, out2, piece, step.finalize});
     } else {
       const void* from = received != nullptr ? received : src;
       if (from == out) {

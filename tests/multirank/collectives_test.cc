@@ -4,7 +4,8 @@
 // every data type x reduction x count {0, 1, 7, 4099} x placement x root, checking every element
 // (tests/multirank/collective_run.h). The Large tests run 1M+3 elements of int8, bfloat16,
 // float32 and float64 with sum, avg and PreMulSum. Tests named Exhaustive/... (ctest label
-// `exhaustive`) run the whole product at 8 ranks and the large runs at more rank counts.
+// `exhaustive`) run the whole product at 8 ranks and the large runs at more rank counts. Trees/...
+// run AllReduce the same way with NCCL_ALGO=tree, on one channel (one tree) and two (two trees).
 
 #include <gtest/gtest.h>
 
@@ -52,6 +53,8 @@ struct CollectiveCase {
   Transport transport;
   Coverage coverage;
   std::chrono::seconds deadline;
+  const char* algorithm = nullptr;  // NCCL_ALGO; null: unset (the default choice)
+  int channels = 0;                 // NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS; 0: unset
 };
 
 std::string caseName(const ::testing::TestParamInfo<CollectiveCase>& info) {
@@ -60,6 +63,8 @@ std::string caseName(const ::testing::TestParamInfo<CollectiveCase>& info) {
                      "ranks_" + transportName(c.transport);
   // 8 ranks run sampled by default and in full under Exhaustive/.
   if (c.coverage == Coverage::kFull && c.nranks > 4) name += "_full";
+  if (c.algorithm != nullptr) name += std::string("_") + c.algorithm;
+  if (c.channels > 0) name += "_" + std::to_string(c.channels) + "channels";
   return name;
 }
 
@@ -98,6 +103,11 @@ RankRunOptions optionsFor(const CollectiveCase& c) {
   options.nranks = c.nranks;
   options.mode = RankMode::kProcesses;
   options.env = transportEnv(c.transport);
+  if (c.algorithm != nullptr) options.env.push_back({"NCCL_ALGO", c.algorithm});
+  if (c.channels > 0) {
+    options.env.push_back({"NCCL_MIN_NCHANNELS", std::to_string(c.channels)});
+    options.env.push_back({"NCCL_MAX_NCHANNELS", std::to_string(c.channels)});
+  }
   options.deadline = c.deadline;
   options.label = std::string(collectiveName(c.collective)) + " over " + transportName(c.transport);
   return options;
@@ -154,6 +164,19 @@ std::vector<CollectiveCase> cases(const std::vector<int>& rankCounts, Coverage c
   return all;
 }
 
+// AllReduce over trees (NCCL_ALGO=tree): one tree on one channel, two trees on two.
+std::vector<CollectiveCase> treeCases(const std::vector<int>& rankCounts, Coverage coverage) {
+  std::vector<CollectiveCase> all;
+  for (int nranks : rankCounts) {
+    for (Transport transport : {Transport::kShm, Transport::kSocket}) {
+      for (int channels : {1, 2}) {
+        all.push_back({Collective::kAllReduce, nranks, transport, coverage, kDeadline, "tree", channels});
+      }
+    }
+  }
+  return all;
+}
+
 std::vector<CollectiveCase> concat(std::vector<CollectiveCase> a, const std::vector<CollectiveCase>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
@@ -186,6 +209,12 @@ INSTANTIATE_TEST_SUITE_P(Collectives, ExactCollective,
                          caseName);
 INSTANTIATE_TEST_SUITE_P(Collectives, LargeCollective,
                          ::testing::ValuesIn(cases({2, 3}, Coverage::kLarge, kDeadline)), caseName);
+INSTANTIATE_TEST_SUITE_P(Trees, ExactCollective,
+                         ::testing::ValuesIn(concat(treeCases({1, 2, 3, 4, 5}, Coverage::kFull),
+                                                    treeCases({8}, Coverage::kSampled))),
+                         caseName);
+INSTANTIATE_TEST_SUITE_P(Trees, LargeCollective, ::testing::ValuesIn(treeCases({3}, Coverage::kLarge)),
+                         caseName);
 
 INSTANTIATE_TEST_SUITE_P(Exhaustive, ExactCollective,
                          ::testing::ValuesIn(cases({8}, Coverage::kFull, kExhaustiveDeadline)),

@@ -329,7 +329,7 @@ class ProgramSimulator {
         size_t index = memoryIndex(memory, step.src, offset + e);
         if (!touch(memory, index, static_cast<int16_t>(laneId), false, state)) return false;
         Symbol local = memory.values[index];
-        if (step.contribute) local = scaleSymbol(local);
+        if (step.contribute && !step.srcIsPartial) local = scaleSymbol(local);
         value = in != nullptr ? combineSymbols(value, local) : local;
       }
       if (step.finalize) ++value.finalizes;

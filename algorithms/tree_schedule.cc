@@ -1,0 +1,100 @@
+// AllReduce over binary trees, for latency: a part of the data goes up a tree (each node combines
+// its children's partial results with its own input and passes the result to its parent; the root
+// finalizes it) and comes back down (each node forwards the root's result to its children). A rank
+// waits for 2 x depth hand-offs instead of the ring's 2(n-1), and every rank ends with the root's
+// bits, whatever the operator.
+//
+// Up to two trees, as NCCL's double binary tree: the second mirrors or shifts the first
+// (topology/trees.h), so a rank that forwards in one tree is mostly a leaf in the other, and each
+// carries half the data on a channel of its own. The trees are laid over the positions of the first
+// ring, whose neighbours are near each other (the same host, the same socket), and the in-order
+// tree keeps neighbours near each other too.
+
+#include <algorithm>
+#include <cassert>
+
+#include "algorithms/even_split.h"
+#include "algorithms/program_builder.h"
+#include "algorithms/schedule.h"
+#include "topology/trees.h"
+
+namespace weft::algorithms {
+namespace {
+
+// One rank's neighbours in one tree, as ranks.
+struct TreePlace {
+  int parent = -1;
+  std::vector<int> children;
+};
+
+TreePlace placeOn(const Ring& ring, const topology::TreeLinks& links) {
+  TreePlace place;
+  if (links.parent >= 0) place.parent = ring[links.parent];
+  for (int child : links.children) {
+    if (child >= 0) place.children.push_back(ring[child]);
+  }
+  return place;
+}
+
+void addTreeAllReduceSteps(const TreePlace& tree, ElementRange part, std::vector<Step>& steps) {
+  const BufferSlice own{BufferKind::kSend, part.offset};
+  const BufferSlice result{BufferKind::kRecv, part.offset};
+  const bool root = tree.parent < 0;
+  // Up: the own input, then one child after another into a partial result in the output buffer;
+  // the last combination goes to the parent (or, at the root, is the finalized result).
+  const size_t combinations = std::max<size_t>(1, tree.children.size());
+  for (size_t i = 0; i < combinations; ++i) {
+    Step step;
+    step.count = part.count;
+    step.contribute = true;
+    step.src = i == 0 ? own : result;
+    step.srcIsPartial = i > 0;
+    if (i < tree.children.size()) step.recvPeer = tree.children[i];
+    if (i + 1 < combinations) {
+      step.dst = result;
+    } else if (!root) {
+      step.sendPeer = tree.parent;
+    } else {
+      step.finalize = true;
+      step.dst = result;
+    }
+    steps.push_back(step);
+  }
+  // Down: the root's result from the parent into the output and on to the first child, then from
+  // the output to each other child.
+  if (!root) {
+    Step step;
+    step.count = part.count;
+    step.recvPeer = tree.parent;
+    step.dst = result;
+    if (!tree.children.empty()) step.sendPeer = tree.children[0];
+    steps.push_back(step);
+  }
+  for (size_t i = root ? 0 : 1; i < tree.children.size(); ++i) {
+    Step step;
+    step.count = part.count;
+    step.src = result;
+    step.sendPeer = tree.children[i];
+    steps.push_back(step);
+  }
+}
+
+}  // namespace
+
+void buildTreeAllReduce(const OpShape& shape, std::span<const Ring> rings, Program* program) {
+  assert(shape.collective == Collective::kAllReduce && !rings.empty());
+  ProgramBuilder builder(program);
+  if (shape.count == 0) return;
+  const Ring& ring = rings[0];
+  const int position = static_cast<int>(std::find(ring.begin(), ring.end(), shape.rank) - ring.begin());
+  assert(position < static_cast<int>(ring.size()));
+  const size_t trees = std::min<size_t>(2, rings.size());
+  const std::array<topology::TreeLinks, 2> links = topology::doubleBinaryTreeLinks(shape.nranks, position);
+  for (size_t t = 0; t < trees; ++t) {
+    const ElementRange part = evenPart(shape.count, trees, t);
+    if (part.count == 0) continue;
+    addTreeAllReduceSteps(placeOn(ring, links[t]), part, builder.startLane(static_cast<int>(t)));
+  }
+}
+
+}  // namespace weft::algorithms

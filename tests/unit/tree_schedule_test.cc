@@ -1,0 +1,133 @@
+// The tree AllReduce (algorithms/tree_schedule.cc): its program on small trees, and simulated runs
+// at every rank count up to 64, one to three channels, in and out of place, pipelined over two
+// slots, in every interleaving, that must give every rank the exact result and never deadlock.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "tests/unit/schedule_test_support.h"
+
+namespace weft::algorithms {
+namespace {
+
+using tests::describe;
+using tests::Interleaving;
+using tests::Participant;
+using tests::ProgramSimulator;
+using tests::SimulationResult;
+using tests::SimulatorOptions;
+
+// Rings whose first (the one the trees follow) is shuffled, so that a schedule confusing ranks
+// with ring positions fails.
+std::vector<Ring> shuffledRings(int nranks, int nChannels) {
+  std::vector<Ring> rings;
+  std::mt19937 random(static_cast<uint32_t>(nranks) * 7 + 1);
+  for (int channel = 0; channel < nChannels; ++channel) {
+    Ring ring(nranks);
+    std::iota(ring.begin(), ring.end(), 0);
+    std::shuffle(ring.begin(), ring.end(), random);
+    rings.push_back(ring);
+  }
+  return rings;
+}
+
+std::vector<Participant> treeParticipants(int nranks, size_t count, const std::vector<Ring>& rings) {
+  std::vector<Participant> parts;
+  for (int rank = 0; rank < nranks; ++rank) {
+    OpShape shape{Collective::kAllReduce, count, 0, nranks, rank};
+    Participant part{shape, {}};
+    buildTreeAllReduce(shape, rings, &part.program);
+    parts.push_back(part);
+  }
+  return parts;
+}
+
+Program treeProgram(int nranks, int rank, size_t count, int nChannels) {
+  std::vector<Ring> rings;
+  for (int channel = 0; channel < nChannels; ++channel) {
+    Ring ring(nranks);
+    std::iota(ring.begin(), ring.end(), 0);
+    rings.push_back(ring);
+  }
+  Program program;
+  buildTreeAllReduce({Collective::kAllReduce, count, 0, nranks, rank}, rings, &program);
+  return program;
+}
+
+TEST(TreeSchedule, FourRanksReduceUpAndBroadcastDown) {
+  // One tree over 0..3: 0 is the root with child 2; 2 has children 1 and 3.
+  EXPECT_EQ(describe(treeProgram(4, 0, 6, 1)), "c0: <2 s@0+ ! =>r@0 #6 | r@0 >2 #6\n");
+  EXPECT_EQ(describe(treeProgram(4, 2, 6, 1)),
+            "c0: <1 s@0+ =>r@0 #6 | <3 r@0+ >0 #6 | <0 =>r@0 >1 #6 | r@0 >3 #6\n");
+  EXPECT_EQ(describe(treeProgram(4, 1, 6, 1)), "c0: s@0+ >2 #6 | <2 =>r@0 #6\n");
+}
+
+TEST(TreeSchedule, TwoChannelsCarryTwoTreesWithHalfTheDataEach) {
+  const Program program = treeProgram(4, 1, 7, 2);
+  ASSERT_EQ(program.lanes.size(), 2u);
+  EXPECT_EQ(program.lanes[0].channel, 0);
+  EXPECT_EQ(program.lanes[1].channel, 1);
+  EXPECT_EQ(program.lanes[0].steps.front().count, 4u);
+  EXPECT_EQ(program.lanes[1].steps.front().count, 3u);
+  EXPECT_EQ(program.lanes[1].steps.front().src.offset, 4u);
+  // Rank 1 is a leaf of tree 0 and forwards in tree 1 (the mirror: it takes rank 2's place).
+  EXPECT_EQ(program.lanes[0].steps.size(), 2u);
+  EXPECT_EQ(program.lanes[1].steps.size(), 4u);
+  // Three channels still make two trees.
+  EXPECT_EQ(treeProgram(4, 1, 7, 3).lanes.size(), 2u);
+}
+
+TEST(TreeSchedule, OneRankFinalizesItsOwnInputAndNothingGivesNoLane) {
+  EXPECT_EQ(describe(treeProgram(1, 0, 5, 1)), "c0: s@0+ ! =>r@0 #5\n");
+  EXPECT_TRUE(treeProgram(8, 3, 0, 2).lanes.empty());
+  EXPECT_EQ(treeProgram(8, 3, 1, 2).lanes.size(), 1u);  // one element: tree 1 gets nothing
+}
+
+TEST(TreeScheduleSimulated, EveryRankCountUpTo64IsExact) {
+  const Interleaving kInterleavings[] = {Interleaving::kRoundRobin, Interleaving::kRandom, Interleaving::kGreedy};
+  std::mt19937 draw(2024);
+  ProgramSimulator simulator;
+  int failures = 0;
+  for (int nranks = 1; nranks <= 64; ++nranks) {
+    const size_t n = static_cast<size_t>(nranks);
+    for (size_t count : {size_t{1}, size_t{2}, n + 1, size_t{100}, size_t{1031}}) {
+      for (int nChannels : {1, 2, 3}) {
+        for (bool inPlace : {false, true}) {
+          SimulatorOptions options;
+          options.slotElements = std::vector<size_t>{1, 7, 64}[draw() % 3];
+          options.slotCount = 2;  // pipelined: each connection holds two pieces
+          options.pieceMajor = true;
+          options.inPlace = inPlace;
+          options.interleaving = kInterleavings[draw() % 3];
+          options.seed = draw();
+          options.nChannels = nChannels;
+          const SimulationResult result = simulator.run(treeParticipants(nranks, count, shuffledRings(nranks, nChannels)),
+                                                        options);
+          if (result.ok()) continue;
+          ADD_FAILURE() << "nranks " << nranks << " count " << count << " channels " << nChannels << " slot "
+                        << options.slotElements << (inPlace ? " in place" : "") << ": " << result.message;
+          if (++failures == 5) return;
+        }
+      }
+    }
+  }
+}
+
+TEST(TreeScheduleSimulated, StepAfterStepWithUnboundedSlotsIsExactToo) {
+  ProgramSimulator simulator;
+  for (int nranks : {2, 3, 5, 8, 13, 33}) {
+    SimulatorOptions options;
+    options.slotElements = 7;
+    options.nChannels = 2;
+    const SimulationResult result = simulator.run(treeParticipants(nranks, 500, shuffledRings(nranks, 2)), options);
+    EXPECT_TRUE(result.ok()) << "nranks " << nranks << ": " << result.message;
+  }
+}
+
+}  // namespace
+}  // namespace weft::algorithms
