@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "algorithms/tuner.h"
 #include "src/base/knobs.h"
 #include "src/base/log.h"
 #include "src/core/cma_probe.h"
@@ -34,6 +35,7 @@ struct SharedSettings {
   int64_t cmaMinBytes;  // WEFT_CMA_MIN_BYTES (0: never)
   algorithms::AlgorithmFilter algorithms;  // NCCL_ALGO
   int32_t algorithmsValid;  // 0: this rank's NCCL_ALGO did not parse (every rank then fails)
+  int32_t shmDisabled;      // NCCL_SHM_DISABLE, for the tuner (whose choice every rank must share)
 };
 
 uint64_t hashBytes(const void* data, size_t size, uint64_t seed) {
@@ -52,7 +54,8 @@ SharedSettings localSettings(Status* algorithmsStatus) {
   int64_t gpuChannels = std::clamp<int64_t>(knobs::getInt(knobs::KnobId::kGpuChannels), 1, kMaxChannels);
   int64_t cmaMinBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kCmaMinBytes), 0);
   SharedSettings settings{static_cast<int32_t>(channels), static_cast<int32_t>(gpuChannels), buffSize, cmaMinBytes,
-                          algorithms::AlgorithmFilter::all(), 1};
+                          algorithms::AlgorithmFilter::all(), 1,
+                          knobs::getBool(knobs::KnobId::kShmDisable) ? 1 : 0};
   *algorithmsStatus = algorithms::parseAlgorithmFilter(knobs::getString(knobs::KnobId::kAlgo), &settings.algorithms);
   settings.algorithmsValid = algorithmsStatus->isOk() ? 1 : 0;
   return settings;
@@ -312,6 +315,9 @@ Status Communicator::init(const UniqueId& id) {
     }
   }
   algorithms_ = agreed.algorithms;
+  networkHops_ = agreed.shmDisabled != 0 ||
+                 std::any_of(peers_.begin(), peers_.end(), [&](const PeerInfo& peer) { return !peer.sameHost(peers_[0]); });
+  treeDepth_ = algorithms::treeDepth(nranks_);
 
   gpuChannels_ = agreed.gpuChannels;
   WEFT_RETURN_IF_ERROR(buildRings(agreed.nChannels, agreed.gpuChannels));

@@ -78,6 +78,11 @@ class Communicator {
   const std::vector<algorithms::Ring>& gpuRings() const { return gpuRings_; }
   /// Channels (thread blocks) of a GPU ring collective, agreed at init (WEFT_GPU_CHANNELS).
   int gpuChannels() const { return gpuChannels_; }
+  /// Whether some hop between ranks goes over the network (ranks on several hosts, or
+  /// NCCL_SHM_DISABLE=1), for the tuner.
+  bool networkHops() const { return networkHops_; }
+  /// The depth of the trees over this communicator's ranks (algorithms::treeDepth), for the tuner.
+  int treeDepth() const { return treeDepth_; }
   /// The algorithms NCCL_ALGO allows (rank 0's setting), agreed at init.
   const algorithms::AlgorithmFilter& algorithmFilter() const { return algorithms_; }
   size_t slotBytes() const { return slotBytes_; }
@@ -192,6 +197,8 @@ class Communicator {
   std::unique_ptr<ConnectionTable> connections_;
   int gpuChannels_ = 1;
   algorithms::AlgorithmFilter algorithms_ = algorithms::AlgorithmFilter::all();
+  bool networkHops_ = false;
+  int treeDepth_ = 0;
   size_t cmaMinBytes_ = 0;
   size_t slotBytes_ = 0;
   int slotCount_ = 0;

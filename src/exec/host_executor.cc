@@ -5,6 +5,7 @@
 
 #include "algorithms/reduce.h"
 #include "algorithms/schedule.h"
+#include "algorithms/tuner.h"
 #include "src/base/log.h"
 #include "src/base/wait.h"
 #include "src/core/communicator.h"
@@ -100,16 +101,30 @@ bool usesPairExchange(const core::Op& op) {
   return op.count * algorithms::dataTypeSize(op.type) <= table.slotBytes() * static_cast<size_t>(table.slotCount());
 }
 
-// The algorithm for `op` on host memory among those NCCL_ALGO allows: the tree for an allreduce
-// that may not use the ring, the ring otherwise (two-rank and direct allreduces are forms of it).
-// Fails where NCCL_ALGO allows only algorithms Weft does not have for the collective.
-Status chooseAlgorithm(const core::Op& op, algorithms::Algorithm* algorithm) {
-  using algorithms::Algorithm;
-  *algorithm = Algorithm::kRing;
-  const algorithms::AlgorithmFilter& filter = op.comm->algorithmFilter();
-  if (filter.allows(op.collective, Algorithm::kRing)) return Status::ok();
-  if (op.collective == Collective::kAllReduce && filter.allows(op.collective, Algorithm::kTree)) {
-    *algorithm = Algorithm::kTree;
+// The algorithm for `op` on host memory: the tuner's choice among those NCCL_ALGO allows (the
+// two-rank and direct allreduces are forms of the ring). Fails where NCCL_ALGO allows only
+// algorithms Weft does not have for the collective.
+Status pickAlgorithm(const core::Op& op, algorithms::Algorithm* algorithm) {
+  *algorithm = algorithms::Algorithm::kRing;
+  if (algorithms::isPointToPoint(op.collective) || op.collective == Collective::kAllToAll ||
+      op.collective == Collective::kGather || op.collective == Collective::kScatter) {
+    return Status::ok();  // direct lanes, whatever NCCL_ALGO says (it governs none of these)
+  }
+  const core::Communicator& comm = *op.comm;
+  algorithms::TuneShape shape;
+  shape.collective = op.collective;
+  shape.bytes = op.count * algorithms::dataTypeSize(op.type);
+  shape.nranks = comm.nranks();
+  shape.networkHops = comm.networkHops();
+  shape.treeDepth = comm.treeDepth();
+  shape.channels = static_cast<int>(comm.rings().size());
+  const algorithms::CostModel model;
+  if (algorithms::chooseAlgorithm(shape, comm.algorithmFilter(), model, algorithm)) {
+    WEFT_INFO(log::kTuning, "%s of %zu bytes on %d ranks: %s (predicted: ring %.1f us, tree %.1f us)",
+              algorithms::collectiveName(op.collective), shape.bytes, shape.nranks,
+              algorithms::algorithmName(*algorithm),
+              algorithms::predictMicroseconds(algorithms::Algorithm::kRing, shape, model),
+              algorithms::predictMicroseconds(algorithms::Algorithm::kTree, shape, model));
     return Status::ok();
   }
   return invalidUsage("NCCL_ALGO leaves %s no algorithm that Weft has for it on host memory (ring%s); allow one",
@@ -158,7 +173,7 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
   runsDirect_.assign(ops.size(), 0);
   for (size_t i = 0; i < ops.size(); ++i) {
     algorithms::Algorithm algorithm;
-    WEFT_RETURN_IF_ERROR(chooseAlgorithm(ops[i], &algorithm));
+    WEFT_RETURN_IF_ERROR(pickAlgorithm(ops[i], &algorithm));
     if (algorithm == algorithms::Algorithm::kTree) {
       algorithms::buildTreeAllReduce(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
       continue;

@@ -1,0 +1,58 @@
+#include "algorithms/tuner.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+#include "topology/trees.h"
+
+namespace weft::algorithms {
+
+int treeDepth(int nranks) {
+  int deepest = 0;
+  for (int rank = 0; rank < nranks; ++rank) {
+    for (int tree = 0; tree < 2; ++tree) {
+      int depth = 0;
+      for (int at = rank; topology::doubleBinaryTreeLinks(nranks, at)[tree].parent >= 0;
+           at = topology::doubleBinaryTreeLinks(nranks, at)[tree].parent) {
+        ++depth;
+      }
+      deepest = std::max(deepest, depth);
+    }
+  }
+  return deepest;
+}
+
+double predictMicroseconds(Algorithm algorithm, const TuneShape& shape, const CostModel& model) {
+  const HopCost& hop = shape.networkHops ? model.network : model.sharedMemory;
+  const double n = shape.nranks;
+  const double bytesUs = static_cast<double>(shape.bytes) / (hop.bandwidthGBps * 1e3);  // S / b in us
+  if (algorithm == Algorithm::kRing) {
+    if (shape.nranks <= 1) return bytesUs;
+    switch (shape.collective) {
+      case Collective::kAllReduce: return 2 * (n - 1) * hop.latencyUs + 2 * (n - 1) / n * bytesUs;
+      default: return (n - 1) * hop.latencyUs + (n - 1) / n * bytesUs;
+    }
+  }
+  if (algorithm == Algorithm::kTree && shape.collective == Collective::kAllReduce) {
+    const int trees = std::min(2, std::max(1, shape.channels));
+    return 2 * shape.treeDepth * hop.latencyUs + (trees == 1 ? 2.5 : 2) * bytesUs;
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& filter, const CostModel& model,
+                     Algorithm* chosen) {
+  double best = std::numeric_limits<double>::infinity();
+  for (Algorithm algorithm : {Algorithm::kRing, Algorithm::kTree}) {
+    if (!filter.allows(shape.collective, algorithm)) continue;
+    const double predicted = predictMicroseconds(algorithm, shape, model);
+    if (predicted < best) {
+      best = predicted;
+      *chosen = algorithm;
+    }
+  }
+  return best < std::numeric_limits<double>::infinity();
+}
+
+}  // namespace weft::algorithms

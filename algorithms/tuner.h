@@ -1,0 +1,56 @@
+#pragma once
+// The tuner: the predicted time of each algorithm Weft has for an operation, from a cost model of
+// the hops between ranks, and the fastest one that NCCL_ALGO allows.
+//
+// The model, for host memory: every step of an algorithm hands data from rank to rank, and the
+// slowest kind of hop it takes (the network when ranks span hosts or NCCL_SHM_DISABLE is set;
+// shared memory otherwise) sets the cost of every step: `latency` per step, and bytes moved at
+// `bandwidth`. For an AllReduce of S bytes over n ranks:
+//   ring  2(n-1) steps; each rank sends 2(n-1)/n x S:        2(n-1) a + 2(n-1)/n S / b
+//   tree  2d steps (d: the trees' depth); T trees (one per channel, at most two) each carry S/T,
+//         and a rank inner in one sends its part up once and down twice, a leaf once; pipelined
+//         over slots, one tree measures 2.5 S / b rather than 3:
+//                                                             2d a + (T == 1 ? 2.5 : 2) S / b
+// Other collectives have only the ring. The constants are defaults measured on a small
+// oversubscribed host (2 cores, 4 to 8 ranks); the choice depends on their ratios.
+
+#include <cstddef>
+
+#include "algorithms/algorithm_filter.h"
+#include "algorithms/collective.h"
+
+namespace weft::algorithms {
+
+struct HopCost {
+  double latencyUs = 0;      // per step
+  double bandwidthGBps = 0;  // bytes a rank moves per second over this kind of hop, / 1e9
+};
+
+struct CostModel {
+  HopCost sharedMemory{4, 5};
+  HopCost network{60, 0.5};
+};
+
+/// What the tuner knows about one operation and its communicator.
+struct TuneShape {
+  Collective collective = Collective::kAllReduce;
+  size_t bytes = 0;           // the whole buffer (AllReduce, Broadcast, Reduce) or per rank
+  int nranks = 1;
+  bool networkHops = false;   // some hop goes over the network
+  int treeDepth = 0;          // treeDepth(nranks)
+  int channels = 1;
+};
+
+/// The most hops from the root to a rank in the trees buildTreeAllReduce lays over n ranks.
+int treeDepth(int nranks);
+
+/// Predicted microseconds of `algorithm` for `shape` under `model`; infinity for an algorithm Weft
+/// does not have for the collective (everything but ring, and tree for AllReduce).
+double predictMicroseconds(Algorithm algorithm, const TuneShape& shape, const CostModel& model);
+
+/// The algorithm `filter` allows with the least predicted time (the ring on a tie); false when the
+/// filter allows none that Weft has for the collective.
+bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& filter, const CostModel& model,
+                     Algorithm* chosen);
+
+}  // namespace weft::algorithms

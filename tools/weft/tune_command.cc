@@ -1,0 +1,112 @@
+#include "tools/weft/tune_command.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/tuner.h"
+#include "src/base/knobs.h"
+
+namespace weft::tools {
+namespace {
+
+struct TuneOptions {
+  std::string collective = "allreduce";
+  int ranks = 8;
+  int nodes = 1;
+  int channels = 1;
+  std::string algo;  // NCCL_ALGO's syntax; default: the environment's
+  bool algoGiven = false;
+  size_t minBytes = 8;
+  size_t maxBytes = size_t{256} << 20;
+};
+
+constexpr struct {
+  const char* name;
+  algorithms::Collective collective;
+} kCollectives[] = {{"allreduce", algorithms::Collective::kAllReduce},
+                    {"allgather", algorithms::Collective::kAllGather},
+                    {"reducescatter", algorithms::Collective::kReduceScatter},
+                    {"broadcast", algorithms::Collective::kBroadcast},
+                    {"reduce", algorithms::Collective::kReduce}};
+
+int runTune(const TuneOptions& options) {
+  algorithms::TuneShape shape;
+  for (const auto& entry : kCollectives) {
+    if (options.collective == entry.name) shape.collective = entry.collective;
+  }
+  shape.nranks = options.ranks;
+  shape.networkHops = options.nodes > 1 || knobs::getBool(knobs::KnobId::kShmDisable);
+  shape.treeDepth = algorithms::treeDepth(options.ranks);
+  shape.channels = options.channels;
+  const std::string algo = options.algoGiven ? options.algo : knobs::getString(knobs::KnobId::kAlgo);
+  algorithms::AlgorithmFilter filter;
+  const Status parsed = algorithms::parseAlgorithmFilter(algo, &filter);
+  if (!parsed.isOk()) {
+    std::fprintf(stderr, "weft tune: %s\n", parsed.message().c_str());
+    return 1;
+  }
+  const algorithms::CostModel model;
+  const algorithms::HopCost& hop = shape.networkHops ? model.network : model.sharedMemory;
+  std::printf("# Weft tuner: %s, %d ranks on %d node(s), %d channel(s), NCCL_ALGO %s\n",
+              algorithms::collectiveName(shape.collective), shape.nranks, options.nodes, shape.channels,
+              algo.empty() ? "unset" : algo.c_str());
+  std::printf("# every step over %s: %.1f us, %.2f GB/s; tree depth %d; predicted us, * the choice\n",
+              shape.networkHops ? "the network" : "shared memory", hop.latencyUs, hop.bandwidthGBps, shape.treeDepth);
+  const algorithms::Algorithm kShown[] = {algorithms::Algorithm::kRing, algorithms::Algorithm::kTree};
+  std::printf("%14s", "bytes");
+  for (algorithms::Algorithm algorithm : kShown) std::printf(" %13s", algorithms::algorithmName(algorithm));
+  std::printf("  choice\n");
+  for (size_t bytes = std::max<size_t>(options.minBytes, 1); bytes <= options.maxBytes; bytes *= 4) {
+    shape.bytes = bytes;
+    algorithms::Algorithm chosen = algorithms::Algorithm::kRing;
+    const bool any = algorithms::chooseAlgorithm(shape, filter, model, &chosen);
+    std::printf("%14zu", bytes);
+    for (algorithms::Algorithm algorithm : kShown) {
+      const double predicted = algorithms::predictMicroseconds(algorithm, shape, model);
+      if (!filter.allows(shape.collective, algorithm) || predicted == std::numeric_limits<double>::infinity()) {
+        std::printf(" %13s", "-");
+      } else {
+        std::printf(" %12.1f%c", predicted, any && algorithm == chosen ? '*' : ' ');
+      }
+    }
+    std::printf("  %s\n", any ? algorithms::algorithmName(chosen) : "none allowed");
+    if (bytes > std::numeric_limits<size_t>::max() / 4) break;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void addTuneCommand(CLI::App& app, int* exitCode) {
+  auto options = std::make_shared<TuneOptions>();
+  CLI::App* tune = app.add_subcommand(
+      "tune", "Print the tuner's predicted time of each algorithm and its choice, for sizes from --min to --max "
+              "(by factors of 4), as a communicator of --ranks ranks over --nodes nodes would see them");
+  std::vector<std::string> names;
+  for (const auto& entry : kCollectives) names.push_back(entry.name);
+  tune->add_option("--collective", options->collective, "the collective")
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
+  tune->add_option("--ranks", options->ranks, "ranks in the communicator")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  tune->add_option("--nodes", options->nodes, "hosts the ranks span (more than one: steps go over the network)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  tune->add_option("--channels", options->channels, "channels (as NCCL_MAX_NCHANNELS); two give two trees")
+      ->check(CLI::Range(1, 32))
+      ->capture_default_str();
+  tune->add_option("--algo", options->algo, "algorithms allowed, in NCCL_ALGO's syntax (default: NCCL_ALGO)")
+      ->each([options](const std::string&) { options->algoGiven = true; });
+  tune->add_option("--min", options->minBytes, "the smallest size in bytes (K, M, G suffixes)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  tune->add_option("--max", options->maxBytes, "the largest size in bytes (K, M, G suffixes)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  tune->callback([options, exitCode]() { *exitCode = runTune(*options); });
+}
+
+}  // namespace weft::tools

@@ -1,0 +1,12 @@
+#pragma once
+// `weft tune`: prints the tuner's table for a communicator shape: sizes down, each algorithm's
+// predicted time across, the choice marked (algorithms/tuner.h).
+
+#include <CLI/CLI.hpp>
+
+namespace weft::tools {
+
+/// Adds the `tune` subcommand to `app`; its callback sets *exitCode.
+void addTuneCommand(CLI::App& app, int* exitCode);
+
+}  // namespace weft::tools
