@@ -74,9 +74,10 @@ forked_ranks='^Collectives/|^ApiErrors\.|^RankRunnerProcesses\.|/Processes$'
 forked_ranks+='|^BootstrapTest\.RanksAsForkedProcesses$|^ShmTransport\.ForkedSenderProcessStreamsToParent$'
 forked_ranks+="|^compare_(visible_allreduce|tcp_loopback)_bound_|$mpi_runs"
 
-# CI's share of the multirank suite: every collective at 2 and 3 ranks over both transports, and all
-# the rest of the suite; the 1-, 4- and 8-rank and large collectives add time more than code paths.
-ci_skipped='^Collectives/(LargeCollective\.|ExactCollective\.MatchesReference/[A-Za-z]+_[148]ranks_)'
+# CI's share of the multirank suite: every collective (and the tree allreduce) at 2 and 3 ranks over
+# both transports, and all the rest of the suite; the 1-, 4- and 8-rank and large collectives add
+# time more than code paths.
+ci_skipped='^(Collectives|Trees)/(LargeCollective\.|ExactCollective\.MatchesReference/[A-Za-z]+_[148]ranks_)'
 
 # The tests of build-asan/ with the given labels, but for those matching `skipped`; the mpirun ones
 # without leak checks.
