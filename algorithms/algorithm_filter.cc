@@ -70,6 +70,11 @@ Status parseList(const std::string& whole, const std::string& list, uint32_t* ma
 
 }  // namespace
 
+bool governedByAlgo(Collective collective) {
+  return std::any_of(std::begin(kGoverned), std::end(kGoverned),
+                     [&](const auto& entry) { return entry.collective == collective; });
+}
+
 const char* algorithmName(Algorithm algorithm) {
   switch (algorithm) {
     case Algorithm::kRing: return "ring";

@@ -21,6 +21,10 @@ namespace weft::algorithms {
 enum class Algorithm : int { kRing, kTree, kCollnetDirect, kCollnetChain, kNvls, kNvlsTree, kPat, kRhd };
 inline constexpr int kNumAlgorithms = static_cast<int>(Algorithm::kRhd) + 1;
 
+/// Whether NCCL_ALGO governs `collective`: AllReduce, AllGather, ReduceScatter, Broadcast and
+/// Reduce. The others (all-to-all, gather, scatter, send, recv) run point to point.
+bool governedByAlgo(Collective collective);
+
 /// "ring", "tree", ... as NCCL_ALGO spells them.
 const char* algorithmName(Algorithm algorithm);
 

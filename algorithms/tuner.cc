@@ -3,20 +3,24 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <vector>
 
 #include "topology/trees.h"
 
 namespace weft::algorithms {
 
 int treeDepth(int nranks) {
+  // Each rank's parents, per tree, then the longest walk up to a root.
+  std::vector<std::array<int, 2>> parent(nranks);
+  for (int rank = 0; rank < nranks; ++rank) {
+    const std::array<topology::TreeLinks, 2> links = topology::doubleBinaryTreeLinks(nranks, rank);
+    parent[rank] = {links[0].parent, links[1].parent};
+  }
   int deepest = 0;
   for (int rank = 0; rank < nranks; ++rank) {
     for (int tree = 0; tree < 2; ++tree) {
       int depth = 0;
-      for (int at = rank; topology::doubleBinaryTreeLinks(nranks, at)[tree].parent >= 0;
-           at = topology::doubleBinaryTreeLinks(nranks, at)[tree].parent) {
-        ++depth;
-      }
+      for (int at = parent[rank][tree]; at >= 0; at = parent[at][tree]) ++depth;
       deepest = std::max(deepest, depth);
     }
   }

@@ -58,7 +58,6 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   std::unique_ptr<CommDevice> resources(new CommDevice(self.cudaDevice));
   ScopedDevice device(resources->device_);
   WEFT_RETURN_IF_ERROR(device.status());
-  resources->rings_ = comm.gpuRings();
   resources->connections_ = std::make_unique<core::ConnectionTable>(
       &comm.peers(), comm.rank(), &comm.bootstrap(), comm.commHash(), comm.gpuChannels(), comm.slotBytes(),
       comm.slotCount(), core::ConnectionKind::kDevice);

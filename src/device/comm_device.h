@@ -1,6 +1,6 @@
 #pragma once
-// One communicator's resources on the GPU path: its CUDA device, rings of WEFT_GPU_CHANNELS
-// channels, connections in GPU memory (cuda_ipc), the flag its kernels poll for ncclCommAbort,
+// One communicator's resources on the GPU path: its CUDA device, connections in GPU memory
+// (cuda_ipc) over the communicator's GPU rings (Communicator::gpuRings), the flag its kernels poll for ncclCommAbort,
 // the order of its launches across streams, and the pinned buffers that hold launches' tables.
 
 #include <cuda_runtime_api.h>
@@ -47,7 +47,6 @@ class CommDevice final : public core::Communicator::DeviceResources {
 
   int device() const { return device_; }
   core::ConnectionTable& connections() { return *connections_; }
-  const std::vector<algorithms::Ring>& rings() const { return rings_; }
   WorkPool& workPool() { return workPool_; }
   const volatile int* abortFlag() const { return abortFlagDevice_; }
 
@@ -61,7 +60,6 @@ class CommDevice final : public core::Communicator::DeviceResources {
   explicit CommDevice(int device) : device_(device) {}
 
   int device_;
-  std::vector<algorithms::Ring> rings_;
   std::unique_ptr<core::ConnectionTable> connections_;
   volatile int* abortFlagHost_ = nullptr;
   const volatile int* abortFlagDevice_ = nullptr;

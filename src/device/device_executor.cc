@@ -273,7 +273,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     }
     WEFT_RETURN_IF_ERROR(commDevice(*op.comm, &devices[i]));
     const algorithms::OpShape shape{op.collective, op.count, op.root, op.comm->nranks(), op.comm->rank()};
-    algorithms::buildRingProgram(shape, devices[i]->rings(), &programs[i]);
+    algorithms::buildRingProgram(shape, op.comm->gpuRings(), &programs[i]);
   }
   WEFT_RETURN_IF_ERROR(exec::connectPrograms(ops, programs, [&](const core::Op& op) -> core::ConnectionTable& {
     return devices[&op - ops.data()]->connections();

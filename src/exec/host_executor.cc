@@ -106,10 +106,7 @@ bool usesPairExchange(const core::Op& op) {
 // algorithms Weft does not have for the collective.
 Status pickAlgorithm(const core::Op& op, algorithms::Algorithm* algorithm) {
   *algorithm = algorithms::Algorithm::kRing;
-  if (algorithms::isPointToPoint(op.collective) || op.collective == Collective::kAllToAll ||
-      op.collective == Collective::kGather || op.collective == Collective::kScatter) {
-    return Status::ok();  // direct lanes, whatever NCCL_ALGO says (it governs none of these)
-  }
+  if (!algorithms::governedByAlgo(op.collective)) return Status::ok();  // direct lanes
   const core::Communicator& comm = *op.comm;
   algorithms::TuneShape shape;
   shape.collective = op.collective;
