@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make pkg-config libgtest-dev libhwloc-dev openmpi-bin libopenmpi-dev
           libpugixml-dev nlohmann-json3-dev libcli11-dev
+          libibverbs-dev  # the ib transport's headers (libibverbs itself is loaded at run time)
+          qemu-system-x86 busybox-static kmod cpio  # the ib tests' soft-RoCE guests
           iproute2 util-linux nftables)  # the multi-node tests: namespace hosts, packet loss
 missing=()
 for package in "${packages[@]}"; do

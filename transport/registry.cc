@@ -4,9 +4,15 @@
 
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "src/base/knobs.h"
+#include "src/base/log.h"
+#if WEFT_IB
+#include "transport/ib/ports.h"
+#include "transport/ib/transport.h"
+#endif
 #include "transport/shm/transport.h"
 #include "transport/socket/transport.h"
 #if WEFT_CUDA
@@ -19,7 +25,12 @@ namespace {
 struct Registry {
   std::unique_ptr<Transport> shm = shm::makeShmTransport();
   std::unique_ptr<Transport> socket = socket::makeSocketTransport();
+#if WEFT_IB
+  std::unique_ptr<Transport> ib = ib::makeIbTransport();
+  Transport* ordered[3] = {shm.get(), ib.get(), socket.get()};
+#else
   Transport* ordered[2] = {shm.get(), socket.get()};
+#endif
 #if WEFT_CUDA
   std::unique_ptr<Transport> cudaIpc = cuda_ipc::makeCudaIpcTransport();
 #endif
@@ -67,24 +78,71 @@ Status pickDeviceTransport(const PeerInfo& self, const PeerInfo& peer, Transport
 #endif
 }
 
+void describeTransports(PeerInfo* self) {
+#if WEFT_IB
+  self->ibPorts = ib::usablePortCount();
+  static std::once_flag logged;
+  std::call_once(logged, [] {
+    const ib::PortScan& scan = ib::usablePorts();
+    if (!scan.configError.isOk()) {
+      WEFT_WARN("NET/IB : off: %s", scan.configError.message().c_str());
+    } else if (scan.usable.empty()) {
+      WEFT_INFO(log::kNet | log::kInit, "NET/IB : off (%s); the network is sockets", scan.report.c_str());
+    } else {
+      WEFT_INFO(log::kNet | log::kInit, "NET/IB : %s", scan.report.c_str());
+    }
+  });
+#else
+  self->ibPorts = 0;
+#endif
+}
+
+namespace {
+
+// Why ib cannot connect `self` and `peer`, for NCCL_NET=IB.
+Status ibUnavailable(const PeerInfo& self, const PeerInfo& peer) {
+#if WEFT_IB
+  const ib::PortScan& scan = ib::usablePorts();
+  if (!scan.configError.isOk()) return scan.configError;
+  if (self.ibPorts == 0) {
+    return invalidUsage("NCCL_NET=IB, but rank %d (%s) has no usable verbs port: %s. Fix the ports or "
+                        "NCCL_IB_HCA, or unset NCCL_NET to use sockets",
+                        self.rank, self.hostname, scan.report.c_str());
+  }
+  return invalidUsage("NCCL_NET=IB, but rank %d (%s) has no usable verbs port (its INFO log, NCCL_DEBUG=INFO, says "
+                      "why); rank %d cannot reach it over ib. Unset NCCL_NET to use sockets",
+                      peer.rank, peer.hostname, self.rank);
+#else
+  return invalidUsage("NCCL_NET=IB, but this build of Weft has no ib transport (built without rdma-core's "
+                      "headers: install libibverbs-dev and rebuild), so rank %d cannot reach rank %d; unset "
+                      "NCCL_NET to use sockets",
+                      self.rank, peer.rank);
+#endif
+}
+
+}  // namespace
+
 Status pickTransport(const PeerInfo& self, const PeerInfo& peer, Transport** transport) {
   *transport = nullptr;
   std::string net = knobs::getString(knobs::KnobId::kNet);
-  if (!net.empty() && strcasecmp(net.c_str(), "Socket") != 0) {
-    return invalidUsage("NCCL_NET=%s names a network this build of Weft does not have; use NCCL_NET=Socket "
-                        "or unset it",
+  const bool forceIb = strcasecmp(net.c_str(), "IB") == 0;
+  const bool forceSocket = strcasecmp(net.c_str(), "Socket") == 0;
+  if (!net.empty() && !forceIb && !forceSocket) {
+    return invalidUsage("NCCL_NET=%s names a network Weft does not have; use NCCL_NET=IB or NCCL_NET=Socket, or "
+                        "unset it",
                         net.c_str());
   }
   bool shmDisabled = knobs::getBool(knobs::KnobId::kShmDisable);
   for (Transport* candidate : allTransports()) {
     if (shmDisabled && strcmp(candidate->name(), "shm") == 0) continue;
-    if (!isNetwork(candidate) || net.empty() || strcasecmp(candidate->name(), net.c_str()) == 0) {
-      if (candidate->canConnect(self, peer)) {
-        *transport = candidate;
-        return Status::ok();
-      }
+    const bool isIb = strcmp(candidate->name(), "ib") == 0;
+    if (isNetwork(candidate) && ((forceIb && !isIb) || (forceSocket && isIb))) continue;
+    if (candidate->canConnect(self, peer)) {
+      *transport = candidate;
+      return Status::ok();
     }
   }
+  if (forceIb) return ibUnavailable(self, peer);
   return invalidUsage("no transport can connect rank %d (%s) and rank %d (%s)", self.rank, self.hostname,
                       peer.rank, peer.hostname);
 }

@@ -1,7 +1,8 @@
 #pragma once
 // The ordered list of transports. For each pair of ranks the first transport that can connect them
 // wins (shm, then the network), unless the environment excludes it: NCCL_SHM_DISABLE=1 removes shm;
-// NCCL_NET picks the network transport ("Socket"; "IB" comes with the verbs transport).
+// Between them, ib when both ranks have a usable verbs port, else socket; NCCL_NET (IB or
+// Socket) forces one, and a forced IB that cannot connect a pair fails, saying why.
 
 #include <span>
 
@@ -13,6 +14,10 @@ namespace weft::transport {
 
 /// Every transport this build has, in priority order, whatever the environment says.
 std::span<Transport* const> allTransports();
+
+/// Fills what this process's transports tell the other ranks (PeerInfo::ibPorts). The first
+/// call logs (INFO, NET) whether ib is on, and why not.
+void describeTransports(PeerInfo* self);
 
 /// The transport to connect `self` (receiving end) and `peer`, honouring the environment.
 /// Fails with a message naming the pair when none can connect them or NCCL_NET names a network

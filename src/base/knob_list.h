@@ -25,7 +25,18 @@
     "the worst path between two GPUs that may use CUDA IPC: LOC (never), NVL, PIX, PXB, PHB, SYS " \
     "(default: any path on one host)")                                                            \
   X(IbDisable, "NCCL_IB_DISABLE", Bool, "0", "1: no InfiniBand/RoCE verbs transport")              \
-  X(Net, "NCCL_NET", String, "", "network transport to use: IB or Socket")                        \
+  X(Net, "NCCL_NET", String, "", "network transport to use: IB or Socket (default: IB where a port is active)") \
+  X(IbHca, "NCCL_IB_HCA", String, "",                                                              \
+    "verbs devices and ports to use: mlx5_0:1,mlx5_1 as prefixes, ^ excludes, = exact names")      \
+  X(IbGidIndex, "NCCL_IB_GID_INDEX", Int, "-1",                                                     \
+    "RoCE GID table index to use (-1: the first matching NCCL_IB_ROCE_VERSION_NUM and NCCL_IB_ADDR_FAMILY)") \
+  X(IbRoceVersionNum, "NCCL_IB_ROCE_VERSION_NUM", Int, "2", "RoCE version of the GID to pick (1 or 2)") \
+  X(IbAddrFamily, "NCCL_IB_ADDR_FAMILY", String, "AF_INET", "address family of the RoCE GID to pick: AF_INET or AF_INET6") \
+  X(IbTimeout, "NCCL_IB_TIMEOUT", Int, "20", "verbs ACK timeout: 4.096 us * 2^value per retry (1-31)") \
+  X(IbRetryCnt, "NCCL_IB_RETRY_CNT", Int, "7", "verbs transport retries before a send fails (0-7)")  \
+  X(IbSl, "NCCL_IB_SL", Int, "0", "InfiniBand service level of the queue pairs (0-15)")              \
+  X(IbTc, "NCCL_IB_TC", Int, "0", "traffic class of the queue pairs (RoCE: DSCP << 2, 0-255)")      \
+  X(IbQpsPerConnection, "NCCL_IB_QPS_PER_CONNECTION", Int, "1", "queue pairs per verbs connection (only 1 so far)") \
   X(BuffSize, "NCCL_BUFFSIZE", Int, "4194304", "bytes of buffering per connection (split in slots)") \
   X(Algo, "NCCL_ALGO", String, "",                                                               \
     "algorithms allowed: ring, tree, ... as a list, ^ to exclude, or allreduce:tree;... per collective") \

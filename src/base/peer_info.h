@@ -17,6 +17,8 @@ struct PeerInfo {
   char gpuBusId[20] = {};     // the PCI bus id of cudaDevice ("0000:3B:00.0"); empty without one
   uint64_t hostHash = 0;      // hash of hostId, for fast comparison
   uint64_t shmDevice = 0;     // st_dev of the shared-memory folder (WEFT_SHM_DIR)
+  int32_t ibPorts = 0;        // verbs ports this rank may use (transport/ib/ports.h); 0: no ib
+  int32_t reserved = 0;
   char hostId[128] = {};      // NCCL_HOSTID, or hostname + boot id
   char hostname[64] = {};     // for messages
 

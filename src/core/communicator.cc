@@ -14,6 +14,7 @@
 #include "src/core/ring_order.h"
 #include "src/core/topology_dump.h"
 #include "src/device/gpu_runtime.h"
+#include "transport/registry.h"
 
 namespace weft::core {
 namespace {
@@ -288,6 +289,7 @@ Status Communicator::init(const UniqueId& id) {
 
   peers_.resize(nranks_);
   WEFT_RETURN_IF_ERROR(describeLocalPeer(rank_, &peers_[rank_]));
+  transport::describeTransports(&peers_[rank_]);
   peers_[rank_].cudaDevice = options_.cudaDevice >= 0 && options_.cudaDevice < device::deviceCount()
                                  ? options_.cudaDevice
                                  : device::currentDevice();

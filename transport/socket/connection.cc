@@ -14,7 +14,6 @@
 namespace weft::transport::socket {
 namespace {
 
-constexpr size_t kPageBytes = 4096;
 // Up to this many frames (two iovecs each) leave in one sendmsg.
 constexpr int kMaxSendIovecs = 64;
 // What the receiver reads past the current frame in one call: many small frames at once.
@@ -27,15 +26,6 @@ bool isConnectionLost(int err) {
 }
 
 }  // namespace
-
-Status allocateSlotMemory(size_t bytes, const char* what, SlotMemory* memory) {
-  size_t rounded = (std::max<size_t>(bytes, 1) + kPageBytes - 1) / kPageBytes * kPageBytes;
-  memory->reset(static_cast<uint8_t*>(aligned_alloc(kPageBytes, rounded)));
-  if (!*memory) {
-    return systemError("could not allocate %zu bytes for %s: lower NCCL_BUFFSIZE or free memory", rounded, what);
-  }
-  return Status::ok();
-}
 
 // ---- SocketSendConnection ----
 

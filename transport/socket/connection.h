@@ -8,26 +8,17 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "src/base/socket.h"
 #include "src/base/status.h"
-#include "transport/socket/acceptor.h"
+#include "transport/acceptor.h"
+#include "transport/slot_memory.h"
 #include "transport/transport.h"
 
 namespace weft::transport::socket {
-
-struct FreeDeleter {
-  void operator()(uint8_t* memory) const { free(memory); }
-};
-/// Page-aligned memory for slots, from allocateSlotMemory.
-using SlotMemory = std::unique_ptr<uint8_t[], FreeDeleter>;
-
-/// Allocates `bytes` (rounded up to a page) page-aligned; `what` names the use in the error.
-Status allocateSlotMemory(size_t bytes, const char* what, SlotMemory* memory);
 
 class SocketSendConnection final : public SendConnection {
  public:

@@ -10,7 +10,7 @@
 #include "src/base/log.h"
 #include "src/base/socket.h"
 #include "src/base/wait.h"
-#include "transport/socket/acceptor.h"
+#include "transport/acceptor.h"
 #include "transport/socket/connection.h"
 #include "transport/socket/wire.h"
 
@@ -71,14 +71,10 @@ class SocketTransport final : public Transport {
     published.channel = params.channel;
     published.address = listener.localAddress();
 
-    Handshake expected;
-    expected.senderRank = params.peer.rank;
-    expected.nonce = published.nonce;
-    expected.commHash = params.commHash;
-    expected.channel = params.channel;
+    const Handshake expected = makeHandshake(params.peer.rank, published.nonce, params);
     double handshakeTimeout =
         static_cast<double>(knobs::getInt(knobs::KnobId::kBootstrapHandshakeTimeout));
-    auto acceptor = std::make_unique<Acceptor>(std::move(listener), expected, handshakeTimeout, params.peer.rank,
+    auto acceptor = std::make_unique<Acceptor>(name(), std::move(listener), expected, handshakeTimeout, params.peer.rank,
                                                params.peer.hostname);
     std::unique_ptr<SocketRecvConnection> created;
     WEFT_RETURN_IF_ERROR(SocketRecvConnection::create(params, std::move(acceptor), &created));
@@ -101,11 +97,7 @@ class SocketTransport final : public Transport {
     Status status = net::Socket::connect(published.address, context, &socket);
     if (!status.isOk()) return status.withContext("socket transport: connecting to " + where);
 
-    Handshake handshake;
-    handshake.senderRank = params.self.rank;
-    handshake.nonce = published.nonce;
-    handshake.commHash = params.commHash;
-    handshake.channel = params.channel;
+    const Handshake handshake = makeHandshake(params.self.rank, published.nonce, params);
     // 40 bytes on a fresh connection: the kernel's buffer takes them at once, whatever the receiver does.
     status = socket.sendAll(&handshake, sizeof(handshake), context);
     if (!status.isOk()) return status.withContext("socket transport: sending the handshake to " + where);

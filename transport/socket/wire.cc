@@ -43,11 +43,4 @@ Status decodeBlob(std::span<const uint8_t> bytes, const ConnectionParams& params
   return Status::ok();
 }
 
-bool handshakeMatches(const Handshake& received, const Handshake& expected) {
-  return received.magic == expected.magic && received.version == expected.version &&
-         received.senderRank == expected.senderRank && received.nonce == expected.nonce &&
-         received.commHash == expected.commHash && received.channel == expected.channel &&
-         received.reserved == expected.reserved;
-}
-
 }  // namespace weft::transport::socket

@@ -2,9 +2,9 @@
 // What the socket transport puts on the wire.
 //
 // Setup: the receiver's listen() publishes a ListenBlob (through the bootstrap); the sender
-// connects to blob.address and first sends a Handshake that repeats the blob's nonce, so the
-// receiver can tell its sender from any other process that reaches the listening port.
-// Both are fixed-size structs in host byte order: they travel between processes of one build.
+// connects to blob.address and first sends a Handshake (transport/handshake.h) that repeats the
+// blob's nonce. The blob is a fixed-size struct in host byte order: it travels between processes
+// of one build.
 //
 // Data: a stream of frames, one per posted slot:
 //   [uint64 payload size, little-endian][payload: size bytes, 0 <= size <= slotBytes]
@@ -19,6 +19,7 @@
 
 #include "src/base/socket.h"
 #include "src/base/status.h"
+#include "transport/handshake.h"
 #include "transport/transport.h"
 
 namespace weft::transport::socket {
@@ -40,28 +41,12 @@ struct ListenBlob {
 };
 static_assert(std::is_trivially_copyable_v<ListenBlob>);
 
-/// The first bytes the sender writes on a new connection.
-struct Handshake {
-  uint64_t magic = kWireMagic;
-  uint32_t version = kWireVersion;
-  int32_t senderRank = -1;
-  uint64_t nonce = 0;
-  uint64_t commHash = 0;
-  int32_t channel = 0;
-  uint32_t reserved = 0;
-};
-static_assert(std::is_trivially_copyable_v<Handshake>);
-static_assert(sizeof(Handshake) == 40);
-
 /// Serializes `blob` into *bytes (replacing its contents).
 void encodeBlob(const ListenBlob& blob, std::vector<uint8_t>* bytes);
 
 /// Parses the blob the receiver (params.peer) published, and checks that it belongs to this
 /// connection: same build, communicator, channel and receiver rank. Fails naming the peer.
 Status decodeBlob(std::span<const uint8_t> bytes, const ConnectionParams& params, ListenBlob* blob);
-
-/// True if `received` is exactly `expected` (every field, reserved included).
-bool handshakeMatches(const Handshake& received, const Handshake& expected);
 
 /// The frame header for a payload of `size` bytes, in wire byte order.
 inline uint64_t encodeFrameHeader(uint64_t size) { return htole64(size); }

@@ -1,10 +1,10 @@
-#include "transport/socket/acceptor.h"
+#include "transport/acceptor.h"
 
 #include <utility>
 
 #include "src/base/log.h"
 
-namespace weft::transport::socket {
+namespace weft::transport {
 namespace {
 
 // Connections still to present their handshake, at most; each holds a descriptor. When a new one
@@ -14,9 +14,10 @@ constexpr size_t kMaxPending = 64;
 
 }  // namespace
 
-Acceptor::Acceptor(net::Socket listener, const Handshake& expected, double handshakeTimeoutSeconds, int peerRank,
-                   std::string peerHost)
-    : listener_(std::move(listener)),
+Acceptor::Acceptor(const char* transportName, net::Socket listener, const Handshake& expected,
+                   double handshakeTimeoutSeconds, int peerRank, std::string peerHost)
+    : transportName_(transportName),
+      listener_(std::move(listener)),
       address_(listener_.localAddress()),
       expected_(expected),
       handshakeTimeout_(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -26,7 +27,7 @@ Acceptor::Acceptor(net::Socket listener, const Handshake& expected, double hands
 
 Status Acceptor::tryAccept(net::Socket* sender) {
   sender->close();
-  if (!listener_.valid()) return internalError("socket transport: tryAccept called after the sender was accepted");
+  if (!listener_.valid()) return internalError("%s transport: tryAccept called after the sender was accepted", transportName_);
   auto now = std::chrono::steady_clock::now();
   // Each new connection is heard as soon as it is accepted: a sender with strangers queued behind
   // it is recognised before they can push it out.
@@ -34,7 +35,7 @@ Status Acceptor::tryAccept(net::Socket* sender) {
     net::Socket accepted;
     Status status = listener_.tryAccept(&accepted);
     if (!status.isOk()) {
-      return status.withContext("socket transport: listening at " + address_.toString() + " for rank " +
+      return status.withContext(std::string(transportName_) + " transport: listening at " + address_.toString() + " for rank " +
                                 std::to_string(peerRank_) + " on host " + peerHost_);
     }
     if (!accepted.valid()) break;
@@ -44,9 +45,9 @@ Status Acceptor::tryAccept(net::Socket* sender) {
     if (heard == Heard::kStranger) continue;
     if (pending_.size() >= kMaxPending) {
       const Pending& oldest = pending_.front();
-      WEFT_WARN("socket transport: closed a connection from %s to %s (waiting for rank %d on host %s): it had not "
+      WEFT_WARN("%s transport: closed a connection from %s to %s (waiting for rank %d on host %s): it had not "
                 "presented its handshake and %zu connections are waiting to; still waiting for rank %d. Check what "
-                "else connects to this host",
+                "else connects to this host", transportName_,
                 oldest.socket.peerAddress().toString().c_str(), address_.toString().c_str(), peerRank_,
                 peerHost_.c_str(), pending_.size(), peerRank_);
       pending_.erase(pending_.begin());
@@ -70,8 +71,8 @@ Status Acceptor::admit(Pending* pending, net::Socket* sender) {
   size_t others = 0;
   for (const Pending& other : pending_) others += other.socket.valid() ? 1 : 0;
   if (others > 0) {
-    WEFT_WARN("socket transport: rank %d on host %s connected to %s; closed %zu other connections that had not "
-              "presented a handshake. Check what else connects to this host",
+    WEFT_WARN("%s transport: rank %d on host %s connected to %s; closed %zu other connections that had not "
+              "presented a handshake. Check what else connects to this host", transportName_,
               peerRank_, peerHost_.c_str(), address_.toString().c_str(), others);
   }
   pending_.clear();
@@ -83,8 +84,8 @@ Acceptor::Heard Acceptor::hear(Pending* pending, std::chrono::steady_clock::time
   const char* why = nullptr;
   Status status = pending->socket.tryRecv(&pending->received, sizeof(Handshake), &pending->receivedBytes);
   if (!status.isOk()) {
-    WEFT_WARN("socket transport: dropped a connection from %s to %s (waiting for rank %d on host %s): it failed "
-              "before presenting its handshake (%s); still waiting for rank %d",
+    WEFT_WARN("%s transport: dropped a connection from %s to %s (waiting for rank %d on host %s): it failed "
+              "before presenting its handshake (%s); still waiting for rank %d", transportName_,
               pending->socket.peerAddress().toString().c_str(), address_.toString().c_str(), peerRank_,
               peerHost_.c_str(), status.message().c_str(),
               peerRank_);
@@ -93,19 +94,19 @@ Acceptor::Heard Acceptor::hear(Pending* pending, std::chrono::steady_clock::time
   if (pending->receivedBytes == sizeof(Handshake)) {
     const Handshake& got = pending->received;
     if (handshakeMatches(got, expected_)) return Heard::kSender;
-    why = got.magic == kWireMagic ? "it presented the handshake of another connection (wrong rank, communicator, "
+    why = got.magic == kHandshakeMagic ? "it presented the handshake of another connection (wrong rank, communicator, "
                                     "channel or nonce: a process of an earlier or other job?)"
-                                  : "it sent bytes that are not a Weft socket handshake";
+                                  : "it sent bytes that are not a Weft transport handshake";
   } else if (now >= pending->deadline) {
     why = "it did not present a handshake within WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT";
   } else {
     return Heard::kNotYet;
   }
-  WEFT_WARN("socket transport: closed a connection from %s to %s (waiting for rank %d on host %s): %s; still "
-            "waiting for rank %d. If this repeats, check what else connects to this host's ports",
+  WEFT_WARN("%s transport: closed a connection from %s to %s (waiting for rank %d on host %s): %s; still "
+            "waiting for rank %d. If this repeats, check what else connects to this host's ports", transportName_,
             pending->socket.peerAddress().toString().c_str(), address_.toString().c_str(), peerRank_,
             peerHost_.c_str(), why, peerRank_);
   return Heard::kStranger;
 }
 
-}  // namespace weft::transport::socket
+}  // namespace weft::transport

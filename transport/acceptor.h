@@ -1,5 +1,6 @@
 #pragma once
-// The receiving end's listening socket, until the one sender it waits for arrives.
+// The receiving end's listening socket, until the one sender it waits for arrives: the data
+// stream of the socket transport, the setup channel of the ib transport.
 //
 // Anything may reach a listening port (a port scanner, a stale process of an earlier job), so an
 // accepted connection only becomes the data connection once it presents the expected handshake.
@@ -11,15 +12,16 @@
 
 #include "src/base/socket.h"
 #include "src/base/status.h"
-#include "transport/socket/wire.h"
+#include "transport/handshake.h"
 
-namespace weft::transport::socket {
+namespace weft::transport {
 
 class Acceptor {
  public:
-  /// Takes the listening socket. `peerRank`/`peerHost` name the expected sender in messages.
-  Acceptor(net::Socket listener, const Handshake& expected, double handshakeTimeoutSeconds, int peerRank,
-           std::string peerHost);
+  /// Takes the listening socket. `transportName` ("socket", "ib") and `peerRank`/`peerHost` name
+  /// the listener and the expected sender in messages.
+  Acceptor(const char* transportName, net::Socket listener, const Handshake& expected,
+           double handshakeTimeoutSeconds, int peerRank, std::string peerHost);
 
   /// Non-blocking; called by the thread that drives the receiving end. Accepts pending
   /// connections and reads what they present. When one presents the expected handshake, moves it
@@ -50,6 +52,7 @@ class Acceptor {
   // close.
   Heard hear(Pending* pending, std::chrono::steady_clock::time_point now);
 
+  const char* transportName_;
   net::Socket listener_;
   net::SocketAddress address_;
   Handshake expected_;
@@ -59,4 +62,4 @@ class Acceptor {
   std::vector<Pending> pending_;
 };
 
-}  // namespace weft::transport::socket
+}  // namespace weft::transport

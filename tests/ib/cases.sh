@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The ib tests, run inside a soft-RoCE guest (tests/ib/guest) against its rxe0 device.
+#
+#   cases.sh PERF_DIR CASE
+#
+# Ranks are launched as Weft launches without MPI (RANK, WORLD_SIZE, NCCL_COMM_ID), with
+# NCCL_NET=IB and NCCL_SHM_DISABLE=1, so every byte between them goes over verbs. Each case checks
+# the collective is exact (the perf binary's -c check), that every connection said "via ib", and
+# that rxe0's sent_pkts counter grew by at least the packets the collective must send while
+# rcvd_rnr_err and retry_exceeded_err stayed 0. Rank logs stay in /mnt (the job folder).
+set -uo pipefail
+perf=$1 case=$2
+counters=/sys/class/infiniband/rxe0/ports/1/hw_counters
+address=${WEFT_GUEST_ADDR:-10.0.2.15/24}
+export NCCL_NET=IB NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=eth0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET
+export WEFT_TIMEOUT=120
+
+fail() { echo "FAIL: $*"; exit 1; }
+counter() { cat "$counters/$1"; }
+
+# run_ranks NRANKS PERF_BINARY ARGS...: all ranks in this guest; fails unless every one exits 0.
+run_ranks() {
+  local nranks=$1 binary=$2
+  shift 2
+  local port=$((20000 + RANDOM % 20000)) pids=() rank
+  for rank in $(seq 0 $((nranks - 1))); do
+    RANK=$rank WORLD_SIZE=$nranks NCCL_COMM_ID=${address%/*}:$port \
+      timeout 240 "$perf/$binary" "$@" >/mnt/rank$rank.log 2>&1 &
+    pids+=($!)
+  done
+  local status=0
+  for rank in "${!pids[@]}"; do
+    wait "${pids[$rank]}" || { echo "rank $rank exited with $?; its log:"; tail -n 20 /mnt/rank$rank.log; status=1; }
+  done
+  return $status
+}
+
+# check_run NRANKS: rank 0's table is exact, the ranks connected over ib and only over ib, and
+# the counters show the traffic (sent_pkts_before given as $3).
+check_run() {
+  local nranks=$1 iters=$2 before=$3
+  [[ ! -e /mnt/rank0.log ]] || grep -q "Out of bounds values : 0 OK" /mnt/rank0.log || fail "wrong data: $(grep -i 'out of bounds\|wrong' /mnt/rank0.log)"
+  grep -qh " via ib" /mnt/rank*.log || fail "no connection went over ib"
+  local others
+  others=$(grep -h " via " /mnt/rank*.log | grep -vc " via ib")
+  ((others == 0)) || fail "$others connections did not use ib"
+  # At least (n-1)/n of each size crosses the network per timed iteration, out-of-place and
+  # in-place; a packet carries at most 4096 bytes.
+  local bytes
+  bytes=$(awk -v n="$nranks" -v iters="$iters" '/^ +[0-9]+ +[0-9]+ / {sum += $1 * (n - 1) / n * 2 * iters} END {printf "%d", sum}' /mnt/rank*.log)
+  local sent=$(($(counter sent_pkts) - before)) least=$((bytes / 4096))
+  echo "sent_pkts grew by $sent (at least $least needed for $bytes bytes); rnr errors $(counter rcvd_rnr_err), retries exceeded $(counter retry_exceeded_err)"
+  ((sent >= least && sent > 0)) || fail "sent_pkts grew by $sent, less than the $least packets the collective needs"
+  [[ $(counter rcvd_rnr_err) == 0 ]] || fail "rcvd_rnr_err is $(counter rcvd_rnr_err): a write found no receive posted"
+  [[ $(counter retry_exceeded_err) == 0 ]] || fail "retry_exceeded_err is $(counter retry_exceeded_err)"
+}
+
+# collective NRANKS BINARY ARGS...: one exact run over ib with the counters checked.
+collective() {
+  local nranks=$1 binary=$2
+  shift 2
+  local before
+  before=$(counter sent_pkts)
+  run_ranks "$nranks" "$binary" -c 1 -n 2 -w 1 "$@" || fail "$binary at $nranks ranks failed"
+  check_run "$nranks" 2 "$before"
+  echo "PASS: $binary at $nranks ranks ($*)"
+}
+
+case $case in
+  allreduce_2ranks) collective 2 all_reduce_perf -b 8 -e 1M -f 8 ;;
+  allreduce_4ranks_ops) collective 4 all_reduce_perf -b 64 -e 64K -f 32 -o all -d int32 ;;
+  odd_sizes) # sizes 0 and 1 and odd counts of bytes
+    collective 3 all_reduce_perf -b 0 -e 0 -d int8 &&
+      collective 3 all_reduce_perf -b 1 -e 37 -i 9 -d int8 &&
+      collective 3 all_gather_perf -b 3 -e 1003 -i 500 -d int8 ;;
+  allgather_3ranks) collective 3 all_gather_perf -b 24 -e 768K -f 32 ;;
+  reducescatter_3ranks) collective 3 reduce_scatter_perf -b 24 -e 768K -f 32 ;;
+  broadcast_reduce_every_root)
+    collective 3 broadcast_perf -b 8 -e 64K -f 64 -r -1 && collective 3 reduce_perf -b 8 -e 64K -f 64 -r -1 ;;
+  alltoall_4ranks) collective 4 alltoall_perf -b 64 -e 256K -f 64 ;;
+  p2p_gather_scatter)
+    collective 2 sendrecv_perf -b 8 -e 256K -f 32 && collective 3 gather_perf -b 24 -e 96K -f 64 &&
+      collective 3 scatter_perf -b 24 -e 96K -f 64 ;;
+  registered_buffers) collective 4 all_reduce_perf -b 8 -e 512K -f 8 -R 1 ;;
+  slot_ring_wraps) # 8 slots of 4 KiB: a 1 MiB allreduce wraps the ring of each connection many times
+    NCCL_BUFFSIZE=32768 collective 2 all_reduce_perf -b 1M -e 1M && NCCL_BUFFSIZE=32768 collective 3 alltoall_perf -b 768K -e 768K ;;
+  bad_hca) # a device that does not exist: init fails on every rank and says what exists
+    NCCL_IB_HCA==mlx5_9 run_ranks 2 all_reduce_perf -b 8 -e 8 && fail "init succeeded with NCCL_IB_HCA==mlx5_9"
+    for log in /mnt/rank0.log /mnt/rank1.log; do
+      grep -q "has no usable verbs port.*rxe0:1 (excluded by NCCL_IB_HCA)" $log ||
+        fail "$log does not say why: $(grep -m2 -i 'error\|warn' $log)"
+    done
+    echo "PASS: NCCL_IB_HCA==mlx5_9 fails init naming rxe0:1" ;;
+  peer_killed) # rank 1 killed mid-run: rank 0 reports it within the liveness limits, not hangs
+    port=$((20000 + RANDOM % 20000))
+    RANK=0 WORLD_SIZE=2 NCCL_COMM_ID=${address%/*}:$port timeout 120 "$perf/all_reduce_perf" -b 256K -e 256K -n 100000 -w 0 -c 0 >/mnt/rank0.log 2>&1 &
+    survivor=$!
+    RANK=1 WORLD_SIZE=2 NCCL_COMM_ID=${address%/*}:$port "$perf/all_reduce_perf" -b 256K -e 256K -n 100000 -w 0 -c 0 >/mnt/rank1.log 2>&1 &
+    victim=$!
+    for _ in $(seq 600); do grep -q "Init COMPLETE" /mnt/rank1.log 2>/dev/null && break; sleep 0.1; done
+    sleep 3
+    kill -9 $victim
+    start=$SECONDS
+    wait $survivor
+    status=$?
+    elapsed=$((SECONDS - start))
+    ((status != 0 && status != 124)) || fail "rank 0 exited with $status after rank 1 was killed (124: it hung)"
+    grep -qi "rank 1" /mnt/rank0.log || fail "rank 0's error does not name rank 1: $(tail -n 5 /mnt/rank0.log)"
+    echo "rank 0 failed $elapsed s after rank 1 was killed: $(grep -m1 -i 'error\|warn' /mnt/rank0.log)"
+    ((elapsed <= 60)) || fail "rank 0 took $elapsed s to report the dead peer"
+    echo "PASS: a killed peer is reported" ;;
+  across_guests) # this guest's rank of two, one per guest (tests/ib/two_guests.sh): RANK is set
+    before=$(counter sent_pkts)
+    NCCL_COMM_ID=10.0.3.1:29600 WORLD_SIZE=2 timeout 240 "$perf/all_reduce_perf" -c 1 -n 2 -w 1 -b 8 -e 256K -f 8 \
+      >/mnt/rank$RANK.log 2>&1 || fail "rank $RANK exited with $?: $(tail -n 5 /mnt/rank$RANK.log)"
+    check_run 2 2 "$before"
+    mtus=$(grep -o "connected to .*MTU [0-9]*" /mnt/rank$RANK.log | grep -o "MTU [0-9]*" | sort -u | tr '\n' ' ')
+    [[ $mtus == "MTU 512 " ]] || fail "the connections used ${mtus:-no MTU}, not the smaller end's 512"
+    echo "PASS: rank $RANK across two guests, path MTU 512 agreed" ;;
+  *) fail "unknown case $case" ;;
+esac

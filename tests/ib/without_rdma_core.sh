@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# libnccl.so.2 without rdma-core: it does not link libibverbs, and where libibverbs.so.1 cannot be
+# loaded (hidden here by a bind mount in a private mount namespace) a run still works over
+# sockets with an INFO line that says why ib is off, while NCCL_NET=IB fails init saying why.
+#
+#   without_rdma_core.sh PERF_DIR LIBRARY
+set -uo pipefail
+perf=$1 library=$2
+fail() { echo "FAIL: $*"; exit 1; }
+if readelf -d "$library" | grep NEEDED | grep -q ibverbs; then fail "$library links libibverbs"; fi
+echo "ok: $library does not link libibverbs"
+[[ $(id -u) -eq 0 ]] || { echo "skipped: hiding libibverbs needs root (a private mount namespace)"; exit 77; }
+verbs=$(ldconfig -p | awk '/libibverbs.so.1 / {print $NF; exit}')
+[[ -n $verbs ]] || verbs=none
+
+# Runs 2 ranks of all_reduce_perf (Weft's launch without MPI) with libibverbs hidden.
+run_hidden() {
+  local port=$((20000 + RANDOM % 20000)) rank status=0
+  for rank in 0 1; do
+    unshare -m bash -c "[[ $verbs == none ]] || mount --bind /dev/null $verbs; exec env $* RANK=$rank WORLD_SIZE=2 \
+      NCCL_COMM_ID=127.0.0.1:$port NCCL_SHM_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+      timeout 120 $perf/all_reduce_perf -b 8 -e 64K -f 8 -c 1 -n 2 -w 1" >"$work/rank$rank.log" 2>&1 &
+  done
+  wait -n || status=1
+  wait -n || status=1
+  return $status
+}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+run_hidden || fail "a run without libibverbs failed: $(tail -n 5 "$work/rank0.log")"
+grep -q "Out of bounds values : 0 OK" "$work/rank0.log" || fail "wrong data: $(tail -n 5 "$work/rank0.log")"
+grep -q "NET/IB : off (could not load libibverbs.so.1" "$work/rank0.log" ||
+  fail "no INFO line says why ib is off: $(grep -m3 NET "$work/rank0.log")"
+grep -q " via socket" "$work/rank0.log" || fail "the ranks did not connect over sockets"
+echo "ok: without libibverbs a run goes over sockets and says why"
+
+run_hidden NCCL_NET=IB && fail "NCCL_NET=IB succeeded without libibverbs"
+grep -q "NCCL_NET=IB, but rank [01] .* has no usable verbs port: could not load libibverbs.so.1" "$work/rank0.log" ||
+  fail "NCCL_NET=IB did not fail saying why: $(grep -m3 'WARN\|failure' "$work/rank0.log")"
+echo "ok: NCCL_NET=IB without libibverbs fails init saying why"

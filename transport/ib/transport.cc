@@ -1,0 +1,94 @@
+#include "transport/ib/transport.h"
+
+#include <atomic>
+#include <utility>
+#include <vector>
+
+#include "src/base/knobs.h"
+#include "src/base/log.h"
+#include "transport/ib/connection.h"
+#include "transport/ib/ports.h"
+#include "transport/ib/wire.h"
+
+namespace weft::transport::ib {
+namespace {
+
+Status checkParams(const ConnectionParams& params, const char* side) {
+  if (params.slotBytes == 0 || params.slotCount <= 0 || params.slotBytes > UINT32_MAX) {
+    return invalidArgument("ib transport %s (rank %d, peer rank %d, channel %d): %d slots of %zu bytes; both must "
+                           "be positive and a slot at most 4 GiB",
+                           side, params.self.rank, params.peer.rank, params.channel, params.slotCount,
+                           params.slotBytes);
+  }
+  return Status::ok();
+}
+
+// The port this rank uses for `channel`: those on the rank's NUMA node first (the nearest), then
+// the others; channels spread over the chosen group.
+Status pickPort(const ConnectionParams& params, const IbPort** port) {
+  const PortScan& scan = usablePorts();
+  if (!scan.configError.isOk()) return scan.configError;
+  if (scan.usable.empty()) {
+    return invalidUsage("ib transport: rank %d has no usable verbs port (%s)", params.self.rank, scan.report.c_str());
+  }
+  std::vector<const IbPort*> near;
+  for (const IbPort& candidate : scan.usable) {
+    if (candidate.numaNode >= 0 && candidate.numaNode == params.self.numaNode) near.push_back(&candidate);
+  }
+  if (near.empty()) {
+    for (const IbPort& candidate : scan.usable) near.push_back(&candidate);
+  }
+  *port = near[static_cast<size_t>(params.channel) % near.size()];
+  static std::atomic<bool> warned{false};
+  if (knobs::getInt(knobs::KnobId::kIbQpsPerConnection) != 1 && !warned.exchange(true)) {
+    WEFT_WARN("NCCL_IB_QPS_PER_CONNECTION=%lld is not supported yet: each ib connection uses one queue pair",
+              static_cast<long long>(knobs::getInt(knobs::KnobId::kIbQpsPerConnection)));
+  }
+  return Status::ok();
+}
+
+class IbTransport final : public Transport {
+ public:
+  const char* name() const override { return "ib"; }
+
+  bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override {
+    return self.ibPorts > 0 && peer.ibPorts > 0;
+  }
+
+  Status listen(const ConnectionParams& params, std::unique_ptr<RecvConnection>* connection,
+                std::vector<uint8_t>* blob) override {
+    WEFT_RETURN_IF_ERROR(checkParams(params, "listen"));
+    const IbPort* port = nullptr;
+    WEFT_RETURN_IF_ERROR(pickPort(params, &port));
+    std::unique_ptr<IbRecvConnection> created;
+    IbBlob published;
+    WEFT_RETURN_IF_ERROR(IbRecvConnection::create(params, *port, &created, &published));
+    encodeBlob(published, blob);
+    *connection = std::move(created);
+    return Status::ok();
+  }
+
+  Status connect(const ConnectionParams& params, std::span<const uint8_t> blob,
+                 std::unique_ptr<SendConnection>* connection) override {
+    WEFT_RETURN_IF_ERROR(checkParams(params, "connect"));
+    IbBlob published;
+    WEFT_RETURN_IF_ERROR(decodeBlob(blob, params, &published));
+    const IbPort* port = nullptr;
+    WEFT_RETURN_IF_ERROR(pickPort(params, &port));
+    std::unique_ptr<IbSendConnection> created;
+    WEFT_RETURN_IF_ERROR(IbSendConnection::create(params, *port, published, &created));
+    *connection = std::move(created);
+    return Status::ok();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> makeIbTransport() { return std::make_unique<IbTransport>(); }
+
+int usablePortCount() {
+  const PortScan& scan = usablePorts();
+  return scan.configError.isOk() ? static_cast<int>(scan.usable.size()) : 0;
+}
+
+}  // namespace weft::transport::ib
