@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Two soft-RoCE guests joined by a qemu socket network are two RoCE hosts: one rank each
-# (tests/ib/cases.sh across_guests). The second guest's eth0 has MTU 1100, so its RoCE MTU is 512
+# Two soft-RoCE guests joined by a qemu socket network are two RoCE hosts: two ranks each, every
+# collective (tests/ib/cases.sh across_guests). The second guest's eth0 has MTU 1100, so its RoCE MTU is 512
 # and the first's 1024: the connections must agree on 512.
 #
 #   two_guests.sh IMAGE_DIR PERF_DIR
@@ -11,8 +11,8 @@ command -v qemu-system-x86_64 >/dev/null || { echo "qemu-system-x86_64 is missin
 jobs=$(dirname "$image")/ib-jobs/across_guests
 rm -rf "$jobs"
 mkdir -p "$jobs/0" "$jobs/1"
-for rank in 0 1; do
-  printf '%s\n' "RANK=$rank exec $here/cases.sh $perf across_guests" >"$jobs/$rank/job.sh"
+for guest in 0 1; do
+  printf '%s\n' "GUEST=$guest exec $here/cases.sh $perf across_guests" >"$jobs/$guest/job.sh"
 done
 port=$((30000 + RANDOM % 20000))
 link() { echo "-netdev socket,id=net0,$1=127.0.0.1:$port -device virtio-net-pci,netdev=net0,mac=52:54:00:00:03:0$2"; }
@@ -23,9 +23,9 @@ sleep 2  # the listening side's socket must exist before the other connects
 # shellcheck disable=SC2046
 WEFT_GUEST_ADDR=10.0.3.2/24 WEFT_GUEST_MTU=1100 "$here/guest/run.sh" "$image" "$jobs/1" $(link connect 2) || status=$?
 wait $first || status=$?
-for rank in 0 1; do
-  echo "== guest $rank"
-  cat "$jobs/$rank/output" 2>/dev/null || true
+for guest in 0 1; do
+  echo "== guest $guest"
+  cat "$jobs/$guest/output" 2>/dev/null || true
 done
 echo "(guest consoles, rank logs: $jobs)"
 exit "${status:-0}"
