@@ -36,7 +36,7 @@
   X(IbRetryCnt, "NCCL_IB_RETRY_CNT", Int, "7", "verbs transport retries before a send fails (0-7)")  \
   X(IbSl, "NCCL_IB_SL", Int, "0", "InfiniBand service level of the queue pairs (0-15)")              \
   X(IbTc, "NCCL_IB_TC", Int, "0", "traffic class of the queue pairs (RoCE: DSCP << 2, 0-255)")      \
-  X(IbQpsPerConnection, "NCCL_IB_QPS_PER_CONNECTION", Int, "1", "queue pairs per verbs connection (only 1 so far)") \
+  X(IbQpsPerConnection, "NCCL_IB_QPS_PER_CONNECTION", Int, "1", "queue pairs per verbs connection, each carrying a share of every slot (1-8; the receiver's value)") \
   X(BuffSize, "NCCL_BUFFSIZE", Int, "4194304", "bytes of buffering per connection (split in slots)") \
   X(Algo, "NCCL_ALGO", String, "",                                                               \
     "algorithms allowed: ring, tree, ... as a list, ^ to exclude, or allreduce:tree;... per collective") \

@@ -90,6 +90,11 @@ case $case in
   registered_buffers) collective 4 all_reduce_perf -b 8 -e 512K -f 8 -R 1 ;;
   slot_ring_wraps) # 8 slots of 4 KiB: a 1 MiB allreduce wraps the ring of each connection many times
     NCCL_BUFFSIZE=32768 collective 2 all_reduce_perf -b 1M -e 1M && NCCL_BUFFSIZE=32768 collective 3 alltoall_perf -b 768K -e 768K ;;
+  queue_pairs) # each slot split over 3 queue pairs, odd sizes and a wrapping slot ring included
+    export NCCL_IB_QPS_PER_CONNECTION=3 NCCL_BUFFSIZE=65536
+    collective 3 all_reduce_perf -b 1 -e 1M -f 7 -d int8 || exit 1
+    grep -q "over ib rxe0:1, 3 queue pairs" /mnt/rank0.log || fail "the connections did not use 3 queue pairs"
+    collective 4 alltoall_perf -b 4 -e 400K -f 10 ;;
   bad_hca) # a device that does not exist: init fails on every rank and says what exists
     NCCL_IB_HCA==mlx5_9 run_ranks 2 all_reduce_perf -b 8 -e 8 && fail "init succeeded with NCCL_IB_HCA==mlx5_9"
     for log in /mnt/rank0.log /mnt/rank1.log; do

@@ -1,7 +1,9 @@
 #include "transport/ib/connection.h"
 
+#include <arpa/inet.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -13,7 +15,7 @@
 namespace weft::transport::ib {
 namespace {
 
-// Completions taken from the queue per poll.
+// Completions taken from a queue per poll.
 constexpr int kPollBatch = 16;
 
 std::string describePeer(const ConnectionParams& params) {
@@ -33,23 +35,37 @@ Status IbSendConnection::create(const ConnectionParams& params, const IbPort& po
                                 std::unique_ptr<IbSendConnection>* connection) {
   std::unique_ptr<IbSendConnection> created(new IbSendConnection);
   const int slotCount = params.slotCount;
+  const int queuePairs = blob.queuePairCount;
   created->slotBytes_ = params.slotBytes;
   created->slotCount_ = static_cast<uint64_t>(slotCount);
   created->remoteSlots_ = blob.slotsAddress;
   created->remoteKey_ = blob.slotsKey;
-  WEFT_RETURN_IF_ERROR(QueuePair::create(port, slotCount, 1, describePeer(params), &created->queuePair_));
-  QueuePair& qp = *created->queuePair_;
+  created->completed_.assign(static_cast<size_t>(queuePairs), 0);
+  for (int q = 0; q < queuePairs; ++q) {
+    std::unique_ptr<QueuePair> queuePair;
+    WEFT_RETURN_IF_ERROR(QueuePair::create(port, slotCount, 1, describePeer(params), &queuePair));
+    created->queuePairs_.push_back(std::move(queuePair));
+  }
+  // Registrations belong to the device's protection domain: every queue pair uses them.
+  QueuePair& first = *created->queuePairs_.front();
   const size_t slotsBytes = params.slotBytes * static_cast<size_t>(slotCount);
   WEFT_RETURN_IF_ERROR(allocateSlotMemory(slotsBytes, "ib send slots", &created->slots_));
-  WEFT_RETURN_IF_ERROR(qp.registerMemory(created->slots_.get(), slotsBytes, IBV_ACCESS_LOCAL_WRITE, &created->slotsMr_));
+  WEFT_RETURN_IF_ERROR(
+      first.registerMemory(created->slots_.get(), slotsBytes, IBV_ACCESS_LOCAL_WRITE, &created->slotsMr_));
   WEFT_RETURN_IF_ERROR(allocateSlotMemory(sizeof(uint64_t), "ib credit word", &created->credit_));
   memcpy(created->credit_.get(), &kCreditNotReady, sizeof(kCreditNotReady));
   ibv_mr* creditMr = nullptr;
-  WEFT_RETURN_IF_ERROR(qp.registerMemory(created->credit_.get(), sizeof(uint64_t),
-                                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &creditMr));
-  WEFT_RETURN_IF_ERROR(qp.connect(blob.queuePair));
+  WEFT_RETURN_IF_ERROR(first.registerMemory(created->credit_.get(), sizeof(uint64_t),
+                                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &creditMr));
+  SenderInfo info;
+  for (int q = 0; q < queuePairs; ++q) {
+    WEFT_RETURN_IF_ERROR(created->queuePairs_[q]->connect(blob.queuePairs[q]));
+    info.queuePairs[q] = created->queuePairs_[q]->address();
+  }
+  info.creditAddress = reinterpret_cast<uintptr_t>(created->credit_.get());
+  info.creditKey = creditMr->rkey;
 
-  const std::string where = qp.peerDescription() + " at " + blob.setupAddress.toString();
+  const std::string where = created->peer() + " at " + blob.setupAddress.toString();
   WaitContext context;
   context.timeoutSeconds = defaultTimeoutSeconds();
   context.what = "the ib setup connection to " + where;
@@ -57,18 +73,14 @@ Status IbSendConnection::create(const ConnectionParams& params, const IbPort& po
   Status status = net::Socket::connect(blob.setupAddress, context, &socket);
   if (!status.isOk()) return status.withContext("ib transport: connecting to " + where);
   const Handshake handshake = makeHandshake(params.self.rank, blob.nonce, params);
-  SenderInfo info;
-  info.queuePair = qp.address();
-  info.creditAddress = reinterpret_cast<uintptr_t>(created->credit_.get());
-  info.creditKey = creditMr->rkey;
-  // 40 + 64 bytes on a fresh connection: the kernel's buffer takes them at once.
+  // A few hundred bytes on a fresh connection: the kernel's buffer takes them at once.
   uint8_t message[sizeof(Handshake) + sizeof(SenderInfo)];
   memcpy(message, &handshake, sizeof(Handshake));
   memcpy(message + sizeof(Handshake), &info, sizeof(SenderInfo));
   status = socket.sendAll(message, sizeof(message), context);
-  if (!status.isOk()) return status.withContext("ib transport: sending the queue pair address to " + where);
-  WEFT_INFO(log::kNet, "Channel %02d : sending to rank %d (host %s) over ib %s", params.channel, params.peer.rank,
-            params.peer.hostname, port.name().c_str());
+  if (!status.isOk()) return status.withContext("ib transport: sending the queue pair addresses to " + where);
+  WEFT_INFO(log::kNet, "Channel %02d : sending to rank %d (host %s) over ib %s, %d queue pairs", params.channel,
+            params.peer.rank, params.peer.hostname, port.name().c_str(), queuePairs);
   *connection = std::move(created);
   return Status::ok();
 }
@@ -80,21 +92,28 @@ Status IbSendConnection::fail(Status status) {
 
 Status IbSendConnection::pollCompletions() {
   ibv_wc completions[kPollBatch];
-  int count = 0;
-  do {
-    WEFT_RETURN_IF_ERROR(fail(queuePair_->poll(completions, kPollBatch, &count)));
-    completed_ += static_cast<uint64_t>(count);
-  } while (count == kPollBatch);
+  for (size_t q = 0; q < queuePairs_.size(); ++q) {
+    int count = 0;
+    do {
+      WEFT_RETURN_IF_ERROR(fail(queuePairs_[q]->poll(completions, kPollBatch, &count)));
+      completed_[q] += static_cast<uint64_t>(count);
+    } while (count == kPollBatch);
+  }
   return Status::ok();
+}
+
+bool IbSendConnection::slotFree(uint64_t released) const {
+  if (released == kCreditNotReady || posted_ - released >= slotCount_) return false;
+  return std::all_of(completed_.begin(), completed_.end(),
+                     [&](uint64_t completed) { return posted_ - completed < slotCount_; });
 }
 
 Status IbSendConnection::tryAcquireSlot(void** slot) {
   *slot = nullptr;
   if (!error_.isOk()) return error_;
   WEFT_RETURN_IF_ERROR(pollCompletions());
-  const uint64_t released = loadCredit(credit_.get());
-  if (released == kCreditNotReady) return Status::ok();  // the receiver has not connected yet
-  if (posted_ - released < slotCount_ && posted_ - completed_ < slotCount_) *slot = slotAt(posted_);
+  // Until the receiver has connected, the credit word holds kCreditNotReady.
+  if (slotFree(loadCredit(credit_.get()))) *slot = slotAt(posted_);
   return Status::ok();
 }
 
@@ -102,17 +121,22 @@ Status IbSendConnection::postSlot(size_t bytes) {
   if (!error_.isOk()) return error_;
   if (bytes > slotBytes_) {
     return invalidUsage("ib transport: posted %zu bytes in a slot of %zu bytes (to %s)", bytes, slotBytes_,
-                        queuePair_->peerDescription().c_str());
+                        peer().c_str());
   }
-  const uint64_t released = loadCredit(credit_.get());
-  if (released == kCreditNotReady || posted_ - released >= slotCount_ || posted_ - completed_ >= slotCount_) {
+  if (!slotFree(loadCredit(credit_.get()))) {
     return invalidUsage("ib transport: postSlot without a free slot (to %s): call tryAcquireSlot until it returns a "
                         "slot",
-                        queuePair_->peerDescription().c_str());
+                        peer().c_str());
   }
   const uint32_t immediate = static_cast<uint32_t>(bytes);
   const uint64_t remote = remoteSlots_ + (posted_ % slotCount_) * slotBytes_;
-  WEFT_RETURN_IF_ERROR(fail(queuePair_->postWrite(slotAt(posted_), slotsMr_->lkey, bytes, remote, remoteKey_, &immediate)));
+  const size_t share = (bytes + queuePairs_.size() - 1) / queuePairs_.size();
+  for (size_t q = 0; q < queuePairs_.size(); ++q) {
+    const size_t offset = std::min(q * share, bytes);
+    const size_t length = std::min(share, bytes - offset);
+    WEFT_RETURN_IF_ERROR(fail(queuePairs_[q]->postWrite(slotAt(posted_) + offset, slotsMr_->lkey, length,
+                                                        remote + offset, remoteKey_, &immediate)));
+  }
   ++posted_;
   return Status::ok();
 }
@@ -121,7 +145,7 @@ Status IbSendConnection::tryFlush(bool* done) {
   *done = false;
   if (!error_.isOk()) return error_;
   WEFT_RETURN_IF_ERROR(pollCompletions());
-  *done = completed_ == posted_;
+  *done = std::all_of(completed_.begin(), completed_.end(), [&](uint64_t completed) { return completed == posted_; });
   return Status::ok();
 }
 
@@ -132,27 +156,36 @@ Status IbRecvConnection::create(const ConnectionParams& params, const IbPort& po
   std::unique_ptr<IbRecvConnection> created(new IbRecvConnection);
   created->channel_ = params.channel;
   const int slotCount = params.slotCount;
+  const int queuePairs =
+      std::clamp(static_cast<int>(knobs::getInt(knobs::KnobId::kIbQpsPerConnection)), 1, kMaxQueuePairs);
   created->slotBytes_ = params.slotBytes;
   created->slotCount_ = static_cast<uint64_t>(slotCount);
   created->sizes_.assign(static_cast<size_t>(slotCount), 0);
-  WEFT_RETURN_IF_ERROR(QueuePair::create(port, slotCount + 1, slotCount, describePeer(params), &created->queuePair_));
-  QueuePair& qp = *created->queuePair_;
+  created->arrivedShares_.assign(static_cast<size_t>(queuePairs), 0);
+  for (int q = 0; q < queuePairs; ++q) {
+    // Queue pair 0 also carries the credit writes: at most one per slot plus the first.
+    std::unique_ptr<QueuePair> queuePair;
+    WEFT_RETURN_IF_ERROR(
+        QueuePair::create(port, q == 0 ? slotCount + 1 : 1, slotCount, describePeer(params), &queuePair));
+    for (int i = 0; i < slotCount; ++i) WEFT_RETURN_IF_ERROR(queuePair->postReceive());
+    created->queuePairs_.push_back(std::move(queuePair));
+  }
+  QueuePair& first = *created->queuePairs_.front();
   const size_t slotsBytes = params.slotBytes * static_cast<size_t>(slotCount);
   WEFT_RETURN_IF_ERROR(allocateSlotMemory(slotsBytes, "ib receive slots", &created->slots_));
   ibv_mr* slotsMr = nullptr;
-  WEFT_RETURN_IF_ERROR(qp.registerMemory(created->slots_.get(), slotsBytes,
-                                         IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &slotsMr));
+  WEFT_RETURN_IF_ERROR(first.registerMemory(created->slots_.get(), slotsBytes,
+                                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &slotsMr));
   WEFT_RETURN_IF_ERROR(allocateSlotMemory(sizeof(uint64_t), "ib credit source", &created->creditSource_));
-  WEFT_RETURN_IF_ERROR(qp.registerMemory(created->creditSource_.get(), sizeof(uint64_t), IBV_ACCESS_LOCAL_WRITE,
-                                         &created->creditMr_));
-  for (int i = 0; i < slotCount; ++i) WEFT_RETURN_IF_ERROR(qp.postReceive());
+  WEFT_RETURN_IF_ERROR(first.registerMemory(created->creditSource_.get(), sizeof(uint64_t), IBV_ACCESS_LOCAL_WRITE,
+                                            &created->creditMr_));
 
   std::vector<net::NetInterface> interfaces;
   WEFT_RETURN_IF_ERROR(net::findInterfaces(&interfaces));
   if (interfaces.empty()) {
     return systemError("ib transport: no network interface for the setup connection of %s; check "
                        "NCCL_SOCKET_IFNAME and NCCL_SOCKET_FAMILY",
-                       qp.peerDescription().c_str());
+                       created->peer().c_str());
   }
   net::SocketAddress address = interfaces.front().address;
   address.setPort(0);
@@ -171,9 +204,9 @@ Status IbRecvConnection::create(const ConnectionParams& params, const IbPort& po
   blob->slotBytes = params.slotBytes;
   blob->slotsAddress = reinterpret_cast<uintptr_t>(created->slots_.get());
   blob->slotsKey = slotsMr->rkey;
-  blob->queuePair = qp.address();
+  blob->queuePairCount = queuePairs;
+  for (int q = 0; q < queuePairs; ++q) blob->queuePairs[q] = created->queuePairs_[q]->address();
   blob->setupAddress = listener.localAddress();
-
   created->acceptor_ = std::make_unique<Acceptor>(
       "ib", std::move(listener), makeHandshake(params.peer.rank, blob->nonce, params),
       static_cast<double>(knobs::getInt(knobs::KnobId::kBootstrapHandshakeTimeout)), params.peer.rank,
@@ -195,36 +228,40 @@ Status IbRecvConnection::trySetup() {
   }
   Status status = setup_.tryRecv(&sender_, sizeof(SenderInfo), &senderBytes_);
   if (!status.isOk()) {
-    return fail(status.withContext("ib transport: receiving the queue pair address of " +
-                                   queuePair_->peerDescription()));
+    return fail(status.withContext("ib transport: receiving the queue pair addresses of " + peer()));
   }
   if (senderBytes_ < sizeof(SenderInfo)) return Status::ok();
   setup_.close();
   if (sender_.magic != kIbWireMagic) {
-    return fail(internalError("ib transport: %s sent a queue pair address without Weft's mark",
-                              queuePair_->peerDescription().c_str()));
+    return fail(internalError("ib transport: %s sent queue pair addresses without Weft's mark", peer().c_str()));
   }
-  WEFT_RETURN_IF_ERROR(fail(queuePair_->connect(sender_.queuePair)));
+  for (size_t q = 0; q < queuePairs_.size(); ++q) {
+    WEFT_RETURN_IF_ERROR(fail(queuePairs_[q]->connect(sender_.queuePairs[q])));
+  }
   connected_ = true;
-  WEFT_INFO(log::kNet, "Channel %02d : receiving from %s over ib %s", channel_,
-            queuePair_->peerDescription().c_str(), queuePair_->port().name().c_str());
+  WEFT_INFO(log::kNet, "Channel %02d : receiving from %s over ib %s, %zu queue pairs", channel_, peer().c_str(),
+            queuePairs_.front()->port().name().c_str(), queuePairs_.size());
   return writeCredit();  // released 0: the sender may start
 }
 
 Status IbRecvConnection::pollCompletions() {
   ibv_wc completions[kPollBatch];
-  int count = 0;
-  do {
-    WEFT_RETURN_IF_ERROR(fail(queuePair_->poll(completions, kPollBatch, &count)));
-    for (int i = 0; i < count; ++i) {
-      if (completions[i].opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-        sizes_[arrived_ % slotCount_] = ntohl(completions[i].imm_data);
-        ++arrived_;
-      } else {
-        ++creditWritesDone_;
+  for (size_t q = 0; q < queuePairs_.size(); ++q) {
+    int count = 0;
+    do {
+      WEFT_RETURN_IF_ERROR(fail(queuePairs_[q]->poll(completions, kPollBatch, &count)));
+      for (int i = 0; i < count; ++i) {
+        if (completions[i].opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+          // Every share of a slot announces the slot's whole payload size.
+          sizes_[arrivedShares_[q] % slotCount_] = ntohl(completions[i].imm_data);
+          ++arrivedShares_[q];
+        } else {
+          ++creditWritesDone_;
+        }
       }
-    }
-  } while (count == kPollBatch);
+    } while (count == kPollBatch);
+  }
+  arrived_ = *std::min_element(arrivedShares_.begin(), arrivedShares_.end());
   return Status::ok();
 }
 
@@ -232,8 +269,8 @@ Status IbRecvConnection::writeCredit() {
   // Bounded outstanding sends: at most one credit write per slot plus the first is in flight.
   while (creditWrites_ - creditWritesDone_ > slotCount_) WEFT_RETURN_IF_ERROR(pollCompletions());
   memcpy(creditSource_.get(), &released_, sizeof(released_));
-  WEFT_RETURN_IF_ERROR(fail(queuePair_->postWrite(creditSource_.get(), creditMr_->lkey, sizeof(uint64_t),
-                                                  sender_.creditAddress, sender_.creditKey, nullptr)));
+  WEFT_RETURN_IF_ERROR(fail(queuePairs_.front()->postWrite(creditSource_.get(), creditMr_->lkey, sizeof(uint64_t),
+                                                           sender_.creditAddress, sender_.creditKey, nullptr)));
   ++creditWrites_;
   return Status::ok();
 }
@@ -252,7 +289,7 @@ Status IbRecvConnection::tryPeekSlot(const void** data, size_t* bytes) {
     *bytes = sizes_[released_ % slotCount_];
     if (*bytes > slotBytes_) {
       return fail(remoteError("ib transport: %s announced %zu bytes in a slot of %zu bytes: the stream is corrupted",
-                              queuePair_->peerDescription().c_str(), *bytes, slotBytes_));
+                              peer().c_str(), *bytes, slotBytes_));
     }
   }
   return Status::ok();
@@ -261,11 +298,10 @@ Status IbRecvConnection::tryPeekSlot(const void** data, size_t* bytes) {
 Status IbRecvConnection::releaseSlot() {
   if (!error_.isOk()) return error_;
   if (arrived_ == released_) {
-    return invalidUsage("ib transport: releaseSlot without a peeked slot (from %s)",
-                        queuePair_->peerDescription().c_str());
+    return invalidUsage("ib transport: releaseSlot without a peeked slot (from %s)", peer().c_str());
   }
-  // The slot's receive is posted again before the sender can learn the slot is free.
-  WEFT_RETURN_IF_ERROR(fail(queuePair_->postReceive()));
+  // The slot's receives are posted again before the sender can learn the slot is free.
+  for (auto& queuePair : queuePairs_) WEFT_RETURN_IF_ERROR(fail(queuePair->postReceive()));
   ++released_;
   return writeCredit();
 }

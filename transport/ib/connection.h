@@ -2,17 +2,21 @@
 // The two ends of an ib connection (the protocol is in transport/ib/wire.h).
 //
 // The receiver owns slotCount registered slots that the sender RDMA-writes, slot n % slotCount for
-// the n-th post, with write-with-immediate (the immediate is the payload size); each such write
-// consumes one receive, posted before the slot was offered, so a write never finds none (an RNR
-// wait). Releasing a slot posts its receive again and RDMA-writes the released count into the
-// sender's credit word. The sender stages each post in its own registered slot; a slot is free
-// when the receiver's count shows it consumed and the write's completion was polled. Neither end
-// blocks: the receiver finishes the setup (the sender's address arrives over TCP) when polled.
+// the n-th post, split over the connection's queue pairs (NCCL_IB_QPS_PER_CONNECTION): queue pair
+// q writes the q-th contiguous share with write-with-immediate (the immediate is the slot's
+// payload size). Each such write consumes one receive of its queue pair, posted before the slot
+// was offered, so a write never finds none (an RNR wait); a slot has arrived when every queue pair
+// completed its share. Releasing a slot posts its receives again and RDMA-writes the released
+// count into the sender's credit word (over queue pair 0). The sender stages each post in its own
+// registered slot; a slot is free when the receiver's count shows it consumed and the writes'
+// completions were polled. Neither end blocks: the receiver finishes the setup (the sender's
+// addresses arrive over TCP) when polled.
 
 #include <infiniband/verbs.h>
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "src/base/socket.h"
@@ -43,6 +47,8 @@ class IbSendConnection final : public SendConnection {
  private:
   IbSendConnection() = default;
   uint8_t* slotAt(uint64_t post) const { return slots_.get() + (post % slotCount_) * slotBytes_; }
+  bool slotFree(uint64_t released) const;
+  const std::string& peer() const { return queuePairs_.front()->peerDescription(); }
   Status pollCompletions();
   Status fail(Status status);
 
@@ -54,10 +60,10 @@ class IbSendConnection final : public SendConnection {
   uint64_t remoteSlots_ = 0;
   uint32_t remoteKey_ = 0;
   uint64_t posted_ = 0;
-  uint64_t completed_ = 0;       // writes whose completion was polled
+  std::vector<uint64_t> completed_;  // per queue pair, writes whose completion was polled
   Status error_;
-  // Last: destroyed first, so the memory it registered is deregistered before it is freed.
-  std::unique_ptr<QueuePair> queuePair_;
+  // Last: destroyed first, so the memory they registered is deregistered before it is freed.
+  std::vector<std::unique_ptr<QueuePair>> queuePairs_;
 };
 
 class IbRecvConnection final : public RecvConnection {
@@ -75,6 +81,7 @@ class IbRecvConnection final : public RecvConnection {
  private:
   IbRecvConnection() = default;
   uint8_t* slotAt(uint64_t post) const { return slots_.get() + (post % slotCount_) * slotBytes_; }
+  const std::string& peer() const { return queuePairs_.front()->peerDescription(); }
   Status trySetup();
   Status pollCompletions();
   Status writeCredit();
@@ -91,14 +98,15 @@ class IbRecvConnection final : public RecvConnection {
   SlotMemory slots_;
   SlotMemory creditSource_;      // the released count, as the credit write reads it
   ibv_mr* creditMr_ = nullptr;
-  std::vector<uint32_t> sizes_;  // per slot, the payload size its write announced
-  uint64_t arrived_ = 0;         // writes whose completion was polled
+  std::vector<uint32_t> sizes_;  // per slot, the payload size its writes announced
+  std::vector<uint64_t> arrivedShares_;  // per queue pair, writes whose completion was polled
+  uint64_t arrived_ = 0;         // slots whose every share arrived
   uint64_t released_ = 0;
   uint64_t creditWrites_ = 0;    // credit writes posted
   uint64_t creditWritesDone_ = 0;
   Status error_;
-  // Last: destroyed first, so the memory it registered is deregistered before it is freed.
-  std::unique_ptr<QueuePair> queuePair_;
+  // Last: destroyed first, so the memory they registered is deregistered before it is freed.
+  std::vector<std::unique_ptr<QueuePair>> queuePairs_;
 };
 
 }  // namespace weft::transport::ib

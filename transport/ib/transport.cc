@@ -1,11 +1,8 @@
 #include "transport/ib/transport.h"
 
-#include <atomic>
 #include <utility>
 #include <vector>
 
-#include "src/base/knobs.h"
-#include "src/base/log.h"
 #include "transport/ib/connection.h"
 #include "transport/ib/ports.h"
 #include "transport/ib/wire.h"
@@ -39,11 +36,6 @@ Status pickPort(const ConnectionParams& params, const IbPort** port) {
     for (const IbPort& candidate : scan.usable) near.push_back(&candidate);
   }
   *port = near[static_cast<size_t>(params.channel) % near.size()];
-  static std::atomic<bool> warned{false};
-  if (knobs::getInt(knobs::KnobId::kIbQpsPerConnection) != 1 && !warned.exchange(true)) {
-    WEFT_WARN("NCCL_IB_QPS_PER_CONNECTION=%lld is not supported yet: each ib connection uses one queue pair",
-              static_cast<long long>(knobs::getInt(knobs::KnobId::kIbQpsPerConnection)));
-  }
   return Status::ok();
 }
 

@@ -34,6 +34,10 @@ Status decodeBlob(std::span<const uint8_t> bytes, const ConnectionParams& params
                          static_cast<unsigned long long>(blob->commHash), blob->channel, blob->slotCount,
                          static_cast<unsigned long long>(blob->slotBytes));
   }
+  if (blob->queuePairCount < 1 || blob->queuePairCount > kMaxQueuePairs) {
+    return internalError("the ib connection blob from rank %d on host %s announces %d queue pairs, not 1 to %d",
+                         peer, host, blob->queuePairCount, kMaxQueuePairs);
+  }
   return Status::ok();
 }
 

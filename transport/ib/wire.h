@@ -2,13 +2,16 @@
 // What the ib transport exchanges to set up one connection (fixed-size structs in host byte
 // order: they travel between processes of one build).
 //
-//   receiver --IbBlob (bootstrap)--> sender: its queue pair's address, its slots (address, rkey),
-//       and a TCP port for the setup channel with the nonce that admits the sender there.
-//   sender --Handshake (transport/handshake.h), then SenderInfo (TCP)--> receiver: its queue
-//       pair's address and its credit word (address, rkey).
-// The receiver then connects its queue pair, posts its receives and RDMA-writes its released
-// count (0) to the credit word: from then on the sender writes slots with write-with-immediate
-// (the immediate is the payload size) and the receiver returns them by writing the count again.
+//   receiver --IbBlob (bootstrap)--> sender: its queue pairs' addresses (NCCL_IB_QPS_PER_CONNECTION
+//       of them, the receiver's value), its slots (address, rkey), and a TCP port for the setup
+//       channel with the nonce that admits the sender there.
+//   sender --Handshake (transport/handshake.h), then SenderInfo (TCP)--> receiver: as many queue
+//       pair addresses, and its credit word (address, rkey).
+// Queue pair i of one end connects to queue pair i of the other. The receiver then connects its
+// queue pairs and RDMA-writes its released count (0) to the credit word over queue pair 0: from
+// then on the sender writes each slot with write-with-immediate, one contiguous share of it per
+// queue pair (every immediate is the slot's payload size), and the receiver returns slots by
+// writing the count again.
 
 #include <infiniband/verbs.h>
 
@@ -25,6 +28,8 @@ namespace weft::transport::ib {
 
 inline constexpr uint64_t kIbWireMagic = 0x3142494254464557ull;  // "WEFTBIB1" read little-endian
 inline constexpr uint32_t kIbWireVersion = 1;
+/// Queue pairs per connection, at most (NCCL_IB_QPS_PER_CONNECTION).
+inline constexpr int kMaxQueuePairs = 8;
 
 /// One end's queue pair, as its peer needs it to connect.
 struct QueuePairAddress {
@@ -47,15 +52,15 @@ struct IbBlob {
   uint64_t slotBytes = 0;
   uint64_t slotsAddress = 0;
   uint32_t slotsKey = 0;    // rkey of the slots
-  uint32_t reserved = 0;
-  QueuePairAddress queuePair;
+  int32_t queuePairCount = 1;
+  QueuePairAddress queuePairs[kMaxQueuePairs];
   net::SocketAddress setupAddress;
 };
 static_assert(std::is_trivially_copyable_v<IbBlob>);
 
 struct SenderInfo {
   uint64_t magic = kIbWireMagic;
-  QueuePairAddress queuePair;
+  QueuePairAddress queuePairs[kMaxQueuePairs];  // the blob's queuePairCount of them
   uint64_t creditAddress = 0;
   uint32_t creditKey = 0;
   uint32_t reserved = 0;
