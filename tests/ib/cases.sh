@@ -136,5 +136,28 @@ case $case in
       done
     done
     echo "PASS: every collective across two guests, path MTUs agreed (1024 inside guest 0, 512 with guest 1)" ;;
+  link_cut) # rank 0 in guest 0, rank 1 in guest 1, whose eth0 goes down mid-run (tests/ib/two_guests.sh)
+    export NCCL_IB_TIMEOUT=12 NCCL_IB_RETRY_CNT=2  # about 17 ms per try: the verbs error comes first
+    log=/mnt/rank$GUEST.log
+    RANK=$GUEST WORLD_SIZE=2 NCCL_COMM_ID=10.0.3.1:29700 timeout 120 "$perf/all_reduce_perf" -b 64K -e 64K \
+      -n 1000000 -w 0 -c 0 >"$log" 2>&1 &
+    rank=$!
+    for _ in $(seq 900); do grep -q "Init COMPLETE" "$log" 2>/dev/null && break; sleep 0.1; done
+    grep -q "Init COMPLETE" "$log" || fail "rank $GUEST did not finish init: $(tail -n 5 "$log")"
+    sleep 3
+    [[ $GUEST == 1 ]] && ip link set eth0 down
+    start=$SECONDS
+    wait $rank
+    status=$? elapsed=$((SECONDS - start))
+    echo "rank $GUEST exited with $status $elapsed s after the link went down"
+    grep -m3 "WARN" "$log"
+    ((status != 0 && status != 124)) || fail "rank $GUEST exited with $status (124: it hung)"
+    if [[ $GUEST == 0 ]]; then
+      ((elapsed <= 60)) || fail "rank 0 took $elapsed s to report the cut link"
+      grep -q "ib transport: a work request on rxe0:1 to rank 1 .* failed: transport retry counter exceeded" "$log" ||
+        fail "rank 0's error does not give the verbs status, the device and rank 1"
+      (($(counter retry_exceeded_err) > 0)) || fail "rxe0's retry_exceeded_err did not count the failed writes"
+    fi
+    echo "PASS: the cut link is a verbs error naming the status, the device and the peer" ;;
   *) fail "unknown case $case" ;;
 esac

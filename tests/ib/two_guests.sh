@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Two soft-RoCE guests joined by a qemu socket network are two RoCE hosts: two ranks each, every
-# collective (tests/ib/cases.sh across_guests). The second guest's eth0 has MTU 1100, so its RoCE MTU is 512
-# and the first's 1024: the connections must agree on 512.
+# Two soft-RoCE guests joined by a qemu socket network are two RoCE hosts, each running CASE of
+# tests/ib/cases.sh with GUEST set (0 or 1): across_guests (two ranks each, every collective) or
+# link_cut (one rank each, the second guest's link cut mid-run). The second guest's eth0 has MTU
+# 1100, so its RoCE MTU is 512 and the first's 1024: connections between them must agree on 512.
 #
-#   two_guests.sh IMAGE_DIR PERF_DIR
+#   two_guests.sh IMAGE_DIR PERF_DIR CASE
 set -euo pipefail
-image=$1 perf=$2
+image=$1 perf=$2 case=$3
 here=$(cd "$(dirname "$0")" && pwd)
 command -v qemu-system-x86_64 >/dev/null || { echo "qemu-system-x86_64 is missing: run scripts/setup.sh"; exit 77; }
-jobs=$(dirname "$image")/ib-jobs/across_guests
+jobs=$(dirname "$image")/ib-jobs/$case
 rm -rf "$jobs"
 mkdir -p "$jobs/0" "$jobs/1"
 for guest in 0 1; do
-  printf '%s\n' "GUEST=$guest exec $here/cases.sh $perf across_guests" >"$jobs/$guest/job.sh"
+  printf '%s\n' "GUEST=$guest exec $here/cases.sh $perf $case" >"$jobs/$guest/job.sh"
 done
 port=$((30000 + RANDOM % 20000))
 link() { echo "-netdev socket,id=net0,$1=127.0.0.1:$port -device virtio-net-pci,netdev=net0,mac=52:54:00:00:03:0$2"; }
