@@ -40,6 +40,8 @@
   X(BuffSize, "NCCL_BUFFSIZE", Int, "4194304", "bytes of buffering per connection (split in slots)") \
   X(Algo, "NCCL_ALGO", String, "",                                                               \
     "algorithms allowed: ring, tree, ... as a list, ^ to exclude, or allreduce:tree;... per collective") \
+  X(TuneFile, "WEFT_TUNE_FILE", String, "",                                                      \
+    "the tuner's constants as weft tune --calibrate measured them (default: built-in); rank 0's file is used") \
   X(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "fewest channels a communicator uses")            \
   X(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "1", "most channels a communicator uses")              \
   X(GpuChannels, "WEFT_GPU_CHANNELS", Int, "8",                                                   \

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "algorithms/tune_file.h"
 #include "algorithms/tuner.h"
 #include "src/base/knobs.h"
 #include "src/base/log.h"
@@ -37,6 +38,8 @@ struct SharedSettings {
   algorithms::AlgorithmFilter algorithms;  // NCCL_ALGO
   int32_t algorithmsValid;  // 0: this rank's NCCL_ALGO did not parse (every rank then fails)
   int32_t shmDisabled;      // NCCL_SHM_DISABLE, for the tuner (whose choice every rank must share)
+  int32_t costModelValid;   // 0: this rank's WEFT_TUNE_FILE could not be loaded (every rank then fails)
+  algorithms::CostModel costModel;  // WEFT_TUNE_FILE's, or the built-in defaults
 };
 
 uint64_t hashBytes(const void* data, size_t size, uint64_t seed) {
@@ -46,8 +49,9 @@ uint64_t hashBytes(const void* data, size_t size, uint64_t seed) {
   return hash;
 }
 
-// This rank's settings; *algorithmsStatus says whether its NCCL_ALGO parsed.
-SharedSettings localSettings(Status* algorithmsStatus) {
+// This rank's settings; *algorithmsStatus says whether its NCCL_ALGO parsed, *tuneStatus whether
+// its WEFT_TUNE_FILE loaded.
+SharedSettings localSettings(Status* algorithmsStatus, Status* tuneStatus) {
   int64_t minChannels = knobs::getInt(knobs::KnobId::kMinNChannels);
   int64_t maxChannels = knobs::getInt(knobs::KnobId::kMaxNChannels);
   int64_t channels = std::clamp<int64_t>(std::max(minChannels, std::min<int64_t>(maxChannels, 1)), 1, kMaxChannels);
@@ -56,9 +60,12 @@ SharedSettings localSettings(Status* algorithmsStatus) {
   int64_t cmaMinBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kCmaMinBytes), 0);
   SharedSettings settings{static_cast<int32_t>(channels), static_cast<int32_t>(gpuChannels), buffSize, cmaMinBytes,
                           algorithms::AlgorithmFilter::all(), 1,
-                          knobs::getBool(knobs::KnobId::kShmDisable) ? 1 : 0};
+                          knobs::getBool(knobs::KnobId::kShmDisable) ? 1 : 0, 1, algorithms::CostModel{}};
   *algorithmsStatus = algorithms::parseAlgorithmFilter(knobs::getString(knobs::KnobId::kAlgo), &settings.algorithms);
   settings.algorithmsValid = algorithmsStatus->isOk() ? 1 : 0;
+  const std::string tuneFile = knobs::getString(knobs::KnobId::kTuneFile);
+  if (!tuneFile.empty()) *tuneStatus = algorithms::loadTuneFile(tuneFile, &settings.costModel);
+  settings.costModelValid = tuneStatus->isOk() ? 1 : 0;
   return settings;
 }
 
@@ -306,17 +313,23 @@ Status Communicator::init(const UniqueId& id) {
 
   std::vector<SharedSettings> settings(nranks_);
   Status algorithmsStatus;
-  settings[rank_] = localSettings(&algorithmsStatus);
+  Status tuneStatus;
+  settings[rank_] = localSettings(&algorithmsStatus, &tuneStatus);
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(settings.data(), sizeof(SharedSettings)));
   const SharedSettings& agreed = settings[0];
   // A bad NCCL_ALGO anywhere fails every rank, after the exchange, so that none waits for it.
   if (!algorithmsStatus.isOk()) return algorithmsStatus;
+  if (!tuneStatus.isOk()) return tuneStatus;
   for (int r = 0; r < nranks_; ++r) {
     if (settings[r].algorithmsValid == 0) {
       return invalidArgument("rank %d's NCCL_ALGO is not valid (its log says why); every rank stops", r);
     }
+    if (settings[r].costModelValid == 0) {
+      return invalidArgument("rank %d could not load its WEFT_TUNE_FILE (its log says why); every rank stops", r);
+    }
   }
   algorithms_ = agreed.algorithms;
+  costModel_ = agreed.costModel;
   networkHops_ = agreed.shmDisabled != 0 ||
                  std::any_of(peers_.begin(), peers_.end(), [&](const PeerInfo& peer) { return !peer.sameHost(peers_[0]); });
   treeDepth_ = algorithms::treeDepth(nranks_);

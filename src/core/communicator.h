@@ -12,6 +12,7 @@
 
 #include "algorithms/algorithm_filter.h"
 #include "algorithms/schedule.h"
+#include "algorithms/tuner.h"
 #include "src/base/peer_info.h"
 #include "src/base/status.h"
 #include "src/base/wait.h"
@@ -85,6 +86,8 @@ class Communicator {
   int treeDepth() const { return treeDepth_; }
   /// The algorithms NCCL_ALGO allows (rank 0's setting), agreed at init.
   const algorithms::AlgorithmFilter& algorithmFilter() const { return algorithms_; }
+  /// The tuner's constants: rank 0's WEFT_TUNE_FILE, or the built-in defaults.
+  const algorithms::CostModel& costModel() const { return costModel_; }
   size_t slotBytes() const { return slotBytes_; }
   /// Host allreduces of at least this many bytes read the peers' buffers directly
   /// (src/exec/direct_allreduce.h); 0 when cross-memory attach is off or does not work here.
@@ -197,6 +200,7 @@ class Communicator {
   std::unique_ptr<ConnectionTable> connections_;
   int gpuChannels_ = 1;
   algorithms::AlgorithmFilter algorithms_ = algorithms::AlgorithmFilter::all();
+  algorithms::CostModel costModel_;
   bool networkHops_ = false;
   int treeDepth_ = 0;
   size_t cmaMinBytes_ = 0;

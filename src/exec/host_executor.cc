@@ -115,7 +115,7 @@ Status pickAlgorithm(const core::Op& op, algorithms::Algorithm* algorithm) {
   shape.networkHops = comm.networkHops();
   shape.treeDepth = comm.treeDepth();
   shape.channels = static_cast<int>(comm.rings().size());
-  const algorithms::CostModel model;
+  const algorithms::CostModel& model = comm.costModel();
   if (algorithms::chooseAlgorithm(shape, comm.algorithmFilter(), model, algorithm)) {
     WEFT_INFO(log::kTuning, "%s of %zu bytes on %d ranks: %s (predicted: ring %.1f us, tree %.1f us)",
               algorithms::collectiveName(op.collective), shape.bytes, shape.nranks,

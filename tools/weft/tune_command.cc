@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/tune_file.h"
 #include "algorithms/tuner.h"
 #include "src/base/knobs.h"
+#include "tools/weft/calibrate.h"
 
 namespace weft::tools {
 namespace {
@@ -22,6 +24,9 @@ struct TuneOptions {
   bool algoGiven = false;
   size_t minBytes = 8;
   size_t maxBytes = size_t{256} << 20;
+  bool ranksGiven = false;
+  bool calibrate = false;
+  CalibrationOptions calibration;
 };
 
 constexpr struct {
@@ -49,13 +54,22 @@ int runTune(const TuneOptions& options) {
     std::fprintf(stderr, "weft tune: %s\n", parsed.message().c_str());
     return 1;
   }
-  const algorithms::CostModel model;
+  algorithms::CostModel model;
+  const std::string tuneFile = knobs::getString(knobs::KnobId::kTuneFile);
+  if (!tuneFile.empty()) {
+    const Status loaded = algorithms::loadTuneFile(tuneFile, &model);
+    if (!loaded.isOk()) {
+      std::fprintf(stderr, "weft tune: %s\n", loaded.message().c_str());
+      return 1;
+    }
+  }
   const algorithms::HopCost& hop = shape.networkHops ? model.network : model.sharedMemory;
   std::printf("# Weft tuner: %s, %d ranks on %d node(s), %d channel(s), NCCL_ALGO %s\n",
               algorithms::collectiveName(shape.collective), shape.nranks, options.nodes, shape.channels,
               algo.empty() ? "unset" : algo.c_str());
-  std::printf("# every step over %s: %.1f us, %.2f GB/s; tree depth %d; predicted us, * the choice\n",
-              shape.networkHops ? "the network" : "shared memory", hop.latencyUs, hop.bandwidthGBps, shape.treeDepth);
+  std::printf("# every step over %s: %.1f us, %.2f GB/s (%s); tree depth %d; predicted us, * the choice\n",
+              shape.networkHops ? "the network" : "shared memory", hop.latencyUs, hop.bandwidthGBps,
+              tuneFile.empty() ? "built-in constants" : ("from " + tuneFile).c_str(), shape.treeDepth);
   const algorithms::Algorithm kShown[] = {algorithms::Algorithm::kRing, algorithms::Algorithm::kTree};
   std::printf("%14s", "bytes");
   for (algorithms::Algorithm algorithm : kShown) std::printf(" %13s", algorithms::algorithmName(algorithm));
@@ -91,7 +105,10 @@ void addTuneCommand(CLI::App& app, int* exitCode) {
   tune->add_option("--collective", options->collective, "the collective")
       ->check(CLI::IsMember(names))
       ->capture_default_str();
-  tune->add_option("--ranks", options->ranks, "ranks in the communicator")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  tune->add_option("--ranks", options->ranks, "ranks in the communicator (--calibrate: ranks measured, default 2)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str()
+      ->each([options](const std::string&) { options->ranksGiven = true; });
   tune->add_option("--nodes", options->nodes, "hosts the ranks span (more than one: steps go over the network)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
@@ -106,7 +123,23 @@ void addTuneCommand(CLI::App& app, int* exitCode) {
   tune->add_option("--max", options->maxBytes, "the largest size in bytes (K, M, G suffixes)")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
-  tune->callback([options, exitCode]() { *exitCode = runTune(*options); });
+  tune->add_flag("--calibrate", options->calibrate,
+                 "measure this machine's shared-memory and network hops (all_reduce_perf as --ranks processes) and "
+                 "write them to --output for WEFT_TUNE_FILE, instead of printing the table");
+  tune->add_option("--output", options->calibration.output, "the tune file --calibrate writes")->capture_default_str();
+  tune->add_option("--perf-dir", options->calibration.perfDir,
+                   "where --calibrate finds all_reduce_perf (default: ../perf beside weft)");
+  tune->add_option("--iters", options->calibration.iterations, "timed iterations per size for --calibrate")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  tune->callback([options, exitCode]() {
+    if (options->calibrate) {
+      if (options->ranksGiven) options->calibration.ranks = options->ranks;
+      *exitCode = runCalibration(options->calibration);
+    } else {
+      *exitCode = runTune(*options);
+    }
+  });
 }
 
 }  // namespace weft::tools

@@ -1,0 +1,59 @@
+// WEFT_TUNE_FILE: the tuner's constants read back as written, and every malformed file refused with
+// the file and the member named.
+#include "algorithms/tune_file.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace weft::algorithms {
+namespace {
+
+TEST(TuneFile, WhatIsWrittenReadsBack) {
+  CostModel model;
+  model.sharedMemory = {2.5, 3.25};
+  model.network = {41, 0.75};
+  const std::string text = tuneFileText(model, R"({"measured_on": "host1", "ranks": 4})");
+  EXPECT_NE(text.find("\"measured_on\": \"host1\""), std::string::npos) << text;
+  CostModel read;
+  ASSERT_TRUE(parseTuneFile(text, "t.json", &read).isOk());
+  EXPECT_EQ(read.sharedMemory.latencyUs, 2.5);
+  EXPECT_EQ(read.sharedMemory.bandwidthGBps, 3.25);
+  EXPECT_EQ(read.network.latencyUs, 41);
+  EXPECT_EQ(read.network.bandwidthGBps, 0.75);
+}
+
+void expectRefused(const std::string& text, const std::string& saying) {
+  CostModel model;
+  model.network.latencyUs = 123;
+  Status status = parseTuneFile(text, "bad.json", &model);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << text;
+  EXPECT_NE(status.message().find("bad.json"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find(saying), std::string::npos) << status.message();
+  EXPECT_EQ(model.network.latencyUs, 123) << "a refused file leaves the model as it was";
+}
+
+TEST(TuneFile, MalformedFilesAreRefusedNamingWhat) {
+  const std::string hops = R"("shared_memory": {"latency_us": 4, "bandwidth_gbps": 5})";
+  expectRefused("{\"weft_tune_file\": 1, " + hops + ",}", "byte ");
+  expectRefused("[1, 2]", "not a JSON object");
+  expectRefused("{" + hops + "}", "not a version 1 Weft tune file");
+  expectRefused("{\"weft_tune_file\": 2, " + hops + "}", "not a version 1 Weft tune file");
+  expectRefused("{\"weft_tune_file\": 1, " + hops + "}", "no \"network\" object");
+  const std::string head = "{\"weft_tune_file\": 1, " + hops + ", \"network\": ";
+  expectRefused(head + R"({"latency_us": 4}})", "\"network\".\"bandwidth_gbps\" must be a positive number");
+  expectRefused(head + R"({"latency_us": -1, "bandwidth_gbps": 1}})",
+                "\"network\".\"latency_us\" must be a positive number");
+  expectRefused(head + R"({"latency_us": "9", "bandwidth_gbps": 1}})", "\"network\".\"latency_us\"");
+}
+
+TEST(TuneFile, AMissingFileIsNamed) {
+  CostModel model;
+  Status status = loadTuneFile("/nonexistent/weft-tune.json", &model);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("cannot read tune file /nonexistent/weft-tune.json"), std::string::npos)
+      << status.message();
+}
+
+}  // namespace
+}  // namespace weft::algorithms

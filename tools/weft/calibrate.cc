@@ -1,0 +1,177 @@
+#include "tools/weft/calibrate.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "algorithms/tune_file.h"
+
+namespace weft::tools {
+namespace {
+
+constexpr size_t kSmallestBytes = 8;
+constexpr size_t kLargestBytes = size_t{16} << 20;
+
+// A free TCP port on the loopback for the bootstrap root (bound, read, released).
+int freePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  int port = 0;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  if (fd >= 0) close(fd);
+  return port;
+}
+
+std::string findPerf(const CalibrationOptions& options) {
+  std::filesystem::path dir = options.perfDir;
+  if (dir.empty()) {
+    std::error_code error;
+    dir = std::filesystem::read_symlink("/proc/self/exe", error).parent_path().parent_path() / "perf";
+  }
+  return (dir / "all_reduce_perf").string();
+}
+
+// Runs the sweep as `ranks` processes; fills time in microseconds (out of place) by size from rank
+// 0's table. False, with *why, when a rank fails or the table is missing.
+bool runSweep(const std::string& perf, int ranks, int iterations, bool network, std::map<size_t, double>* times,
+              std::string* why) {
+  const int port = freePort();
+  int pipeFds[2];
+  if (port == 0 || pipe(pipeFds) != 0) {
+    *why = "could not find a free loopback port or make a pipe";
+    return false;
+  }
+  const std::string iters = std::to_string(iterations);
+  const std::string warmup = std::to_string(std::max(1, iterations / 5));
+  const std::string smallest = std::to_string(kSmallestBytes);
+  const std::string largest = std::to_string(kLargestBytes);
+  std::vector<pid_t> children;
+  for (int rank = 0; rank < ranks; ++rank) {
+    pid_t child = fork();
+    if (child == 0) {
+      if (rank == 0) dup2(pipeFds[1], STDOUT_FILENO);
+      close(pipeFds[0]);
+      close(pipeFds[1]);
+      if (rank != 0 && freopen("/dev/null", "w", stdout) == nullptr) _exit(127);
+      setenv("RANK", std::to_string(rank).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(ranks).c_str(), 1);
+      setenv("NCCL_COMM_ID", ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
+      setenv("NCCL_ALGO", "ring", 1);
+      setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+      setenv("NCCL_SHM_DISABLE", network ? "1" : "0", 1);
+      unsetenv("WEFT_TUNE_FILE");
+      execl(perf.c_str(), perf.c_str(), "-b", smallest.c_str(), "-e", largest.c_str(), "-f", "8", "-n",
+            iters.c_str(), "-w", warmup.c_str(), "-c", "0", static_cast<char*>(nullptr));
+      std::fprintf(stderr, "weft tune --calibrate: cannot run %s: %s\n", perf.c_str(), strerror(errno));
+      _exit(127);
+    }
+    children.push_back(child);
+  }
+  close(pipeFds[1]);
+  std::string output;
+  char buffer[4096];
+  for (ssize_t n; (n = read(pipeFds[0], buffer, sizeof(buffer))) > 0;) output.append(buffer, static_cast<size_t>(n));
+  close(pipeFds[0]);
+  bool ok = true;
+  for (pid_t child : children) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream columns(line);
+    size_t size = 0, count = 0;
+    std::string type, op, root;
+    double time = 0;
+    if (line.empty() || line[0] == '#' || !(columns >> size >> count >> type >> op >> root >> time)) continue;
+    (*times)[size] = time;
+  }
+  if (!ok || !times->contains(kSmallestBytes) || !times->contains(kLargestBytes)) {
+    *why = "all_reduce_perf failed (run it by hand with the same settings to see why):\n" + output;
+    return false;
+  }
+  return true;
+}
+
+// Fits the ring allreduce's model to one sweep.
+algorithms::HopCost fit(const std::map<size_t, double>& times, int ranks) {
+  const double n = ranks;
+  const double small = times.at(kSmallestBytes);
+  const double large = times.at(kLargestBytes);
+  algorithms::HopCost hop;
+  hop.latencyUs = std::max(small / (2 * (n - 1)), 0.01);
+  const double bytesUs = std::max(large - small, 1e-3) / (2 * (n - 1) / n);  // S / b, in microseconds
+  hop.bandwidthGBps = static_cast<double>(kLargestBytes) / bytesUs / 1e3;
+  return hop;
+}
+
+}  // namespace
+
+int runCalibration(const CalibrationOptions& options) {
+  if (options.ranks < 2) {
+    std::fprintf(stderr, "weft tune --calibrate: --ranks must be at least 2 (a hop needs two ranks)\n");
+    return 1;
+  }
+  const std::string perf = findPerf(options);
+  if (access(perf.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "weft tune --calibrate: no all_reduce_perf at %s; build the perf binaries or give "
+                 "--perf-dir\n", perf.c_str());
+    return 1;
+  }
+  algorithms::CostModel model;
+  nlohmann::json details;
+  for (bool network : {false, true}) {
+    std::map<size_t, double> times;
+    std::string why;
+    std::printf("# measuring %s: %d ranks of %s, NCCL_ALGO=ring, %zu B and %zu B\n",
+                network ? "the network (NCCL_SHM_DISABLE=1)" : "shared memory", options.ranks, perf.c_str(),
+                kSmallestBytes, kLargestBytes);
+    std::fflush(stdout);
+    if (!runSweep(perf, options.ranks, options.iterations, network, &times, &why)) {
+      std::fprintf(stderr, "weft tune --calibrate: %s\n", why.c_str());
+      return 1;
+    }
+    algorithms::HopCost& hop = network ? model.network : model.sharedMemory;
+    hop = fit(times, options.ranks);
+    nlohmann::json measured;
+    for (const auto& [size, time] : times) measured[std::to_string(size)] = time;
+    details[network ? "network_sweep_us" : "shared_memory_sweep_us"] = measured;
+    std::printf("#   %s: %.2f us per step, %.3f GB/s\n", network ? "network" : "shared memory", hop.latencyUs,
+                hop.bandwidthGBps);
+  }
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  details["measured_on"] = host;
+  details["cpus"] = sysconf(_SC_NPROCESSORS_ONLN);
+  details["ranks"] = options.ranks;
+  details["how"] = "weft tune --calibrate: all_reduce_perf, NCCL_ALGO=ring, fitted to 2(n-1) a + 2(n-1)/n S / b";
+  std::ofstream file(options.output);
+  file << algorithms::tuneFileText(model, details.dump());
+  if (!file.good()) {
+    std::fprintf(stderr, "weft tune --calibrate: cannot write %s\n", options.output.c_str());
+    return 1;
+  }
+  std::printf("# wrote %s: set WEFT_TUNE_FILE=%s for the tuner to use it\n", options.output.c_str(),
+              options.output.c_str());
+  return 0;
+}
+
+}  // namespace weft::tools

@@ -1,0 +1,24 @@
+#pragma once
+// `weft tune --calibrate`: measures this machine's hops and writes the tuner's constants as a
+// tune file (algorithms/tune_file.h) for WEFT_TUNE_FILE.
+//
+// It runs nccl-tests' all_reduce_perf of this build (the ring, NCCL_ALGO=ring) as `ranks`
+// processes on this host, Weft's launch without MPI, once over shared memory and once with
+// NCCL_SHM_DISABLE=1 (the network), and fits the ring's model to each sweep: the smallest size's
+// time is 2(n-1) latencies, the largest one's adds 2(n-1)/n S at the bandwidth.
+
+#include <string>
+
+namespace weft::tools {
+
+struct CalibrationOptions {
+  int ranks = 2;
+  std::string output = "weft-tune.json";
+  std::string perfDir;  // where all_reduce_perf is; default: ../perf beside this program
+  int iterations = 50;
+};
+
+/// Measures, writes options.output and prints what it found; the exit code.
+int runCalibration(const CalibrationOptions& options);
+
+}  // namespace weft::tools
