@@ -59,4 +59,16 @@ bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& filter, cons
   return best < std::numeric_limits<double>::infinity();
 }
 
+double estimateMicroseconds(const TuneShape& shape, const AlgorithmFilter& filter, const CostModel& model) {
+  if (isPointToPoint(shape.collective)) {
+    const HopCost& hop = shape.networkHops ? model.network : model.sharedMemory;
+    return hop.latencyUs + static_cast<double>(shape.bytes) / (hop.bandwidthGBps * 1e3);
+  }
+  Algorithm chosen = Algorithm::kRing;
+  if (governedByAlgo(shape.collective) && !chooseAlgorithm(shape, filter, model, &chosen)) {
+    return std::numeric_limits<double>::infinity();
+  }
+  return predictMicroseconds(chosen, shape, model);
+}
+
 }  // namespace weft::algorithms

@@ -53,4 +53,9 @@ double predictMicroseconds(Algorithm algorithm, const TuneShape& shape, const Co
 bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& filter, const CostModel& model,
                      Algorithm* chosen);
 
+/// Predicted microseconds of the operation as Weft would run it: the chosen algorithm's for the
+/// collectives NCCL_ALGO governs (infinity when it allows none), one hop for a send or receive,
+/// the ring's (n-1 steps, (n-1)/n S) for the others (all-to-all, gather, scatter).
+double estimateMicroseconds(const TuneShape& shape, const AlgorithmFilter& filter, const CostModel& model);
+
 }  // namespace weft::algorithms

@@ -1,4 +1,5 @@
-// ncclGroupStart / ncclGroupEnd / ncclGroupSimulateEnd.
+// ncclGroupStart / ncclGroupEnd / ncclGroupSimulateEnd (the tuner's estimate of the group, in
+// microseconds, without running its operations).
 
 #include "src/api/api_support.h"
 #include "src/core/group.h"
@@ -16,8 +17,16 @@ WEFT_API ncclResult_t ncclGroupEnd() { return toResult(Group::current().end(), "
 WEFT_PROFILING_ALIAS(ncclGroupEnd)
 
 WEFT_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
-  return toResult(weft::invalidUsage("ncclGroupSimulateEnd is not implemented in this version of Weft (the tuner's "
-                                     "estimate comes later); the group is left open and unchanged"),
-                  "ncclGroupSimulateEnd");
+  constexpr unsigned int kSimInfoMagic = 0x74685283;  // NCCL_SIM_INFO_INITIALIZER's
+  if (simInfo == nullptr || simInfo->magic != kSimInfoMagic || simInfo->size < sizeof(ncclSimInfo_t)) {
+    // The group stays open, as NCCL leaves it: a corrected call can still close it.
+    return toResult(weft::invalidArgument("simInfo is %s: initialize it with NCCL_SIM_INFO_INITIALIZER",
+                                          simInfo == nullptr ? "NULL" : "not initialized"),
+                    "ncclGroupSimulateEnd");
+  }
+  double estimated = 0;
+  weft::Status status = Group::current().simulateEnd(&estimated);
+  if (status.isOk()) simInfo->estimatedTime = static_cast<float>(estimated);
+  return toResult(status, "ncclGroupSimulateEnd");
 }
 WEFT_PROFILING_ALIAS(ncclGroupSimulateEnd)

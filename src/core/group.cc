@@ -1,9 +1,11 @@
 #include "src/core/group.h"
 
 #include <algorithm>
+#include <map>
 #include <thread>
 
 #include "src/core/communicator.h"
+#include "src/core/op_tuning.h"
 #include "src/exec/launch.h"
 
 namespace weft::core {
@@ -106,6 +108,25 @@ Status Group::end() {
   nonblocking_ = false;
   error_ = Status::ok();
   return status;
+}
+
+Status Group::simulateEnd(double* estimatedMicroseconds) {
+  *estimatedMicroseconds = 0;
+  if (depth_ == 0) return invalidUsage("ncclGroupSimulateEnd called without a matching ncclGroupStart");
+  if (--depth_ > 0) return Status::ok();
+  std::vector<Op> simulated = std::move(ops_);
+  ops_.clear();
+  Status status = launch();  // the inits, if any, and a recorded error
+  inits_.clear();
+  nonblocking_ = false;
+  error_ = Status::ok();
+  if (!status.isOk()) return status;
+  std::map<const Communicator*, double> perCommunicator;
+  for (const Op& op : simulated) perCommunicator[op.comm] += predictedMicroseconds(op);
+  for (const auto& [comm, microseconds] : perCommunicator) {
+    *estimatedMicroseconds = std::max(*estimatedMicroseconds, microseconds);
+  }
+  return Status::ok();
 }
 
 Status Group::launch() {

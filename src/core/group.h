@@ -26,6 +26,11 @@ class Group {
   /// own thread (they wait on each other's ranks), then all operations together on this thread.
   /// Returns the first failure, including one recorded by recordError.
   Status end();
+  /// ncclGroupSimulateEnd: closes one level like end(); the outermost one runs the group's
+  /// communicator inits but not its operations, and sets *estimatedMicroseconds to the tuner's
+  /// prediction for them: per communicator the sum over its operations, the largest over
+  /// communicators (0 for none). The operations are dropped.
+  Status simulateEnd(double* estimatedMicroseconds);
   bool active() const { return depth_ > 0; }
   int depth() const { return depth_; }
 

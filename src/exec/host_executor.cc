@@ -9,6 +9,7 @@
 #include "src/base/log.h"
 #include "src/base/wait.h"
 #include "src/core/communicator.h"
+#include "src/core/op_tuning.h"
 #include "src/core/progress_record.h"
 #include "src/exec/direct_allreduce.h"
 #include "src/exec/program_connections.h"
@@ -108,13 +109,7 @@ Status pickAlgorithm(const core::Op& op, algorithms::Algorithm* algorithm) {
   *algorithm = algorithms::Algorithm::kRing;
   if (!algorithms::governedByAlgo(op.collective)) return Status::ok();  // direct lanes
   const core::Communicator& comm = *op.comm;
-  algorithms::TuneShape shape;
-  shape.collective = op.collective;
-  shape.bytes = op.count * algorithms::dataTypeSize(op.type);
-  shape.nranks = comm.nranks();
-  shape.networkHops = comm.networkHops();
-  shape.treeDepth = comm.treeDepth();
-  shape.channels = static_cast<int>(comm.rings().size());
+  const algorithms::TuneShape shape = core::tuneShapeOf(op);
   const algorithms::CostModel& model = comm.costModel();
   if (algorithms::chooseAlgorithm(shape, comm.algorithmFilter(), model, algorithm)) {
     WEFT_INFO(log::kTuning, "%s of %zu bytes on %d ranks: %s (predicted: ring %.1f us, tree %.1f us)",

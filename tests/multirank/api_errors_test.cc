@@ -409,10 +409,6 @@ TEST(ApiErrors, UnimplementedFunctionsAreInvalidUsageAndSaySo) {
            ncclWindow_t win = nullptr;
            return ncclCommWindowRegister(comm, window.data(), window.size(), &win, NCCL_WIN_DEFAULT);
          }},
-        {"ncclGroupSimulateEnd", [] {
-           ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
-           return ncclGroupSimulateEnd(&info);
-         }},
         {"ncclDevCommCreate", [&] { return ncclDevCommCreate(comm, nullptr, nullptr); }},
         {"ncclDevCommDestroy", [&] { return ncclDevCommDestroy(comm, nullptr); }},
         {"ncclLsaBarrierCreateRequirement",

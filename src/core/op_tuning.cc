@@ -1,0 +1,23 @@
+#include "src/core/op_tuning.h"
+
+#include "src/core/communicator.h"
+
+namespace weft::core {
+
+algorithms::TuneShape tuneShapeOf(const Op& op) {
+  const Communicator& comm = *op.comm;
+  algorithms::TuneShape shape;
+  shape.collective = op.collective;
+  shape.bytes = op.count * algorithms::dataTypeSize(op.type);
+  shape.nranks = comm.nranks();
+  shape.networkHops = comm.networkHops();
+  shape.treeDepth = comm.treeDepth();
+  shape.channels = static_cast<int>(comm.rings().size());
+  return shape;
+}
+
+double predictedMicroseconds(const Op& op) {
+  return algorithms::estimateMicroseconds(tuneShapeOf(op), op.comm->algorithmFilter(), op.comm->costModel());
+}
+
+}  // namespace weft::core
