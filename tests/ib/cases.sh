@@ -125,7 +125,7 @@ case $case in
     for binary in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf \
                   sendrecv_perf; do
       port=$((port + 1))
-      FIRST_RANK=$((2 * GUEST)) LOCAL_RANKS=2 ROOT=10.0.3.1:$port collective 4 $binary -b 8 -e 64K -f 8 || exit 1
+      FIRST_RANK=$((2 * GUEST)) LOCAL_RANKS=2 ROOT=10.0.3.1:$port collective 4 $binary -b 8 -e 32K -f 64 || exit 1
       # Guest 1's RoCE MTU is 512, guest 0's 1024: a connection uses the smaller end's.
       for log in /mnt/rank*.log; do
         awk -v guest="$GUEST" 'match($0, /connected to rank [0-9]+ .*MTU [0-9]+/) {

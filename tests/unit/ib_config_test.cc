@@ -13,6 +13,7 @@
 #include "tests/harness/scoped_env.h"
 #include "transport/ib/gid.h"
 #include "transport/ib/hca_filter.h"
+#include "transport/ib/port_choice.h"
 #include "transport/ib/wire.h"
 #include "transport/registry.h"
 
@@ -103,6 +104,53 @@ TEST(IbGid, WithoutAnIpv4AddressFallsBackToAnyValidGid) {
   EXPECT_EQ(chooseGid(linkLocalOnly, GidPreference{-1, 2, AF_INET}), 1);
   std::vector<GidEntry> empty = {entry(0, "::", 0)};
   EXPECT_EQ(chooseGid(empty, GidPreference{-1, 2, AF_INET}), -1);
+}
+
+// Two root complexes; on the first, a switch (00:01.0 -> 3b:00.0 -> 3c:0x.0) holds GPU0 and mlx5_0.
+constexpr const char* kGpu0 = "/sys/devices/pci0000:00/0000:00:01.0/0000:3b:00.0/0000:3c:00.0/0000:3d:00.0";
+constexpr const char* kGpu1 = "/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0";
+
+IbPort portAt(const char* device, const char* pciPath, int numaNode) {
+  IbPort port;
+  port.device = device;
+  port.pciPath = pciPath;
+  port.numaNode = numaNode;
+  return port;
+}
+
+std::vector<IbPort> twoSocketPorts() {
+  return {portAt("mlx5_0", "/sys/devices/pci0000:00/0000:00:01.0/0000:3b:00.0/0000:3c:01.0/0000:3e:00.0", 0),
+          portAt("mlx5_1", "/sys/devices/pci0000:00/0000:00:02.0/0000:50:00.0", 0),
+          portAt("mlx5_2", "/sys/devices/pci0000:80/0000:80:02.0/0000:82:00.0", 1),
+          portAt("rxe0", "", -1)};
+}
+
+TEST(IbPortChoice, SharedPciLevelsCountTheCommonWayDown) {
+  EXPECT_EQ(sharedPciLevels(kGpu0, twoSocketPorts()[0].pciPath), 3);  // root, 00:01.0, the switch 3b:00.0
+  EXPECT_EQ(sharedPciLevels(kGpu0, twoSocketPorts()[1].pciPath), 1);  // the root complex only
+  EXPECT_EQ(sharedPciLevels(kGpu0, twoSocketPorts()[2].pciPath), 0);
+  EXPECT_EQ(sharedPciLevels(kGpu0, ""), 0);
+  EXPECT_EQ(sharedPciLevels("/sys/devices/virtual/net/eth0", kGpu0), 0);
+}
+
+TEST(IbPortChoice, TheNicNearestTheGpuWinsForEveryChannel) {
+  for (int channel = 0; channel < 4; ++channel) {
+    EXPECT_EQ(choosePort(twoSocketPorts(), kGpu0, 1, channel).device, "mlx5_0") << channel;
+    EXPECT_EQ(choosePort(twoSocketPorts(), kGpu1, 0, channel).device, "mlx5_2") << channel;
+  }
+}
+
+TEST(IbPortChoice, HostRanksUseTheirNumaNodesPortsChannelByChannel) {
+  EXPECT_EQ(choosePort(twoSocketPorts(), "", 0, 0).device, "mlx5_0");
+  EXPECT_EQ(choosePort(twoSocketPorts(), "", 0, 1).device, "mlx5_1");
+  EXPECT_EQ(choosePort(twoSocketPorts(), "", 0, 2).device, "mlx5_0");
+  EXPECT_EQ(choosePort(twoSocketPorts(), "", 1, 5).device, "mlx5_2");
+}
+
+TEST(IbPortChoice, AVirtualDeviceWithoutAPlaceIsStillUsed) {
+  std::vector<IbPort> onlyRxe = {portAt("rxe0", "", -1)};
+  EXPECT_EQ(choosePort(onlyRxe, kGpu0, 0, 3).device, "rxe0");
+  EXPECT_EQ(choosePort(onlyRxe, "", 1, 0).device, "rxe0");
 }
 
 ConnectionParams connectionParams() {

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "src/base/knobs.h"
@@ -31,16 +32,20 @@ int roceVersionAt(const std::string& device, int port, int index) {
   return 0;
 }
 
-// The device's NUMA node; a virtual device (rxe) has no PCI function of its own: its first
-// netdev's is used.
-int numaNodeOf(const std::string& device, int port) {
-  std::string node = readSysfs("/sys/class/infiniband/" + device + "/device/numa_node");
-  if (node.empty()) {
-    std::string netdev = readSysfs("/sys/class/infiniband/" + device + "/ports/" + std::to_string(port) +
-                                   "/gid_attrs/ndevs/0");
-    if (!netdev.empty()) node = readSysfs("/sys/class/net/" + netdev + "/device/numa_node");
+// Where the device sits: its PCI function's sysfs path and NUMA node. A virtual device (rxe) has
+// no PCI function of its own: its first netdev's is used, or none (placed at the CPU: -1 and "").
+void placeDevice(IbPort* port) {
+  std::string device = "/sys/class/infiniband/" + port->device + "/device";
+  std::error_code error;
+  if (!std::filesystem::exists(device, error)) {
+    const std::string netdev = readSysfs("/sys/class/infiniband/" + port->device + "/ports/" +
+                                         std::to_string(port->port) + "/gid_attrs/ndevs/0");
+    device = netdev.empty() ? std::string() : "/sys/class/net/" + netdev + "/device";
   }
-  return node.empty() ? -1 : std::atoi(node.c_str());
+  if (device.empty() || !std::filesystem::exists(device, error)) return;
+  port->pciPath = std::filesystem::canonical(device, error).string();
+  const std::string node = readSysfs(device + "/numa_node");
+  port->numaNode = node.empty() ? -1 : std::atoi(node.c_str());
 }
 
 Status gidPreference(GidPreference* preference) {
@@ -135,7 +140,7 @@ PortScan scan() {
       } else if (!filter.allows(name, p)) {
         why = "excluded by NCCL_IB_HCA";
       } else if (describePort(*verbs, context, attr, preference, &port, &why)) {
-        port.numaNode = numaNodeOf(name, p);
+        placeDevice(&port);
         result.usable.push_back(port);
         seen += " " + port.name() + " (usable)";
         continue;

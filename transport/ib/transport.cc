@@ -1,9 +1,14 @@
 #include "transport/ib/transport.h"
 
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "transport/ib/connection.h"
+#include "transport/ib/port_choice.h"
 #include "transport/ib/ports.h"
 #include "transport/ib/wire.h"
 
@@ -20,22 +25,22 @@ Status checkParams(const ConnectionParams& params, const char* side) {
   return Status::ok();
 }
 
-// The port this rank uses for `channel`: those on the rank's NUMA node first (the nearest), then
-// the others; channels spread over the chosen group.
+// The port this rank uses for `channel` (port_choice.h): the nearest to its GPU, or on its NUMA
+// node.
 Status pickPort(const ConnectionParams& params, const IbPort** port) {
   const PortScan& scan = usablePorts();
   if (!scan.configError.isOk()) return scan.configError;
   if (scan.usable.empty()) {
     return invalidUsage("ib transport: rank %d has no usable verbs port (%s)", params.self.rank, scan.report.c_str());
   }
-  std::vector<const IbPort*> near;
-  for (const IbPort& candidate : scan.usable) {
-    if (candidate.numaNode >= 0 && candidate.numaNode == params.self.numaNode) near.push_back(&candidate);
+  std::string gpuPath;
+  if (params.self.gpuBusId[0] != '\0') {
+    std::string busId = params.self.gpuBusId;
+    std::transform(busId.begin(), busId.end(), busId.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::error_code error;
+    gpuPath = std::filesystem::canonical("/sys/bus/pci/devices/" + busId, error).string();
   }
-  if (near.empty()) {
-    for (const IbPort& candidate : scan.usable) near.push_back(&candidate);
-  }
-  *port = near[static_cast<size_t>(params.channel) % near.size()];
+  *port = &choosePort(scan.usable, gpuPath, params.self.numaNode, params.channel);
   return Status::ok();
 }
 
