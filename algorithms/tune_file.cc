@@ -38,6 +38,8 @@ Status parseTuneFile(const std::string& text, const std::string& path, CostModel
       (void)reparsed;
     } catch (const Json::parse_error& error) {
       where = "byte " + std::to_string(error.byte) + " is not valid JSON";
+    } catch (const Json::exception& error) {  // e.g. a number too large for a double
+      where = std::string("it is not valid JSON (") + error.what() + ")";
     }
     return invalidArgument("tune file %s: %s; write it with weft tune --calibrate", path.c_str(), where.c_str());
   }

@@ -80,7 +80,8 @@ Status pickDeviceTransport(const PeerInfo& self, const PeerInfo& peer, Transport
 
 void describeTransports(PeerInfo* self) {
 #if WEFT_IB
-  self->ibPorts = ib::usablePortCount();
+  // NCCL_NET=Socket: ib is not looked at (no device is opened).
+  self->ibPorts = strcasecmp(knobs::getString(knobs::KnobId::kNet).c_str(), "Socket") == 0 ? 0 : ib::usablePortCount();
   static std::once_flag logged;
   std::call_once(logged, [] {
     const ib::PortScan& scan = ib::usablePorts();
@@ -137,6 +138,10 @@ Status pickTransport(const PeerInfo& self, const PeerInfo& peer, Transport** tra
     if (shmDisabled && strcmp(candidate->name(), "shm") == 0) continue;
     const bool isIb = strcmp(candidate->name(), "ib") == 0;
     if (isNetwork(candidate) && ((forceIb && !isIb) || (forceSocket && isIb))) continue;
+#if WEFT_IB
+    // A malformed NCCL_IB_HCA or NCCL_IB_ADDR_FAMILY fails rather than moving the job to sockets.
+    if (isIb && !ib::usablePorts().configError.isOk()) return ib::usablePorts().configError;
+#endif
     if (candidate->canConnect(self, peer)) {
       *transport = candidate;
       return Status::ok();

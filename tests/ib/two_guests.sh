@@ -15,12 +15,22 @@ mkdir -p "$jobs/0" "$jobs/1"
 for guest in 0 1; do
   printf '%s\n' "GUEST=$guest exec $here/cases.sh $perf $case" >"$jobs/$guest/job.sh"
 done
-port=$((30000 + RANDOM % 20000))
+# A free port below the kernel's ephemeral range for the guests' link.
+port=
+for _ in $(seq 50); do
+  candidate=$((20000 + RANDOM % 12000))
+  if ! ss -Htln "sport = :$candidate" | grep -q .; then port=$candidate; break; fi
+done
+[[ -n $port ]] || { echo "two_guests.sh: no free port for the guests' link"; exit 1; }
 link() { echo "-netdev socket,id=net0,$1=127.0.0.1:$port -device virtio-net-pci,netdev=net0,mac=52:54:00:00:03:0$2"; }
 # shellcheck disable=SC2046
 WEFT_GUEST_ADDR=10.0.3.1/24 "$here/guest/run.sh" "$image" "$jobs/0" $(link listen 1) &
 first=$!
-sleep 2  # the listening side's socket must exist before the other connects
+# The listening side's socket must exist before the other connects.
+for _ in $(seq 300); do
+  ss -Htln "sport = :$port" | grep -q . && break
+  sleep 0.1
+done
 # shellcheck disable=SC2046
 WEFT_GUEST_ADDR=10.0.3.2/24 WEFT_GUEST_MTU=1100 "$here/guest/run.sh" "$image" "$jobs/1" $(link connect 2) || status=$?
 wait $first || status=$?
@@ -29,4 +39,8 @@ for guest in 0 1; do
   cat "$jobs/$guest/output" 2>/dev/null || true
 done
 echo "(guest consoles, rank logs: $jobs)"
+if [[ $case == link_cut && ${status:-0} == 0 ]] && ! grep -qh "VERBS ERROR" "$jobs"/*/output; then
+  echo "FAIL: neither rank saw the cut link as a verbs error (both learned it from the liveness channel)"
+  status=1
+fi
 exit "${status:-0}"

@@ -37,6 +37,7 @@ TEST(TuneFile, MalformedFilesAreRefusedNamingWhat) {
   const std::string hops = R"("shared_memory": {"latency_us": 4, "bandwidth_gbps": 5})";
   expectRefused("{\"weft_tune_file\": 1, " + hops + ",}", "byte ");
   expectRefused("[1, 2]", "not a JSON object");
+  expectRefused("{\"weft_tune_file\": 1, \"network\": {\"latency_us\": 1e999}}", "not valid JSON");
   expectRefused("{" + hops + "}", "not a version 1 Weft tune file");
   expectRefused("{\"weft_tune_file\": 2, " + hops + "}", "not a version 1 Weft tune file");
   expectRefused("{\"weft_tune_file\": 1, " + hops + "}", "no \"network\" object");

@@ -3,9 +3,12 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+
+#include <csignal>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -65,6 +68,14 @@ bool runSweep(const std::string& perf, int ranks, int iterations, bool network, 
   std::vector<pid_t> children;
   for (int rank = 0; rank < ranks; ++rank) {
     pid_t child = fork();
+    if (child < 0) {
+      *why = std::string("fork failed: ") + strerror(errno);
+      for (pid_t started : children) kill(started, SIGKILL);
+      for (pid_t started : children) waitpid(started, nullptr, 0);
+      close(pipeFds[0]);
+      close(pipeFds[1]);
+      return false;
+    }
     if (child == 0) {
       if (rank == 0) dup2(pipeFds[1], STDOUT_FILENO);
       close(pipeFds[0]);
@@ -87,13 +98,22 @@ bool runSweep(const std::string& perf, int ranks, int iterations, bool network, 
   close(pipeFds[1]);
   std::string output;
   char buffer[4096];
-  for (ssize_t n; (n = read(pipeFds[0], buffer, sizeof(buffer))) > 0;) output.append(buffer, static_cast<size_t>(n));
+  while (true) {
+    const ssize_t n = read(pipeFds[0], buffer, sizeof(buffer));
+    if (n > 0) {
+      output.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
   close(pipeFds[0]);
   bool ok = true;
   for (pid_t child : children) {
     int status = 0;
-    waitpid(child, &status, 0);
-    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    pid_t waited;
+    while ((waited = waitpid(child, &status, 0)) < 0 && errno == EINTR) {
+    }
+    ok = ok && waited == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
   std::istringstream lines(output);
   for (std::string line; std::getline(lines, line);) {

@@ -23,6 +23,18 @@ std::string describePeer(const ConnectionParams& params) {
          std::to_string(params.channel);
 }
 
+// Each queue pair writes one share of a slot in one RDMA write: it must fit the port's largest.
+Status checkShare(const ConnectionParams& params, const IbPort& port, int queuePairs) {
+  const size_t share = (params.slotBytes + static_cast<size_t>(queuePairs) - 1) / static_cast<size_t>(queuePairs);
+  if (share > port.maxMessageBytes) {
+    return invalidArgument("ib transport: a slot share of %zu bytes (slots of %zu bytes over %d queue pairs) is more "
+                           "than %s takes in one RDMA write (%zu bytes): lower NCCL_BUFFSIZE or raise "
+                           "NCCL_IB_QPS_PER_CONNECTION",
+                           share, params.slotBytes, queuePairs, port.name().c_str(), port.maxMessageBytes);
+  }
+  return Status::ok();
+}
+
 uint64_t loadCredit(const uint8_t* word) {
   return __atomic_load_n(reinterpret_cast<const uint64_t*>(word), __ATOMIC_ACQUIRE);
 }
@@ -36,6 +48,7 @@ Status IbSendConnection::create(const ConnectionParams& params, const IbPort& po
   std::unique_ptr<IbSendConnection> created(new IbSendConnection);
   const int slotCount = params.slotCount;
   const int queuePairs = blob.queuePairCount;
+  WEFT_RETURN_IF_ERROR(checkShare(params, port, queuePairs));
   created->slotBytes_ = params.slotBytes;
   created->slotCount_ = static_cast<uint64_t>(slotCount);
   created->remoteSlots_ = blob.slotsAddress;
@@ -158,6 +171,7 @@ Status IbRecvConnection::create(const ConnectionParams& params, const IbPort& po
   const int slotCount = params.slotCount;
   const int queuePairs =
       std::clamp(static_cast<int>(knobs::getInt(knobs::KnobId::kIbQpsPerConnection)), 1, kMaxQueuePairs);
+  WEFT_RETURN_IF_ERROR(checkShare(params, port, queuePairs));
   created->slotBytes_ = params.slotBytes;
   created->slotCount_ = static_cast<uint64_t>(slotCount);
   created->sizes_.assign(static_cast<size_t>(slotCount), 0);
@@ -266,8 +280,12 @@ Status IbRecvConnection::pollCompletions() {
 }
 
 Status IbRecvConnection::writeCredit() {
-  // Bounded outstanding sends: at most one credit write per slot plus the first is in flight.
-  while (creditWrites_ - creditWritesDone_ > slotCount_) WEFT_RETURN_IF_ERROR(pollCompletions());
+  creditPending_ = true;
+  // At most slotCount + 1 credit writes are in flight (queue pair 0's send depth). When that many
+  // are, the write waits for a later peek or release, which writes the newest count then.
+  if (creditWrites_ - creditWritesDone_ > slotCount_) WEFT_RETURN_IF_ERROR(pollCompletions());
+  if (creditWrites_ - creditWritesDone_ > slotCount_) return Status::ok();
+  creditPending_ = false;
   memcpy(creditSource_.get(), &released_, sizeof(released_));
   WEFT_RETURN_IF_ERROR(fail(queuePairs_.front()->postWrite(creditSource_.get(), creditMr_->lkey, sizeof(uint64_t),
                                                            sender_.creditAddress, sender_.creditKey, nullptr)));
@@ -283,6 +301,7 @@ Status IbRecvConnection::tryPeekSlot(const void** data, size_t* bytes) {
     WEFT_RETURN_IF_ERROR(trySetup());
     if (!connected_) return Status::ok();
   }
+  if (creditPending_) WEFT_RETURN_IF_ERROR(writeCredit());
   if (arrived_ == released_) WEFT_RETURN_IF_ERROR(pollCompletions());
   if (arrived_ > released_) {
     *data = slotAt(released_);

@@ -104,6 +104,7 @@ class IbRecvConnection final : public RecvConnection {
   uint64_t released_ = 0;
   uint64_t creditWrites_ = 0;    // credit writes posted
   uint64_t creditWritesDone_ = 0;
+  bool creditPending_ = false;   // the newest released count still has to be written
   Status error_;
   // Last: destroyed first, so the memory they registered is deregistered before it is freed.
   std::vector<std::unique_ptr<QueuePair>> queuePairs_;

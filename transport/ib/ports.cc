@@ -67,6 +67,7 @@ bool describePort(const Verbs& verbs, ibv_context* context, const ibv_port_attr&
                   const GidPreference& preference, IbPort* port, std::string* why) {
   port->linkLayer = attr.link_layer == IBV_LINK_LAYER_ETHERNET ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
   port->mtu = attr.active_mtu;
+  port->maxMessageBytes = attr.max_msg_sz;
   port->lid = attr.lid;
   std::vector<GidEntry> table;
   for (int index = 0; index < attr.gid_tbl_len; ++index) {

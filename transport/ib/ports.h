@@ -19,6 +19,7 @@ struct IbPort {
   int linkLayer = IBV_LINK_LAYER_INFINIBAND;  // or IBV_LINK_LAYER_ETHERNET (RoCE)
   ibv_mtu mtu = IBV_MTU_1024;                 // the port's active MTU
   uint16_t lid = 0;
+  size_t maxMessageBytes = 1u << 31;  // the largest RDMA write the port takes (max_msg_sz)
   int gidIndex = 0;
   ibv_gid gid{};
   int numaNode = -1;        // of the device's PCI function (an rxe device: of its netdev's); -1 unknown

@@ -56,11 +56,20 @@ Status DeviceContext::acquire(const IbPort& port, std::shared_ptr<DeviceContext>
   ibv_device** list = verbs->getDeviceList(&count);
   std::shared_ptr<DeviceContext> created(new DeviceContext);
   created->verbs_ = verbs;
-  for (int d = 0; list != nullptr && d < count && created->context_ == nullptr; ++d) {
-    if (port.device == verbs->getDeviceName(list[d])) created->context_ = verbs->openDevice(list[d]);
+  bool listed = false;
+  int err = 0;
+  for (int d = 0; list != nullptr && d < count && !listed; ++d) {
+    if (port.device != verbs->getDeviceName(list[d])) continue;
+    listed = true;
+    created->context_ = verbs->openDevice(list[d]);
+    err = errno;
   }
-  int err = errno;
   if (list != nullptr) verbs->freeDeviceList(list);
+  if (!listed) {
+    return systemError("ib transport: device %s is no longer listed by libibverbs (removed, or its driver "
+                       "unloaded)",
+                       port.device.c_str());
+  }
   if (created->context_ == nullptr) {
     return systemError("ib transport: cannot open device %s (%s)", port.device.c_str(), strerror(err));
   }
