@@ -6,17 +6,32 @@
 # Ranks are launched as Weft launches without MPI (RANK, WORLD_SIZE, NCCL_COMM_ID), with
 # NCCL_NET=IB and NCCL_SHM_DISABLE=1, so every byte between them goes over verbs. Each case checks
 # the collective is exact (the perf binary's -c check), that every connection said "via ib", and
-# that rxe0's sent_pkts counter grew by at least the packets the collective must send while
-# rcvd_rnr_err and retry_exceeded_err stayed 0. Rank logs stay in /mnt (the job folder).
+# that the device's sent-packet counter grew by at least the packets the collective must send
+# while its RNR and retry-exceeded error counters stayed 0. Rank logs stay in /mnt (the job
+# folder).
+#
+# On a host with a real NIC the single-host cases run as they are, through the NIC's loopback:
+#   WEFT_IB_DEVICE=mlx5_0 WEFT_IB_LOGS=/tmp/ib-logs WEFT_GUEST_ADDR=<an address of this host>/24 \
+#     NCCL_SOCKET_IFNAME=<its interface> tests/ib/cases.sh build/perf allreduce_2ranks
+# (counters: hw_counters/sent_pkts where the driver has it, else counters/port_xmit_packets; an
+# error counter the driver lacks is reported as not available).
 set -uo pipefail
 perf=$1 case=$2
-counters=/sys/class/infiniband/rxe0/ports/1/hw_counters
+device=${WEFT_IB_DEVICE:-rxe0}
+logs=${WEFT_IB_LOGS:-/mnt}
+mkdir -p "$logs"
+port_dir=/sys/class/infiniband/$device/ports/1
+sent_counter=$port_dir/hw_counters/sent_pkts
+[[ -e $sent_counter ]] || sent_counter=$port_dir/counters/port_xmit_packets
 address=${WEFT_GUEST_ADDR:-10.0.2.15/24}
-export NCCL_NET=IB NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=eth0 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET
-export WEFT_TIMEOUT=120
+export NCCL_NET=IB NCCL_SHM_DISABLE=1 NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-eth0} NCCL_DEBUG=INFO
+export NCCL_DEBUG_SUBSYS=INIT,NET WEFT_TIMEOUT=120
 
 fail() { echo "FAIL: $*"; exit 1; }
-counter() { cat "$counters/$1"; }
+sent_packets() { cat "$sent_counter"; }
+# An error counter of the device, 0 where the driver has none (then reported as not available).
+counter() { if [[ -e $port_dir/hw_counters/$1 ]]; then cat "$port_dir/hw_counters/$1"; else echo 0; fi; }
+counter_text() { if [[ -e $port_dir/hw_counters/$1 ]]; then counter "$1"; else echo "n/a"; fi; }
 
 # run_ranks NRANKS PERF_BINARY ARGS...: runs ranks FIRST_RANK .. FIRST_RANK + LOCAL_RANKS - 1 of
 # NRANKS here (default: all of them), the bootstrap root at ROOT (default: this guest, a random
@@ -26,9 +41,9 @@ run_ranks() {
   shift 2
   local first=${FIRST_RANK:-0} count=${LOCAL_RANKS:-$nranks}
   local root=${ROOT:-${address%/*}:$((20000 + RANDOM % 20000))} pids=() rank
-  rm -f /mnt/rank*.log
+  rm -f $logs/rank*.log
   for rank in $(seq "$first" $((first + count - 1))); do
-    RANK=$rank WORLD_SIZE=$nranks NCCL_COMM_ID=$root timeout 240 "$perf/$binary" "$@" >/mnt/rank$rank.log 2>&1 &
+    RANK=$rank WORLD_SIZE=$nranks NCCL_COMM_ID=$root timeout 240 "$perf/$binary" "$@" >$logs/rank$rank.log 2>&1 &
     pids+=($!)
   done
   local status=0
@@ -36,7 +51,7 @@ run_ranks() {
     wait "$pid" || { echo "a rank exited with $?"; status=1; }
   done
   if ((status != 0)); then
-    for log in /mnt/rank*.log; do echo "== $log"; tail -n 12 "$log"; done
+    for log in $logs/rank*.log; do echo "== $log"; tail -n 12 "$log"; done
   fi
   return $status
 }
@@ -45,17 +60,17 @@ run_ranks() {
 # the counters show the traffic (sent_pkts_before given as $3).
 check_run() {
   local nranks=$1 iters=$2 before=$3
-  [[ ! -e /mnt/rank0.log ]] || grep -q "Out of bounds values : 0 OK" /mnt/rank0.log || fail "wrong data: $(grep -i 'out of bounds\|wrong' /mnt/rank0.log)"
-  grep -qh " via ib" /mnt/rank*.log || fail "no connection went over ib"
+  [[ ! -e $logs/rank0.log ]] || grep -q "Out of bounds values : 0 OK" $logs/rank0.log || fail "wrong data: $(grep -i 'out of bounds\|wrong' $logs/rank0.log)"
+  grep -qh " via ib" $logs/rank*.log || fail "no connection went over ib"
   local others
-  others=$(grep -h " via " /mnt/rank*.log | grep -vc " via ib")
+  others=$(grep -h " via " $logs/rank*.log | grep -vc " via ib")
   ((others == 0)) || fail "$others connections did not use ib"
   # At least (n-1)/n of each size crosses the network per timed iteration, out-of-place and
   # in-place; a packet carries at most 4096 bytes.
   local bytes
-  bytes=$(awk -v n="$nranks" -v iters="$iters" '/^ +[0-9]+ +[0-9]+ / {sum += $1 * (n - 1) / n * 2 * iters} END {printf "%d", sum}' /mnt/rank*.log)
-  local sent=$(($(counter sent_pkts) - before)) least=$((bytes / 4096))
-  echo "sent_pkts grew by $sent (at least $least needed for $bytes bytes); rnr errors $(counter rcvd_rnr_err), retries exceeded $(counter retry_exceeded_err)"
+  bytes=$(awk -v n="$nranks" -v iters="$iters" '/^ +[0-9]+ +[0-9]+ / {sum += $1 * (n - 1) / n * 2 * iters} END {printf "%d", sum}' $logs/rank*.log)
+  local sent=$(($(sent_packets) - before)) least=$((bytes / 4096))
+  echo "sent_pkts grew by $sent (at least $least needed for $bytes bytes); rnr errors $(counter_text rcvd_rnr_err), retries exceeded $(counter_text retry_exceeded_err)"
   ((sent >= least && sent > 0)) || fail "sent_pkts grew by $sent, less than the $least packets the collective needs"
   [[ $(counter rcvd_rnr_err) == 0 ]] || fail "rcvd_rnr_err is $(counter rcvd_rnr_err): a write found no receive posted"
   [[ $(counter retry_exceeded_err) == 0 ]] || fail "retry_exceeded_err is $(counter retry_exceeded_err)"
@@ -66,7 +81,7 @@ collective() {
   local nranks=$1 binary=$2
   shift 2
   local before
-  before=$(counter sent_pkts)
+  before=$(sent_packets)
   run_ranks "$nranks" "$binary" -c 1 -n 2 -w 1 "$@" || fail "$binary at $nranks ranks failed"
   check_run "$nranks" 2 "$before"
   echo "PASS: $binary at $nranks ranks ($*)"
@@ -83,7 +98,8 @@ case $case in
   reducescatter_3ranks) collective 3 reduce_scatter_perf -b 24 -e 768K -f 32 ;;
   broadcast_reduce_every_root)
     collective 3 broadcast_perf -b 8 -e 64K -f 64 -r -1 && collective 3 reduce_perf -b 8 -e 64K -f 64 -r -1 ;;
-  alltoall_4ranks) collective 4 alltoall_perf -b 64 -e 256K -f 64 ;;
+  alltoall_4ranks) collective 4 alltoall_perf -b 64 -e 256K -f 64 && collective 4 alltoallv_perf -b 64 -e 64K -f 32 &&
+      collective 4 hypercube_perf -b 64 -e 64K -f 32 ;;
   p2p_gather_scatter)
     collective 2 sendrecv_perf -b 8 -e 256K -f 32 && collective 3 gather_perf -b 24 -e 96K -f 64 &&
       collective 3 scatter_perf -b 24 -e 96K -f 64 ;;
@@ -93,28 +109,28 @@ case $case in
   queue_pairs) # each slot split over 3 queue pairs, odd sizes and a wrapping slot ring included
     export NCCL_IB_QPS_PER_CONNECTION=3 NCCL_BUFFSIZE=65536
     collective 3 all_reduce_perf -b 1 -e 1M -f 7 -d int8 || exit 1
-    grep -q "over ib rxe0:1, 3 queue pairs" /mnt/rank0.log || fail "the connections did not use 3 queue pairs"
+    grep -q "over ib $device:1, 3 queue pairs" $logs/rank0.log || fail "the connections did not use 3 queue pairs"
     collective 4 alltoall_perf -b 4 -e 400K -f 10 ;;
   bad_hca) # a device that does not exist: init fails on every rank and says what exists
     NCCL_IB_HCA==mlx5_9 run_ranks 2 all_reduce_perf -b 8 -e 8 && fail "init succeeded with NCCL_IB_HCA==mlx5_9"
-    for log in /mnt/rank0.log /mnt/rank1.log; do
-      grep -q "has no usable verbs port.*rxe0:1 (excluded by NCCL_IB_HCA)" $log ||
+    for log in $logs/rank0.log $logs/rank1.log; do
+      grep -q "has no usable verbs port.*$device:1 (excluded by NCCL_IB_HCA)" $log ||
         fail "$log does not say why: $(grep -m2 -i 'error\|warn' $log)"
     done
-    echo "PASS: NCCL_IB_HCA==mlx5_9 fails init naming rxe0:1"
+    echo "PASS: NCCL_IB_HCA==mlx5_9 fails init naming $device:1"
     # A malformed value fails init even when ib is only the default, not forced.
     NCCL_NET= NCCL_IB_HCA=rxe0:one run_ranks 2 all_reduce_perf -b 8 -e 8 && fail "init succeeded with NCCL_IB_HCA=rxe0:one"
-    grep -q 'NCCL_IB_HCA=rxe0:one: port "one" of rxe0 is not a port number' /mnt/rank0.log ||
-      fail "a malformed NCCL_IB_HCA did not fail init saying why: $(grep -m2 -i 'warn' /mnt/rank0.log)"
+    grep -q 'NCCL_IB_HCA=rxe0:one: port "one" of rxe0 is not a port number' $logs/rank0.log ||
+      fail "a malformed NCCL_IB_HCA did not fail init saying why: $(grep -m2 -i 'warn' $logs/rank0.log)"
     echo "PASS: NCCL_IB_HCA=rxe0:one fails init saying why" ;;
   peer_killed) # rank 1 killed mid-run: rank 0 reports it within the liveness limits, not hangs
     port=$((20000 + RANDOM % 20000))
-    RANK=0 WORLD_SIZE=2 NCCL_COMM_ID=${address%/*}:$port timeout 120 "$perf/all_reduce_perf" -b 256K -e 256K -n 100000 -w 0 -c 0 >/mnt/rank0.log 2>&1 &
+    RANK=0 WORLD_SIZE=2 NCCL_COMM_ID=${address%/*}:$port timeout 120 "$perf/all_reduce_perf" -b 256K -e 256K -n 100000 -w 0 -c 0 >$logs/rank0.log 2>&1 &
     survivor=$!
-    RANK=1 WORLD_SIZE=2 NCCL_COMM_ID=${address%/*}:$port "$perf/all_reduce_perf" -b 256K -e 256K -n 100000 -w 0 -c 0 >/mnt/rank1.log 2>&1 &
+    RANK=1 WORLD_SIZE=2 NCCL_COMM_ID=${address%/*}:$port "$perf/all_reduce_perf" -b 256K -e 256K -n 100000 -w 0 -c 0 >$logs/rank1.log 2>&1 &
     victim=$!
-    for _ in $(seq 900); do grep -q "Init COMPLETE" /mnt/rank1.log 2>/dev/null && break; sleep 0.1; done
-    grep -q "Init COMPLETE" /mnt/rank1.log || fail "rank 1 did not finish init: $(tail -n 5 /mnt/rank1.log)"
+    for _ in $(seq 900); do grep -q "Init COMPLETE" $logs/rank1.log 2>/dev/null && break; sleep 0.1; done
+    grep -q "Init COMPLETE" $logs/rank1.log || fail "rank 1 did not finish init: $(tail -n 5 $logs/rank1.log)"
     sleep 3
     kill -9 $victim
     start=$SECONDS
@@ -122,8 +138,8 @@ case $case in
     status=$?
     elapsed=$((SECONDS - start))
     ((status != 0 && status != 124)) || fail "rank 0 exited with $status after rank 1 was killed (124: it hung)"
-    grep "WARN" /mnt/rank0.log | grep -q "rank 1 " || fail "rank 0's error does not name rank 1: $(tail -n 5 /mnt/rank0.log)"
-    echo "rank 0 failed $elapsed s after rank 1 was killed: $(grep -m1 -i 'error\|warn' /mnt/rank0.log)"
+    grep "WARN" $logs/rank0.log | grep -q "rank 1 " || fail "rank 0's error does not name rank 1: $(tail -n 5 $logs/rank0.log)"
+    echo "rank 0 failed $elapsed s after rank 1 was killed: $(grep -m1 -i 'error\|warn' $logs/rank0.log)"
     ((elapsed <= 60)) || fail "rank 0 took $elapsed s to report the dead peer"
     echo "PASS: a killed peer is reported" ;;
   across_guests) # ranks 2 GUEST and 2 GUEST + 1 of 4, two per guest (tests/ib/two_guests.sh sets GUEST)
@@ -133,7 +149,7 @@ case $case in
       port=$((port + 1))
       FIRST_RANK=$((2 * GUEST)) LOCAL_RANKS=2 ROOT=10.0.3.1:$port collective 4 $binary -b 8 -e 32K -f 64 || exit 1
       # Guest 1's RoCE MTU is 512, guest 0's 1024: a connection uses the smaller end's.
-      for log in /mnt/rank*.log; do
+      for log in $logs/rank*.log; do
         awk -v guest="$GUEST" 'match($0, /connected to rank [0-9]+ .*MTU [0-9]+/) {
             split(substr($0, RSTART, RLENGTH), word, " "); peer = word[4]; mtu = word[length(word)]
             want = (guest == 0 && peer < 2) ? 1024 : 512; seen++
@@ -144,7 +160,7 @@ case $case in
     echo "PASS: every collective across two guests, path MTUs agreed (1024 inside guest 0, 512 with guest 1)" ;;
   link_cut) # rank 0 in guest 0, rank 1 in guest 1, whose eth0 goes down mid-run (tests/ib/two_guests.sh)
     export NCCL_IB_TIMEOUT=12 NCCL_IB_RETRY_CNT=2  # about 17 ms per try: the verbs error comes first
-    log=/mnt/rank$GUEST.log
+    log=$logs/rank$GUEST.log
     # 4 MiB allreduces: both ranks keep RDMA writes in flight nearly all the time.
     RANK=$GUEST WORLD_SIZE=2 NCCL_COMM_ID=10.0.3.1:29700 timeout 120 "$perf/all_reduce_perf" -b 4M -e 4M \
       -n 1000000 -w 0 -c 0 >"$log" 2>&1 &
@@ -164,7 +180,7 @@ case $case in
     grep "WARN" "$log" | grep -q "rank $peer " || fail "rank $GUEST's error does not name rank $peer"
     # A rank whose writes were all acknowledged at the cut learns it from the liveness channel
     # instead; two_guests.sh checks that at least one rank saw the verbs error.
-    if grep -q "ib transport: a work request on rxe0:1 to rank $peer .* failed: transport retry counter exceeded" "$log"; then
+    if grep -q "ib transport: a work request on $device:1 to rank $peer .* failed: transport retry counter exceeded" "$log"; then
       (($(counter retry_exceeded_err) > 0)) || fail "rxe0's retry_exceeded_err did not count the failed writes"
       echo "VERBS ERROR: rank $GUEST's write to rank $peer failed with the verbs status"
     fi
