@@ -1,10 +1,6 @@
 #pragma once
-// Which algorithms a communicator may use for each collective, as NCCL_ALGO says:
-//
-//   ring,tree                      only these, for every collective
-//   ^tree                          every algorithm but these
-//   allreduce:tree;broadcast:ring  per collective (allreduce, allgather, reducescatter, broadcast,
-//                                  reduce); a collective not named keeps every algorithm
+// Which algorithms a communicator may use for each collective, as NCCL_ALGO says, in the syntax
+// of algorithms/collective_filter.h (ring,tree; ^tree; allreduce:tree;broadcast:ring).
 //
 // Names are NCCL's (ring, tree, collnetdirect, collnetchain, nvls, nvlstree, pat) and Weft's own
 // rhd (recursive halving-doubling), in any case. The filter only says what is allowed; which of
@@ -14,6 +10,7 @@
 #include <string>
 
 #include "algorithms/collective.h"
+#include "algorithms/collective_filter.h"
 #include "src/base/status.h"
 
 namespace weft::algorithms {
@@ -21,16 +18,12 @@ namespace weft::algorithms {
 enum class Algorithm : int { kRing, kTree, kCollnetDirect, kCollnetChain, kNvls, kNvlsTree, kPat, kRhd };
 inline constexpr int kNumAlgorithms = static_cast<int>(Algorithm::kRhd) + 1;
 
-/// Whether NCCL_ALGO governs `collective`: AllReduce, AllGather, ReduceScatter, Broadcast and
-/// Reduce. The others (all-to-all, gather, scatter, send, recv) run point to point.
-bool governedByAlgo(Collective collective);
-
 /// "ring", "tree", ... as NCCL_ALGO spells them.
 const char* algorithmName(Algorithm algorithm);
 
 /// A plain value (it travels between ranks as bytes): a bit per algorithm for each collective.
 struct AlgorithmFilter {
-  uint32_t allowed[static_cast<int>(Collective::kRecv) + 1] = {};
+  uint32_t allowed[kNumCollectives] = {};
 
   /// Every algorithm allowed for every collective (NCCL_ALGO unset).
   static AlgorithmFilter all();

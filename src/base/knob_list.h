@@ -40,6 +40,8 @@
   X(BuffSize, "NCCL_BUFFSIZE", Int, "4194304", "bytes of buffering per connection (split in slots)") \
   X(Algo, "NCCL_ALGO", String, "",                                                               \
     "algorithms allowed: ring, tree, ... as a list, ^ to exclude, or allreduce:tree;... per collective") \
+  X(Proto, "NCCL_PROTO", String, "",                                                             \
+    "protocols allowed: simple, ll, ll128 as a list, ^ to exclude, or allreduce:simple;... (Weft has Simple)") \
   X(TuneFile, "WEFT_TUNE_FILE", String, "",                                                      \
     "the tuner's constants as weft tune --calibrate measured them (default: built-in); rank 0's file is used") \
   X(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "fewest channels a communicator uses")            \

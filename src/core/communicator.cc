@@ -37,6 +37,8 @@ struct SharedSettings {
   int64_t cmaMinBytes;  // WEFT_CMA_MIN_BYTES (0: never)
   algorithms::AlgorithmFilter algorithms;  // NCCL_ALGO
   int32_t algorithmsValid;  // 0: this rank's NCCL_ALGO did not parse (every rank then fails)
+  algorithms::ProtocolFilter protocols;  // NCCL_PROTO
+  int32_t protocolsValid;   // 0: this rank's NCCL_PROTO did not parse (every rank then fails)
   int32_t shmDisabled;      // NCCL_SHM_DISABLE, for the tuner (whose choice every rank must share)
   int32_t costModelValid;   // 0: this rank's WEFT_TUNE_FILE could not be loaded (every rank then fails)
   algorithms::CostModel costModel;  // WEFT_TUNE_FILE's, or the built-in defaults
@@ -49,9 +51,9 @@ uint64_t hashBytes(const void* data, size_t size, uint64_t seed) {
   return hash;
 }
 
-// This rank's settings; *algorithmsStatus says whether its NCCL_ALGO parsed, *tuneStatus whether
-// its WEFT_TUNE_FILE loaded.
-SharedSettings localSettings(Status* algorithmsStatus, Status* tuneStatus) {
+// This rank's settings; *filtersStatus says whether its NCCL_ALGO and NCCL_PROTO parsed,
+// *tuneStatus whether its WEFT_TUNE_FILE loaded.
+SharedSettings localSettings(Status* filtersStatus, Status* tuneStatus) {
   int64_t minChannels = knobs::getInt(knobs::KnobId::kMinNChannels);
   int64_t maxChannels = knobs::getInt(knobs::KnobId::kMaxNChannels);
   int64_t channels = std::clamp<int64_t>(std::max(minChannels, std::min<int64_t>(maxChannels, 1)), 1, kMaxChannels);
@@ -59,10 +61,15 @@ SharedSettings localSettings(Status* algorithmsStatus, Status* tuneStatus) {
   int64_t gpuChannels = std::clamp<int64_t>(knobs::getInt(knobs::KnobId::kGpuChannels), 1, kMaxChannels);
   int64_t cmaMinBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kCmaMinBytes), 0);
   SharedSettings settings{static_cast<int32_t>(channels), static_cast<int32_t>(gpuChannels), buffSize, cmaMinBytes,
-                          algorithms::AlgorithmFilter::all(), 1,
+                          algorithms::AlgorithmFilter::all(), 1, algorithms::ProtocolFilter::all(), 1,
                           knobs::getBool(knobs::KnobId::kShmDisable) ? 1 : 0, 1, algorithms::CostModel{}};
-  *algorithmsStatus = algorithms::parseAlgorithmFilter(knobs::getString(knobs::KnobId::kAlgo), &settings.algorithms);
-  settings.algorithmsValid = algorithmsStatus->isOk() ? 1 : 0;
+  Status algorithmsParsed =
+      algorithms::parseAlgorithmFilter(knobs::getString(knobs::KnobId::kAlgo), &settings.algorithms);
+  settings.algorithmsValid = algorithmsParsed.isOk() ? 1 : 0;
+  Status protocolsParsed =
+      algorithms::parseProtocolFilter(knobs::getString(knobs::KnobId::kProto), &settings.protocols);
+  settings.protocolsValid = protocolsParsed.isOk() ? 1 : 0;
+  *filtersStatus = algorithmsParsed.isOk() ? protocolsParsed : algorithmsParsed;
   const std::string tuneFile = knobs::getString(knobs::KnobId::kTuneFile);
   if (!tuneFile.empty()) *tuneStatus = algorithms::loadTuneFile(tuneFile, &settings.costModel);
   settings.costModelValid = tuneStatus->isOk() ? 1 : 0;
@@ -312,23 +319,27 @@ Status Communicator::init(const UniqueId& id) {
   progress_ = acquireProgressRecord(commHash_, rank_, nranks_);
 
   std::vector<SharedSettings> settings(nranks_);
-  Status algorithmsStatus;
+  Status filtersStatus;
   Status tuneStatus;
-  settings[rank_] = localSettings(&algorithmsStatus, &tuneStatus);
+  settings[rank_] = localSettings(&filtersStatus, &tuneStatus);
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(settings.data(), sizeof(SharedSettings)));
   const SharedSettings& agreed = settings[0];
   // A bad NCCL_ALGO anywhere fails every rank, after the exchange, so that none waits for it.
-  if (!algorithmsStatus.isOk()) return algorithmsStatus;
+  if (!filtersStatus.isOk()) return filtersStatus;
   if (!tuneStatus.isOk()) return tuneStatus;
   for (int r = 0; r < nranks_; ++r) {
     if (settings[r].algorithmsValid == 0) {
       return invalidArgument("rank %d's NCCL_ALGO is not valid (its log says why); every rank stops", r);
+    }
+    if (settings[r].protocolsValid == 0) {
+      return invalidArgument("rank %d's NCCL_PROTO is not valid (its log says why); every rank stops", r);
     }
     if (settings[r].costModelValid == 0) {
       return invalidArgument("rank %d could not load its WEFT_TUNE_FILE (its log says why); every rank stops", r);
     }
   }
   algorithms_ = agreed.algorithms;
+  protocols_ = agreed.protocols;
   costModel_ = agreed.costModel;
   networkHops_ = agreed.shmDisabled != 0 ||
                  std::any_of(peers_.begin(), peers_.end(), [&](const PeerInfo& peer) { return !peer.sameHost(peers_[0]); });

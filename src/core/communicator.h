@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "algorithms/algorithm_filter.h"
+#include "algorithms/protocol_filter.h"
 #include "algorithms/schedule.h"
 #include "algorithms/tuner.h"
 #include "src/base/peer_info.h"
@@ -86,6 +87,8 @@ class Communicator {
   int treeDepth() const { return treeDepth_; }
   /// The algorithms NCCL_ALGO allows (rank 0's setting), agreed at init.
   const algorithms::AlgorithmFilter& algorithmFilter() const { return algorithms_; }
+  /// NCCL_PROTO as rank 0 gave it.
+  const algorithms::ProtocolFilter& protocolFilter() const { return protocols_; }
   /// The tuner's constants: rank 0's WEFT_TUNE_FILE, or the built-in defaults.
   const algorithms::CostModel& costModel() const { return costModel_; }
   size_t slotBytes() const { return slotBytes_; }
@@ -200,6 +203,7 @@ class Communicator {
   std::unique_ptr<ConnectionTable> connections_;
   int gpuChannels_ = 1;
   algorithms::AlgorithmFilter algorithms_ = algorithms::AlgorithmFilter::all();
+  algorithms::ProtocolFilter protocols_ = algorithms::ProtocolFilter::all();
   algorithms::CostModel costModel_;
   bool networkHops_ = false;
   int treeDepth_ = 0;

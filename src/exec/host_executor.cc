@@ -109,6 +109,11 @@ Status pickAlgorithm(const core::Op& op, algorithms::Algorithm* algorithm) {
   *algorithm = algorithms::Algorithm::kRing;
   if (!algorithms::governedByAlgo(op.collective)) return Status::ok();  // direct lanes
   const core::Communicator& comm = *op.comm;
+  if (!comm.protocolFilter().allows(op.collective, algorithms::Protocol::kSimple)) {
+    return invalidUsage("NCCL_PROTO leaves %s no protocol that Weft has (Simple; LL and LL128 are not implemented); "
+                        "allow simple",
+                        algorithms::collectiveName(op.collective));
+  }
   const algorithms::TuneShape shape = core::tuneShapeOf(op);
   const algorithms::CostModel& model = comm.costModel();
   if (algorithms::chooseAlgorithm(shape, comm.algorithmFilter(), model, algorithm)) {
