@@ -31,4 +31,8 @@ void buildPairExchangeAllReduce(const OpShape& shape, std::span<const Ring> ring
 /// broadcast back down, so every rank gets the root's bits for any operator.
 void buildTreeAllReduce(const OpShape& shape, std::span<const Ring> rings, Program* program);
 
+/// Broadcast down up to two binary trees (one per channel, each with part of the data), turned so
+/// that the broadcast's root is each tree's root (algorithms/tree_schedule.cc).
+void buildTreeBroadcast(const OpShape& shape, std::span<const Ring> rings, Program* program);
+
 }  // namespace weft::algorithms

@@ -1,4 +1,6 @@
-// AllReduce over binary trees, for latency: a part of the data goes up a tree (each node combines
+// AllReduce and Broadcast over binary trees, for latency.
+//
+// AllReduce: a part of the data goes up a tree (each node combines
 // its children's partial results with its own input and passes the result to its parent; the root
 // finalizes it) and comes back down (each node forwards the root's result to its children). A rank
 // waits for 2 x depth hand-offs instead of the ring's 2(n-1), and every rank ends with the root's
@@ -9,6 +11,10 @@
 // carries half the data on a channel of its own. The trees are laid over the positions of the first
 // ring, whose neighbours are near each other (the same host, the same socket), and the in-order
 // tree keeps neighbours near each other too.
+//
+// Broadcast: the root's data goes down the trees (d hand-offs instead of the ring's n-1). Each
+// tree is turned around the first ring so that its root is the broadcast's root: tree t's
+// position of rank p is p - p(root) + p(tree t's root), modulo n; its shape is unchanged.
 
 #include <algorithm>
 #include <cassert>
@@ -79,15 +85,80 @@ void addTreeAllReduceSteps(const TreePlace& tree, ElementRange part, std::vector
   }
 }
 
+void addTreeBroadcastSteps(const TreePlace& tree, ElementRange part, std::vector<Step>& steps) {
+  const BufferSlice own{BufferKind::kSend, part.offset};
+  const BufferSlice result{BufferKind::kRecv, part.offset};
+  if (tree.parent < 0) {
+    // The root: its input to each child, and into its own output.
+    for (int child : tree.children) {
+      Step step;
+      step.count = part.count;
+      step.src = own;
+      step.sendPeer = child;
+      steps.push_back(step);
+    }
+    Step copy;
+    copy.count = part.count;
+    copy.src = own;
+    copy.dst = result;
+    steps.push_back(copy);
+    return;
+  }
+  Step step;
+  step.count = part.count;
+  step.recvPeer = tree.parent;
+  step.dst = result;
+  if (!tree.children.empty()) step.sendPeer = tree.children[0];
+  steps.push_back(step);
+  for (size_t i = 1; i < tree.children.size(); ++i) {
+    Step forward;
+    forward.count = part.count;
+    forward.src = result;
+    forward.sendPeer = tree.children[i];
+    steps.push_back(forward);
+  }
+}
+
+int positionOf(const Ring& ring, int rank) {
+  const auto found = std::find(ring.begin(), ring.end(), rank);
+  assert(found != ring.end());
+  return static_cast<int>(found - ring.begin());
+}
+
 }  // namespace
+
+void buildTreeBroadcast(const OpShape& shape, std::span<const Ring> rings, Program* program) {
+  assert(shape.collective == Collective::kBroadcast && !rings.empty());
+  ProgramBuilder builder(program);
+  if (shape.count == 0) return;
+  const Ring& ring = rings[0];
+  const int n = shape.nranks;
+  const int position = positionOf(ring, shape.rank);
+  const int rootPosition = positionOf(ring, shape.root);
+  const size_t trees = std::min<size_t>(2, rings.size());
+  for (size_t t = 0; t < trees; ++t) {
+    const ElementRange part = evenPart(shape.count, trees, t);
+    if (part.count == 0) continue;
+    int treeRoot = 0;
+    while (topology::doubleBinaryTreeLinks(n, treeRoot)[t].parent >= 0) ++treeRoot;
+    // Positions turned so that the broadcast's root sits at the tree's root, and back.
+    auto turned = [&](int p) { return ((p - rootPosition + treeRoot) % n + n) % n; };
+    auto unturned = [&](int v) { return ((v - treeRoot + rootPosition) % n + n) % n; };
+    topology::TreeLinks links = topology::doubleBinaryTreeLinks(n, turned(position))[t];
+    if (links.parent >= 0) links.parent = unturned(links.parent);
+    for (int& child : links.children) {
+      if (child >= 0) child = unturned(child);
+    }
+    addTreeBroadcastSteps(placeOn(ring, links), part, builder.startLane(static_cast<int>(t)));
+  }
+}
 
 void buildTreeAllReduce(const OpShape& shape, std::span<const Ring> rings, Program* program) {
   assert(shape.collective == Collective::kAllReduce && !rings.empty());
   ProgramBuilder builder(program);
   if (shape.count == 0) return;
   const Ring& ring = rings[0];
-  const int position = static_cast<int>(std::find(ring.begin(), ring.end(), shape.rank) - ring.begin());
-  assert(position < static_cast<int>(ring.size()));
+  const int position = positionOf(ring, shape.rank);
   const size_t trees = std::min<size_t>(2, rings.size());
   const std::array<topology::TreeLinks, 2> links = topology::doubleBinaryTreeLinks(shape.nranks, position);
   for (size_t t = 0; t < trees; ++t) {

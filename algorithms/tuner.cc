@@ -38,9 +38,13 @@ double predictMicroseconds(Algorithm algorithm, const TuneShape& shape, const Co
       default: return (n - 1) * hop.latencyUs + (n - 1) / n * bytesUs;
     }
   }
+  const int trees = std::min(2, std::max(1, shape.channels));
   if (algorithm == Algorithm::kTree && shape.collective == Collective::kAllReduce) {
-    const int trees = std::min(2, std::max(1, shape.channels));
     return 2 * shape.treeDepth * hop.latencyUs + (trees == 1 ? 2.5 : 2) * bytesUs;
+  }
+  if (algorithm == Algorithm::kTree && shape.collective == Collective::kBroadcast) {
+    // Down only; an inner rank sends its part to two children.
+    return shape.treeDepth * hop.latencyUs + (trees == 1 ? 2 : 1) * bytesUs;
   }
   return std::numeric_limits<double>::infinity();
 }

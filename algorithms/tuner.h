@@ -11,6 +11,8 @@
 //         and a rank inner in one sends its part up once and down twice, a leaf once; pipelined
 //         over slots, one tree measures 2.5 S / b rather than 3:
 //                                                             2d a + (T == 1 ? 2.5 : 2) S / b
+// A Broadcast (ring: n-1 steps, S / b pipelined) over the trees goes down only, an inner rank
+// sending its part to two children:                           d a + (T == 1 ? 2 : 1) S / b
 // Other collectives have only the ring. The constants are defaults measured on a small
 // oversubscribed host (2 cores, 4 to 8 ranks); the choice depends on their ratios.
 
@@ -45,7 +47,7 @@ struct TuneShape {
 int treeDepth(int nranks);
 
 /// Predicted microseconds of `algorithm` for `shape` under `model`; infinity for an algorithm Weft
-/// does not have for the collective (everything but ring, and tree for AllReduce).
+/// does not have for the collective (everything but ring, and tree for AllReduce and Broadcast).
 double predictMicroseconds(Algorithm algorithm, const TuneShape& shape, const CostModel& model);
 
 /// The algorithm `filter` allows with the least predicted time (the ring on a tie); false when the

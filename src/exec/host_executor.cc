@@ -126,7 +126,8 @@ Status pickAlgorithm(const core::Op& op, algorithms::Algorithm* algorithm) {
   }
   return invalidUsage("NCCL_ALGO leaves %s no algorithm that Weft has for it on host memory (ring%s); allow one",
                       algorithms::collectiveName(op.collective),
-                      op.collective == Collective::kAllReduce ? " and tree" : "");
+                      op.collective == Collective::kAllReduce || op.collective == Collective::kBroadcast ? " and tree"
+                                                                                                          : "");
 }
 
 }  // namespace
@@ -172,7 +173,11 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
     algorithms::Algorithm algorithm;
     WEFT_RETURN_IF_ERROR(pickAlgorithm(ops[i], &algorithm));
     if (algorithm == algorithms::Algorithm::kTree) {
-      algorithms::buildTreeAllReduce(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
+      if (ops[i].collective == Collective::kBroadcast) {
+        algorithms::buildTreeBroadcast(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
+      } else {
+        algorithms::buildTreeAllReduce(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
+      }
       continue;
     }
     // The pair exchange first: where both apply, the data is small enough for it.

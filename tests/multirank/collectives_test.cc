@@ -5,7 +5,8 @@
 // (tests/multirank/collective_run.h). The Large tests run 1M+3 elements of int8, bfloat16,
 // float32 and float64 with sum, avg and PreMulSum. Tests named Exhaustive/... (ctest label
 // `exhaustive`) run the whole product at 8 ranks and the large runs at more rank counts. Trees/...
-// run AllReduce the same way with NCCL_ALGO=tree, on one channel (one tree) and two (two trees).
+// run AllReduce and Broadcast the same way with NCCL_ALGO=tree, on one channel (one tree) and two
+// (two trees).
 
 #include <gtest/gtest.h>
 
@@ -170,7 +171,9 @@ std::vector<CollectiveCase> treeCases(const std::vector<int>& rankCounts, Covera
   for (int nranks : rankCounts) {
     for (Transport transport : {Transport::kShm, Transport::kSocket}) {
       for (int channels : {1, 2}) {
-        all.push_back({Collective::kAllReduce, nranks, transport, coverage, kDeadline, "tree", channels});
+        for (Collective collective : {Collective::kAllReduce, Collective::kBroadcast}) {
+          all.push_back({collective, nranks, transport, coverage, kDeadline, "tree", channels});
+        }
       }
     }
   }

@@ -1,6 +1,7 @@
-// The tree AllReduce (algorithms/tree_schedule.cc): its program on small trees, and simulated runs
-// at every rank count up to 64, one to three channels, in and out of place, pipelined over two
-// slots, in every interleaving, that must give every rank the exact result and never deadlock.
+// The tree AllReduce and Broadcast (algorithms/tree_schedule.cc): their programs on small trees,
+// and simulated runs at every rank count up to 64 (Broadcast: every root up to 16 ranks), one to
+// three channels, in and out of place, pipelined over two slots, in every interleaving, that must
+// give every rank the exact result and never deadlock.
 
 #include <gtest/gtest.h>
 
@@ -126,6 +127,69 @@ TEST(TreeScheduleSimulated, StepAfterStepWithUnboundedSlotsIsExactToo) {
     options.nChannels = 2;
     const SimulationResult result = simulator.run(treeParticipants(nranks, 500, shuffledRings(nranks, 2)), options);
     EXPECT_TRUE(result.ok()) << "nranks " << nranks << ": " << result.message;
+  }
+}
+
+std::vector<Participant> broadcastParticipants(int nranks, int root, size_t count, const std::vector<Ring>& rings) {
+  std::vector<Participant> parts;
+  for (int rank = 0; rank < nranks; ++rank) {
+    OpShape shape{Collective::kBroadcast, count, root, nranks, rank};
+    Participant part{shape, {}};
+    buildTreeBroadcast(shape, rings, &part.program);
+    parts.push_back(part);
+  }
+  return parts;
+}
+
+Program broadcastProgram(int nranks, int rank, int root, size_t count) {
+  Ring ring(nranks);
+  std::iota(ring.begin(), ring.end(), 0);
+  const std::vector<Ring> rings = {ring};
+  Program program;
+  buildTreeBroadcast({Collective::kBroadcast, count, root, nranks, rank}, rings, &program);
+  return program;
+}
+
+TEST(TreeBroadcast, TheTreeIsTurnedToStartAtTheRoot) {
+  // The 4-rank tree 0 -> 2 -> {1, 3} turned so that it starts at rank 1: 1 -> 3 -> {2, 0}.
+  EXPECT_EQ(describe(broadcastProgram(4, 1, 1, 6)), "c0: s@0 >3 #6 | s@0 =>r@0 #6\n");
+  EXPECT_EQ(describe(broadcastProgram(4, 3, 1, 6)), "c0: <1 =>r@0 >2 #6 | r@0 >0 #6\n");
+  EXPECT_EQ(describe(broadcastProgram(4, 0, 1, 6)), "c0: <3 =>r@0 #6\n");
+  EXPECT_EQ(describe(broadcastProgram(1, 0, 0, 5)), "c0: s@0 =>r@0 #5\n");
+  EXPECT_TRUE(broadcastProgram(4, 2, 1, 0).lanes.empty());
+}
+
+TEST(TreeBroadcastSimulated, EveryRankCountAndRootIsExact) {
+  const Interleaving kInterleavings[] = {Interleaving::kRoundRobin, Interleaving::kRandom, Interleaving::kGreedy};
+  std::mt19937 draw(7);
+  ProgramSimulator simulator;
+  int failures = 0;
+  for (int nranks = 1; nranks <= 64; ++nranks) {
+    std::vector<int> roots = {0, nranks / 2, nranks - 1};
+    if (nranks <= 16) {
+      roots.resize(nranks);
+      std::iota(roots.begin(), roots.end(), 0);
+    }
+    for (int root : roots) {
+      for (size_t count : {size_t{1}, static_cast<size_t>(nranks) + 1, size_t{1031}}) {
+        for (int nChannels : {1, 2}) {
+          SimulatorOptions options;
+          options.slotElements = std::vector<size_t>{1, 7, 64}[draw() % 3];
+          options.slotCount = 2;
+          options.pieceMajor = true;
+          options.inPlace = draw() % 2 == 0;
+          options.interleaving = kInterleavings[draw() % 3];
+          options.seed = draw();
+          options.nChannels = nChannels;
+          const SimulationResult result =
+              simulator.run(broadcastParticipants(nranks, root, count, shuffledRings(nranks, nChannels)), options);
+          if (result.ok()) continue;
+          ADD_FAILURE() << "nranks " << nranks << " root " << root << " count " << count << " channels " << nChannels
+                        << (options.inPlace ? " in place" : "") << ": " << result.message;
+          if (++failures == 5) return;
+        }
+      }
+    }
   }
 }
 

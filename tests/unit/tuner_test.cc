@@ -52,8 +52,11 @@ TEST(Tuner, PredictionsFollowTheModel) {
   EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kPat, shape, model)));
   TuneShape broadcast = shape;
   broadcast.collective = Collective::kBroadcast;
-  EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kTree, broadcast, model)));
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, broadcast, model), 2 * 2 + 2 * 10);
   EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, broadcast, model), 3 * 2 + 0.75 * 10);
+  TuneShape gather = shape;
+  gather.collective = Collective::kAllGather;
+  EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kTree, gather, model)));
 }
 
 TEST(Tuner, SmallAllReducesOverManyRanksTakeTheTreeLargeOnesTheRing) {
@@ -72,11 +75,15 @@ TEST(Tuner, OnlyWhatNcclAlgoAllowsIsChosen) {
   EXPECT_EQ(chosen(allReduce(8, 8), "allreduce:^tree"), Algorithm::kRing);
   TuneShape broadcast = allReduce(8, 8);
   broadcast.collective = Collective::kBroadcast;
-  EXPECT_EQ(chosen(broadcast), Algorithm::kRing);
+  EXPECT_EQ(chosen(broadcast), Algorithm::kTree);  // 3 steps down instead of 7 around
+  broadcast.bytes = 64 << 20;
+  EXPECT_EQ(chosen(broadcast), Algorithm::kRing);  // one tree sends twice what the ring does
+  TuneShape allGather = allReduce(8, 8);
+  allGather.collective = Collective::kAllGather;
   AlgorithmFilter filter;
   ASSERT_TRUE(parseAlgorithmFilter("tree", &filter).isOk());
   Algorithm algorithm;
-  EXPECT_FALSE(chooseAlgorithm(broadcast, filter, CostModel{}, &algorithm));  // Weft has no tree broadcast
+  EXPECT_FALSE(chooseAlgorithm(allGather, filter, CostModel{}, &algorithm));  // Weft has no tree allgather
 }
 
 }  // namespace
