@@ -42,6 +42,28 @@ TreePlace placeOn(const Ring& ring, const topology::TreeLinks& links) {
   return place;
 }
 
+// Down a tree: at a rank with a parent, the data from it into the output and on to the first
+// child, then from the output to each other child; at the root, `rootData` to each child.
+void addDownSteps(const TreePlace& tree, ElementRange part, BufferSlice rootData, std::vector<Step>& steps) {
+  const BufferSlice result{BufferKind::kRecv, part.offset};
+  const bool root = tree.parent < 0;
+  if (!root) {
+    Step step;
+    step.count = part.count;
+    step.recvPeer = tree.parent;
+    step.dst = result;
+    if (!tree.children.empty()) step.sendPeer = tree.children[0];
+    steps.push_back(step);
+  }
+  for (size_t i = root ? 0 : 1; i < tree.children.size(); ++i) {
+    Step step;
+    step.count = part.count;
+    step.src = root ? rootData : result;
+    step.sendPeer = tree.children[i];
+    steps.push_back(step);
+  }
+}
+
 void addTreeAllReduceSteps(const TreePlace& tree, ElementRange part, std::vector<Step>& steps) {
   const BufferSlice own{BufferKind::kSend, part.offset};
   const BufferSlice result{BufferKind::kRecv, part.offset};
@@ -66,56 +88,19 @@ void addTreeAllReduceSteps(const TreePlace& tree, ElementRange part, std::vector
     }
     steps.push_back(step);
   }
-  // Down: the root's result from the parent into the output and on to the first child, then from
-  // the output to each other child.
-  if (!root) {
-    Step step;
-    step.count = part.count;
-    step.recvPeer = tree.parent;
-    step.dst = result;
-    if (!tree.children.empty()) step.sendPeer = tree.children[0];
-    steps.push_back(step);
-  }
-  for (size_t i = root ? 0 : 1; i < tree.children.size(); ++i) {
-    Step step;
-    step.count = part.count;
-    step.src = result;
-    step.sendPeer = tree.children[i];
-    steps.push_back(step);
-  }
+  addDownSteps(tree, part, result, steps);
 }
 
 void addTreeBroadcastSteps(const TreePlace& tree, ElementRange part, std::vector<Step>& steps) {
   const BufferSlice own{BufferKind::kSend, part.offset};
-  const BufferSlice result{BufferKind::kRecv, part.offset};
+  addDownSteps(tree, part, own, steps);
   if (tree.parent < 0) {
-    // The root: its input to each child, and into its own output.
-    for (int child : tree.children) {
-      Step step;
-      step.count = part.count;
-      step.src = own;
-      step.sendPeer = child;
-      steps.push_back(step);
-    }
+    // The root's input into its own output too.
     Step copy;
     copy.count = part.count;
     copy.src = own;
-    copy.dst = result;
+    copy.dst = BufferSlice{BufferKind::kRecv, part.offset};
     steps.push_back(copy);
-    return;
-  }
-  Step step;
-  step.count = part.count;
-  step.recvPeer = tree.parent;
-  step.dst = result;
-  if (!tree.children.empty()) step.sendPeer = tree.children[0];
-  steps.push_back(step);
-  for (size_t i = 1; i < tree.children.size(); ++i) {
-    Step forward;
-    forward.count = part.count;
-    forward.src = result;
-    forward.sendPeer = tree.children[i];
-    steps.push_back(forward);
   }
 }
 
