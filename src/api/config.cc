@@ -35,6 +35,17 @@ Status readConfig(const ncclConfig_t* config, const core::CommOptions* inherited
     out->blocking = config->blocking == 1;
   }
   if (has(config, config->commName) && config->commName != nullptr) out->name = config->commName;
+  auto readCtas = [](int value, const char* name, int* field) {
+    if (value == NCCL_CONFIG_UNDEF_INT) return Status::ok();
+    if (value < 1) return invalidArgument("ncclConfig_t.%s is %d; it must be at least 1", name, value);
+    *field = value;
+    return Status::ok();
+  };
+  if (has(config, config->minCTAs)) WEFT_RETURN_IF_ERROR(readCtas(config->minCTAs, "minCTAs", &out->minCtas));
+  if (has(config, config->maxCTAs)) WEFT_RETURN_IF_ERROR(readCtas(config->maxCTAs, "maxCTAs", &out->maxCtas));
+  if (out->minCtas > 0 && out->maxCtas > 0 && out->minCtas > out->maxCtas) {
+    return invalidArgument("ncclConfig_t.minCTAs (%d) is more than maxCTAs (%d)", out->minCtas, out->maxCtas);
+  }
   return Status::ok();
 }
 

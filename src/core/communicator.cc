@@ -53,12 +53,17 @@ uint64_t hashBytes(const void* data, size_t size, uint64_t seed) {
 
 // This rank's settings; *filtersStatus says whether its NCCL_ALGO and NCCL_PROTO parsed,
 // *tuneStatus whether its WEFT_TUNE_FILE loaded.
-SharedSettings localSettings(Status* filtersStatus, Status* tuneStatus) {
+SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, Status* tuneStatus) {
   int64_t minChannels = knobs::getInt(knobs::KnobId::kMinNChannels);
   int64_t maxChannels = knobs::getInt(knobs::KnobId::kMaxNChannels);
   int64_t channels = std::clamp<int64_t>(std::max(minChannels, std::min<int64_t>(maxChannels, 1)), 1, kMaxChannels);
   int64_t buffSize = std::max<int64_t>(knobs::getInt(knobs::KnobId::kBuffSize), kSlotCount * 4096);
   int64_t gpuChannels = std::clamp<int64_t>(knobs::getInt(knobs::KnobId::kGpuChannels), 1, kMaxChannels);
+  // NCCL's CTA bounds: the communicator's config, else the environment.
+  const int64_t minCtas = options.minCtas > 0 ? options.minCtas : knobs::getInt(knobs::KnobId::kMinCtas);
+  const int64_t maxCtas = options.maxCtas > 0 ? options.maxCtas : knobs::getInt(knobs::KnobId::kMaxCtas);
+  if (minCtas > 0) gpuChannels = std::max(gpuChannels, std::min<int64_t>(minCtas, kMaxChannels));
+  if (maxCtas > 0) gpuChannels = std::min(gpuChannels, maxCtas);
   int64_t cmaMinBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kCmaMinBytes), 0);
   SharedSettings settings{static_cast<int32_t>(channels), static_cast<int32_t>(gpuChannels), buffSize, cmaMinBytes,
                           algorithms::AlgorithmFilter::all(), 1, algorithms::ProtocolFilter::all(), 1,
@@ -321,7 +326,7 @@ Status Communicator::init(const UniqueId& id) {
   std::vector<SharedSettings> settings(nranks_);
   Status filtersStatus;
   Status tuneStatus;
-  settings[rank_] = localSettings(&filtersStatus, &tuneStatus);
+  settings[rank_] = localSettings(options_, &filtersStatus, &tuneStatus);
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(settings.data(), sizeof(SharedSettings)));
   const SharedSettings& agreed = settings[0];
   // A bad NCCL_ALGO anywhere fails every rank, after the exchange, so that none waits for it.
@@ -385,8 +390,10 @@ Status Communicator::init(const UniqueId& id) {
   }
   const std::string direct = cmaMinBytes_ > 0 ? "from " + std::to_string(cmaMinBytes_) + " bytes" : "off";
   WEFT_INFO(log::kInit,
-            "comm %p rank %d nranks %d localRank %d - Init COMPLETE (%d channels, %zu-byte slots, direct allreduce %s)",
-            static_cast<void*>(this), rank_, nranks_, localRank_, agreed.nChannels, slotBytes, direct.c_str());
+            "comm %p rank %d nranks %d localRank %d - Init COMPLETE (%d channels, %d on GPU buffers, %zu-byte slots, "
+            "direct allreduce %s)",
+            static_cast<void*>(this), rank_, nranks_, localRank_, agreed.nChannels, agreed.gpuChannels, slotBytes,
+            direct.c_str());
   return Status::ok();
 }
 

@@ -34,6 +34,10 @@ struct CommOptions {
   std::shared_ptr<std::atomic<bool>> abortInit;
   /// The CUDA device of this rank (ncclCommInitAll's devlist); -1: the calling thread's current one.
   int cudaDevice = -1;
+  /// ncclConfig_t.minCTAs / maxCTAs: bounds on the channels of GPU collectives; -1: NCCL_MIN_CTAS /
+  /// NCCL_MAX_CTAS, or none.
+  int minCtas = -1;
+  int maxCtas = -1;
 };
 
 class Communicator {

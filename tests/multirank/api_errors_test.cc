@@ -335,10 +335,17 @@ TEST(ApiErrors, BadInitArgumentsAreInvalidArgument) {
   std::memset(&zeroed, 0, sizeof(zeroed));
   ncclConfig_t badMagic = NCCL_CONFIG_INITIALIZER;
   badMagic.magic = 0x12345678;
+  ncclConfig_t noCtas = NCCL_CONFIG_INITIALIZER;
+  noCtas.minCTAs = 0;
+  ncclConfig_t crossedCtas = NCCL_CONFIG_INITIALIZER;
+  crossedCtas.minCTAs = 8;
+  crossedCtas.maxCTAs = 2;
   const std::vector<BadCall> calls = {
       {"ncclCommInitRankConfig with a zeroed ncclConfig_t (no NCCL_CONFIG_INITIALIZER)",
        ncclInvalidArgument, initWith(zeroed)},
       {"ncclCommInitRankConfig with a wrong config magic", ncclInvalidArgument, initWith(badMagic)},
+      {"ncclCommInitRankConfig with minCTAs 0", ncclInvalidArgument, initWith(noCtas)},
+      {"ncclCommInitRankConfig with minCTAs 8 above maxCTAs 2", ncclInvalidArgument, initWith(crossedCtas)},
       {"ncclCommInitRank with rank 5 of 2", ncclInvalidArgument,
        [](const CallContext&) {
          ncclUniqueId id{};
