@@ -1,8 +1,14 @@
 #include "transport/acceptor.h"
 
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstring>
 #include <utility>
 
+#include "src/base/knobs.h"
 #include "src/base/log.h"
+#include "src/base/wait.h"
 
 namespace weft::transport {
 namespace {
@@ -13,6 +19,57 @@ namespace {
 constexpr size_t kMaxPending = 64;
 
 }  // namespace
+
+Status Acceptor::open(const char* transportName, const ConnectionParams& params, std::unique_ptr<Acceptor>* acceptor,
+                      net::SocketAddress* address, uint64_t* nonce) {
+  std::vector<net::NetInterface> interfaces;
+  WEFT_RETURN_IF_ERROR(net::findInterfaces(&interfaces));
+  if (interfaces.empty()) {
+    return systemError("%s transport: no network interface to listen on for rank %d (channel %d); check "
+                       "NCCL_SOCKET_IFNAME and NCCL_SOCKET_FAMILY",
+                       transportName, params.peer.rank, params.channel);
+  }
+  net::SocketAddress local = interfaces.front().address;
+  local.setPort(0);
+  net::Socket listener;
+  Status status = net::Socket::listen(local, &listener);
+  if (!status.isOk()) {
+    return status.withContext(std::string(transportName) + " transport: listening on " + interfaces.front().name +
+                              " (" + local.toString() + ") for rank " + std::to_string(params.peer.rank));
+  }
+  for (size_t got = 0; got < sizeof(*nonce);) {
+    const ssize_t n = getrandom(reinterpret_cast<uint8_t*>(nonce) + got, sizeof(*nonce) - got, 0);
+    if (n < 0 && errno != EINTR) {
+      return errnoStatus(errno, "%s transport: getrandom for a connection nonce", transportName);
+    }
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+  *address = listener.localAddress();
+  const double handshakeTimeout = static_cast<double>(knobs::getInt(knobs::KnobId::kBootstrapHandshakeTimeout));
+  acceptor->reset(new Acceptor(transportName, std::move(listener), makeHandshake(params.peer.rank, *nonce, params),
+                               handshakeTimeout, params.peer.rank, params.peer.hostname));
+  return Status::ok();
+}
+
+Status connectToReceiver(const char* transportName, const ConnectionParams& params, const net::SocketAddress& address,
+                         uint64_t nonce, std::span<const uint8_t> payload, net::Socket* socket) {
+  const std::string where = "rank " + std::to_string(params.peer.rank) + " on host " + params.peer.hostname + " at " +
+                            address.toString() + ", channel " + std::to_string(params.channel);
+  WaitContext context;
+  context.timeoutSeconds = defaultTimeoutSeconds();
+  context.what = std::string("the ") + transportName + " connection to " + where;
+  Status status = net::Socket::connect(address, context, socket);
+  if (!status.isOk()) return status.withContext(std::string(transportName) + " transport: connecting to " + where);
+  std::vector<uint8_t> message(sizeof(Handshake) + payload.size());
+  const Handshake handshake = makeHandshake(params.self.rank, nonce, params);
+  memcpy(message.data(), &handshake, sizeof(Handshake));
+  if (!payload.empty()) memcpy(message.data() + sizeof(Handshake), payload.data(), payload.size());
+  status = socket->sendAll(message.data(), message.size(), context);
+  if (!status.isOk()) {
+    return status.withContext(std::string(transportName) + " transport: sending the handshake to " + where);
+  }
+  return Status::ok();
+}
 
 Acceptor::Acceptor(const char* transportName, net::Socket listener, const Handshake& expected,
                    double handshakeTimeoutSeconds, int peerRank, std::string peerHost)

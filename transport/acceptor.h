@@ -7,17 +7,28 @@
 // Several connections are heard at once: a silent stranger never delays the real sender.
 
 #include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "src/base/socket.h"
 #include "src/base/status.h"
 #include "transport/handshake.h"
+#include "transport/transport.h"
 
 namespace weft::transport {
 
 class Acceptor {
  public:
+  /// The receiving end of `params` opens its port: listens on the first interface
+  /// NCCL_SOCKET_IFNAME allows (a free port) and draws the nonce its sender must present, which it
+  /// publishes in its blob with *address. Handshakes time out after
+  /// WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT. `transportName` ("socket", "ib") names it in messages.
+  static Status open(const char* transportName, const ConnectionParams& params, std::unique_ptr<Acceptor>* acceptor,
+                     net::SocketAddress* address, uint64_t* nonce);
+
   /// Takes the listening socket. `transportName` ("socket", "ib") and `peerRank`/`peerHost` name
   /// the listener and the expected sender in messages.
   Acceptor(const char* transportName, net::Socket listener, const Handshake& expected,
@@ -61,5 +72,11 @@ class Acceptor {
   std::string peerHost_;
   std::vector<Pending> pending_;
 };
+
+/// The sending end of `params` reaches its receiver: connects to `address` (retrying up to
+/// WEFT_SOCKET_CONNECT_TIMEOUT) and writes the handshake for `nonce`, then `payload`. Both are small
+/// enough for a fresh connection's kernel buffer, so this never waits for the receiver to act.
+Status connectToReceiver(const char* transportName, const ConnectionParams& params, const net::SocketAddress& address,
+                         uint64_t nonce, std::span<const uint8_t> payload, net::Socket* socket);
 
 }  // namespace weft::transport

@@ -1,7 +1,6 @@
 #include "transport/ib/connection.h"
 
 #include <arpa/inet.h>
-#include <sys/random.h>
 
 #include <algorithm>
 #include <cstring>
@@ -10,7 +9,6 @@
 
 #include "src/base/knobs.h"
 #include "src/base/log.h"
-#include "src/base/wait.h"
 
 namespace weft::transport::ib {
 namespace {
@@ -78,20 +76,9 @@ Status IbSendConnection::create(const ConnectionParams& params, const IbPort& po
   info.creditAddress = reinterpret_cast<uintptr_t>(created->credit_.get());
   info.creditKey = creditMr->rkey;
 
-  const std::string where = created->peer() + " at " + blob.setupAddress.toString();
-  WaitContext context;
-  context.timeoutSeconds = defaultTimeoutSeconds();
-  context.what = "the ib setup connection to " + where;
-  net::Socket socket;
-  Status status = net::Socket::connect(blob.setupAddress, context, &socket);
-  if (!status.isOk()) return status.withContext("ib transport: connecting to " + where);
-  const Handshake handshake = makeHandshake(params.self.rank, blob.nonce, params);
-  // A few hundred bytes on a fresh connection: the kernel's buffer takes them at once.
-  uint8_t message[sizeof(Handshake) + sizeof(SenderInfo)];
-  memcpy(message, &handshake, sizeof(Handshake));
-  memcpy(message + sizeof(Handshake), &info, sizeof(SenderInfo));
-  status = socket.sendAll(message, sizeof(message), context);
-  if (!status.isOk()) return status.withContext("ib transport: sending the queue pair addresses to " + where);
+  net::Socket setup;  // closed on return: the kernel still delivers what it took, and the queue pairs carry the rest
+  WEFT_RETURN_IF_ERROR(connectToReceiver("ib", params, blob.setupAddress, blob.nonce,
+                                         std::span(reinterpret_cast<const uint8_t*>(&info), sizeof(info)), &setup));
   WEFT_INFO(log::kNet, "Channel %02d : sending to rank %d (host %s) over ib %s, %d queue pairs", params.channel,
             params.peer.rank, params.peer.hostname, port.name().c_str(), queuePairs);
   *connection = std::move(created);
@@ -194,24 +181,9 @@ Status IbRecvConnection::create(const ConnectionParams& params, const IbPort& po
   WEFT_RETURN_IF_ERROR(first.registerMemory(created->creditSource_.get(), sizeof(uint64_t), IBV_ACCESS_LOCAL_WRITE,
                                             &created->creditMr_));
 
-  std::vector<net::NetInterface> interfaces;
-  WEFT_RETURN_IF_ERROR(net::findInterfaces(&interfaces));
-  if (interfaces.empty()) {
-    return systemError("ib transport: no network interface for the setup connection of %s; check "
-                       "NCCL_SOCKET_IFNAME and NCCL_SOCKET_FAMILY",
-                       created->peer().c_str());
-  }
-  net::SocketAddress address = interfaces.front().address;
-  address.setPort(0);
-  net::Socket listener;
-  Status status = net::Socket::listen(address, &listener);
-  if (!status.isOk()) return status.withContext("ib transport: listening on " + address.toString());
-
   *blob = IbBlob{};
   blob->receiverRank = params.self.rank;
-  if (getrandom(&blob->nonce, sizeof(blob->nonce), 0) != sizeof(blob->nonce)) {
-    return systemError("ib transport: getrandom for a connection nonce failed");
-  }
+  WEFT_RETURN_IF_ERROR(Acceptor::open("ib", params, &created->acceptor_, &blob->setupAddress, &blob->nonce));
   blob->commHash = params.commHash;
   blob->channel = params.channel;
   blob->slotCount = slotCount;
@@ -220,11 +192,6 @@ Status IbRecvConnection::create(const ConnectionParams& params, const IbPort& po
   blob->slotsKey = slotsMr->rkey;
   blob->queuePairCount = queuePairs;
   for (int q = 0; q < queuePairs; ++q) blob->queuePairs[q] = created->queuePairs_[q]->address();
-  blob->setupAddress = listener.localAddress();
-  created->acceptor_ = std::make_unique<Acceptor>(
-      "ib", std::move(listener), makeHandshake(params.peer.rank, blob->nonce, params),
-      static_cast<double>(knobs::getInt(knobs::KnobId::kBootstrapHandshakeTimeout)), params.peer.rank,
-      params.peer.hostname);
   *connection = std::move(created);
   return Status::ok();
 }
