@@ -25,6 +25,18 @@ void buildRingProgram(const OpShape& shape, std::span<const Ring> rings, Program
 /// only for operators that give the same bits in either operand order (sum, product, PreMulSum).
 void buildPairExchangeAllReduce(const OpShape& shape, std::span<const Ring> rings, Program* program);
 
+/// One rank's place in one channel's tree, as ranks: its parent (-1 at the root) and its children.
+struct TreePlace {
+  int parent = -1;
+  std::vector<int> children;
+};
+
+/// AllReduce over one tree per channel: trees[c] is this rank's place in channel c's tree (every
+/// rank must be given places in the same trees), and channel c carries an even part c of the data,
+/// reduced up its tree (children in the order given), finalized at the root and broadcast back
+/// down, so every rank gets the root's bits for any operator.
+void buildTreeAllReduceOnTrees(const OpShape& shape, std::span<const TreePlace> trees, Program* program);
+
 /// AllReduce over binary trees (tree_schedule.cc): min(2, rings.size()) trees laid over the
 /// positions of rings[0] as topology::doubleBinaryTreeLinks lays them, tree t on channel t with
 /// an even part t of the data. Each part is reduced up its tree, finalized at its root and

@@ -17,6 +17,7 @@
 // position of rank p is p - p(root) + p(tree t's root), modulo n; its shape is unchanged.
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 
 #include "algorithms/even_split.h"
@@ -26,12 +27,6 @@
 
 namespace weft::algorithms {
 namespace {
-
-// One rank's neighbours in one tree, as ranks.
-struct TreePlace {
-  int parent = -1;
-  std::vector<int> children;
-};
 
 TreePlace placeOn(const Ring& ring, const topology::TreeLinks& links) {
   TreePlace place;
@@ -138,19 +133,23 @@ void buildTreeBroadcast(const OpShape& shape, std::span<const Ring> rings, Progr
   }
 }
 
-void buildTreeAllReduce(const OpShape& shape, std::span<const Ring> rings, Program* program) {
-  assert(shape.collective == Collective::kAllReduce && !rings.empty());
+void buildTreeAllReduceOnTrees(const OpShape& shape, std::span<const TreePlace> trees, Program* program) {
+  assert(shape.collective == Collective::kAllReduce && !trees.empty());
   ProgramBuilder builder(program);
   if (shape.count == 0) return;
-  const Ring& ring = rings[0];
-  const int position = positionOf(ring, shape.rank);
-  const size_t trees = std::min<size_t>(2, rings.size());
-  const std::array<topology::TreeLinks, 2> links = topology::doubleBinaryTreeLinks(shape.nranks, position);
-  for (size_t t = 0; t < trees; ++t) {
-    const ElementRange part = evenPart(shape.count, trees, t);
+  for (size_t t = 0; t < trees.size(); ++t) {
+    const ElementRange part = evenPart(shape.count, trees.size(), t);
     if (part.count == 0) continue;
-    addTreeAllReduceSteps(placeOn(ring, links[t]), part, builder.startLane(static_cast<int>(t)));
+    addTreeAllReduceSteps(trees[t], part, builder.startLane(static_cast<int>(t)));
   }
+}
+
+void buildTreeAllReduce(const OpShape& shape, std::span<const Ring> rings, Program* program) {
+  assert(!rings.empty());
+  const Ring& ring = rings[0];
+  const std::array<topology::TreeLinks, 2> links = topology::doubleBinaryTreeLinks(shape.nranks, positionOf(ring, shape.rank));
+  const TreePlace places[2] = {placeOn(ring, links[0]), placeOn(ring, links[1])};
+  buildTreeAllReduceOnTrees(shape, std::span<const TreePlace>(places, std::min<size_t>(2, rings.size())), program);
 }
 
 }  // namespace weft::algorithms
