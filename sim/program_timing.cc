@@ -44,6 +44,14 @@ class Engine {
  public:
   Engine(int nranks, const TimingOptions& options) : options_(options), sendersOf_(nranks) {}
 
+  // Room for `nranks` programs like `program` (the ranks of one schedule have about as many steps).
+  void reserve(const algorithms::Program& program, int nranks) {
+    size_t steps = 0;
+    for (const algorithms::Lane& lane : program.lanes) steps += lane.steps.size();
+    steps_.reserve(steps * static_cast<size_t>(nranks) * 9 / 8 + 16);
+    lanes_.reserve(program.lanes.size() * static_cast<size_t>(nranks) + 16);
+  }
+
   void load(int rank, const algorithms::Program& program, const LinkSource& linkOf) {
     for (const algorithms::Lane& lane : program.lanes) {
       LaneState state;
@@ -140,7 +148,8 @@ class Engine {
         }
         start = std::max(start, out.freeAt);
         end = start + bytes / out.link.bytesPerMicrosecond;
-        out.arrival[out.posted % slots] = end + out.link.latencyMicroseconds;
+        const double latency = lane.round == 0 ? out.link.stepLatencyMicroseconds : out.link.pieceLatencyMicroseconds;
+        out.arrival[out.posted % slots] = end + latency;
         out.freeAt = end;
         ++out.posted;
         wake(out.receiverWaiting);
@@ -183,6 +192,7 @@ TimingResult timePrograms(int nranks, const ProgramSource& programOf, const Link
   algorithms::Program program;
   for (int rank = 0; rank < nranks; ++rank) {
     programOf(rank, &program);
+    if (rank == 0) engine.reserve(program, nranks);
     engine.load(rank, program, linkOf);
   }
   return engine.run();

@@ -24,8 +24,9 @@ namespace weft::sim {
 
 /// One direction of one connection.
 struct LinkTiming {
-  double bytesPerMicrosecond = 0;  // GB/s x 1000
-  double latencyMicroseconds = 0;
+  double bytesPerMicrosecond = 0;      // GB/s x 1000
+  double pieceLatencyMicroseconds = 0;  // every piece but a step's first
+  double stepLatencyMicroseconds = 0;   // a step's first piece
 };
 
 struct TimingOptions {

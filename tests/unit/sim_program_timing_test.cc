@@ -22,7 +22,7 @@ constexpr double kBandwidth = 10000;  // bytes per us (10 GB/s)
 constexpr double kLatency = 2;        // us
 
 LinkSource uniformLinks() {
-  return [](int, int, int) { return LinkTiming{kBandwidth, kLatency}; };
+  return [](int, int, int) { return LinkTiming{kBandwidth, kLatency, kLatency}; };
 }
 
 ProgramSource ringPrograms(Collective collective, size_t count, int nranks, int root = 0) {
@@ -63,7 +63,7 @@ TEST(SimProgramTiming, APipelinedChainMovesOnePiecePerPieceTimeOnceFull) {
   TimingOptions options;
   options.pieceBytes = 1000;
   options.localBytesPerMicrosecond = 1e12;  // the root's copy into its own output costs nothing
-  const LinkSource noLatency = [](int, int, int) { return LinkTiming{kBandwidth, 0}; };
+  const LinkSource noLatency = [](int, int, int) { return LinkTiming{kBandwidth, 0, 0}; };
   const TimingResult result = timePrograms(5, ringPrograms(Collective::kBroadcast, 64 * 250, 5), noLatency, options);
   ASSERT_TRUE(result.ok()) << result.error;
   EXPECT_NEAR(result.microseconds, (4 + 64 - 1) * (1000 / kBandwidth), 0.01);

@@ -1,9 +1,11 @@
 // weft: the command-line tool of Weft. `weft topo` prints the machine as the topology layer sees
-// it; `weft tune` the tuner's predictions and choices.
+// it; `weft tune` the tuner's predictions and choices; `weft sim` times schedules over a modelled
+// fabric.
 
 #include <CLI/CLI.hpp>
 
 #include "src/base/version.h"
+#include "tools/weft/sim_command.h"
 #include "tools/weft/topo_command.h"
 #include "tools/weft/tune_command.h"
 
@@ -13,6 +15,7 @@ int main(int argc, char** argv) {
   int exitCode = 0;
   weft::tools::addTopoCommand(app, &exitCode);
   weft::tools::addTuneCommand(app, &exitCode);
+  weft::tools::addSimCommand(app, &exitCode);
   CLI11_PARSE(app, argc, argv);
   return exitCode;
 }
