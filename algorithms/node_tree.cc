@@ -1,11 +1,22 @@
 #include "algorithms/node_tree.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 
+#include "algorithms/tuner.h"
 #include "topology/trees.h"
 
 namespace weft::algorithms {
+
+TreePlace placeOnRing(const Ring& ring, const topology::TreeLinks& links) {
+  TreePlace place;
+  if (links.parent >= 0) place.parent = ring[links.parent];
+  for (int child : links.children) {
+    if (child >= 0) place.children.push_back(ring[child]);
+  }
+  return place;
+}
 
 TreePlace nodeTreePlace(std::span<const std::vector<int>> chains, int tree, int rank) {
   assert(tree == 0 || tree == 1);
@@ -30,6 +41,59 @@ TreePlace nodeTreePlace(std::span<const std::vector<int>> chains, int tree, int 
   }
   assert(false && "rank is on no chain");
   return {};
+}
+
+namespace {
+
+bool oneHost(std::span<const int> hostOfRank) {
+  return std::all_of(hostOfRank.begin(), hostOfRank.end(), [&](int host) { return host == hostOfRank.front(); });
+}
+
+// A ring cut into its hosts' chains, in the order the ring visits the hosts.
+std::vector<std::vector<int>> chainsAlong(const Ring& ring, std::span<const int> hostOfRank) {
+  std::vector<std::vector<int>> chains;
+  for (size_t i = 0; i < ring.size(); ++i) {
+    if (i == 0 || hostOfRank[ring[i]] != hostOfRank[ring[i - 1]]) chains.emplace_back();
+    chains.back().push_back(ring[i]);
+  }
+  return chains;
+}
+
+}  // namespace
+
+std::vector<TreePlace> communicatorTreePlaces(std::span<const Ring> rings, std::span<const int> hostOfRank, int rank) {
+  assert(!rings.empty());
+  const size_t trees = std::min<size_t>(2, rings.size());
+  std::vector<TreePlace> places;
+  if (oneHost(hostOfRank)) {
+    const Ring& ring = rings[0];
+    const int position = static_cast<int>(std::find(ring.begin(), ring.end(), rank) - ring.begin());
+    const std::array<topology::TreeLinks, 2> links =
+        topology::doubleBinaryTreeLinks(static_cast<int>(ring.size()), position);
+    for (size_t t = 0; t < trees; ++t) places.push_back(placeOnRing(ring, links[t]));
+    return places;
+  }
+  for (size_t t = 0; t < trees; ++t) {
+    places.push_back(nodeTreePlace(chainsAlong(rings[t], hostOfRank), static_cast<int>(t), rank));
+  }
+  return places;
+}
+
+TreeDepths communicatorTreeDepths(std::span<const int> hostOfRank) {
+  const int nranks = static_cast<int>(hostOfRank.size());
+  if (oneHost(hostOfRank)) return {0, treeDepth(std::max(nranks, 1))};
+  std::vector<int> hosts(hostOfRank.begin(), hostOfRank.end());
+  std::sort(hosts.begin(), hosts.end());
+  int longestChain = 0;
+  int distinct = 0;
+  for (size_t i = 0; i < hosts.size();) {
+    size_t j = i;
+    while (j < hosts.size() && hosts[j] == hosts[i]) ++j;
+    longestChain = std::max(longestChain, static_cast<int>(j - i));
+    ++distinct;
+    i = j;
+  }
+  return {longestChain - 1, treeDepth(distinct)};
 }
 
 }  // namespace weft::algorithms

@@ -7,8 +7,12 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "topology/trees.h"
 
 namespace weft::algorithms {
+
+/// A rank's place in a tree laid over the positions of `ring`: `links` (in positions) as ranks.
+TreePlace placeOnRing(const Ring& ring, const topology::TreeLinks& links);
 
 /// `rank`'s place in one channel's tree over nodes. chains[node] lists that node's ranks in the
 /// order the channel visits them (topology::NodeChannel's chain, as ranks); every rank appears in
@@ -17,5 +21,23 @@ namespace weft::algorithms {
 /// binary tree `tree` (0 or 1) of topology::doubleBinaryTreeLinks over the nodes, and as children
 /// its chain's second rank, then the first ranks of its child nodes. Pure.
 TreePlace nodeTreePlace(std::span<const std::vector<int>> chains, int tree, int rank);
+
+/// The trees a communicator runs its tree AllReduce on, as `rank`'s place in each: one per
+/// channel, at most two. hostOfRank[r] numbers rank r's host (empty: every rank on one host). On
+/// one host, the double binary tree over the positions of rings[0] (topology::doubleBinaryTreeLinks,
+/// tree t on channel t). Over several hosts, NCCL's trees over nodes: tree t is nodeTreePlace's
+/// tree t with each host's chain being its ranks in the order rings[t] visits them (every ring
+/// holds each host's ranks consecutively), so each rank but a chain's first talks over shared
+/// memory and only the chains' first ranks over the network.
+std::vector<TreePlace> communicatorTreePlaces(std::span<const Ring> rings, std::span<const int> hostOfRank, int rank);
+
+/// The hops on the longest way between the root and a rank of communicatorTreePlaces' trees:
+/// `local` ones between ranks of one host (over several hosts: along the longest chain) and
+/// `across` the others (between hosts; on one host, every hop of the flat trees).
+struct TreeDepths {
+  int local = 0;
+  int across = 0;
+};
+TreeDepths communicatorTreeDepths(std::span<const int> hostOfRank);
 
 }  // namespace weft::algorithms

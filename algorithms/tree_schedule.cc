@@ -21,21 +21,13 @@
 #include <cassert>
 
 #include "algorithms/even_split.h"
+#include "algorithms/node_tree.h"
 #include "algorithms/program_builder.h"
 #include "algorithms/schedule.h"
 #include "topology/trees.h"
 
 namespace weft::algorithms {
 namespace {
-
-TreePlace placeOn(const Ring& ring, const topology::TreeLinks& links) {
-  TreePlace place;
-  if (links.parent >= 0) place.parent = ring[links.parent];
-  for (int child : links.children) {
-    if (child >= 0) place.children.push_back(ring[child]);
-  }
-  return place;
-}
 
 // Down a tree: at a rank with a parent, the data from it into the output and on to the first
 // child, then from the output to each other child; at the root, `rootData` to each child.
@@ -129,7 +121,7 @@ void buildTreeBroadcast(const OpShape& shape, std::span<const Ring> rings, Progr
     for (int& child : links.children) {
       if (child >= 0) child = unturned(child);
     }
-    addTreeBroadcastSteps(placeOn(ring, links), part, builder.startLane(static_cast<int>(t)));
+    addTreeBroadcastSteps(placeOnRing(ring, links), part, builder.startLane(static_cast<int>(t)));
   }
 }
 
@@ -145,11 +137,8 @@ void buildTreeAllReduceOnTrees(const OpShape& shape, std::span<const TreePlace> 
 }
 
 void buildTreeAllReduce(const OpShape& shape, std::span<const Ring> rings, Program* program) {
-  assert(!rings.empty());
-  const Ring& ring = rings[0];
-  const std::array<topology::TreeLinks, 2> links = topology::doubleBinaryTreeLinks(shape.nranks, positionOf(ring, shape.rank));
-  const TreePlace places[2] = {placeOn(ring, links[0]), placeOn(ring, links[1])};
-  buildTreeAllReduceOnTrees(shape, std::span<const TreePlace>(places, std::min<size_t>(2, rings.size())), program);
+  const std::vector<TreePlace> places = communicatorTreePlaces(rings, {}, shape.rank);
+  buildTreeAllReduceOnTrees(shape, places, program);
 }
 
 }  // namespace weft::algorithms

@@ -40,7 +40,10 @@ double predictMicroseconds(Algorithm algorithm, const TuneShape& shape, const Co
   }
   const int trees = std::min(2, std::max(1, shape.channels));
   if (algorithm == Algorithm::kTree && shape.collective == Collective::kAllReduce) {
-    return 2 * shape.treeDepth * hop.latencyUs + (trees == 1 ? 2.5 : 2) * bytesUs;
+    const double depthUs = shape.hostTreeDepth > 0
+                               ? shape.hostTreeDepth * hop.latencyUs + shape.localTreeDepth * model.sharedMemory.latencyUs
+                               : shape.treeDepth * hop.latencyUs;
+    return 2 * depthUs + (trees == 1 ? 2.5 : 2) * bytesUs;
   }
   if (algorithm == Algorithm::kTree && shape.collective == Collective::kBroadcast) {
     // Down only; an inner rank sends its part to two children.

@@ -11,6 +11,8 @@
 //         and a rank inner in one sends its part up once and down twice, a leaf once; pipelined
 //         over slots, one tree measures 2.5 S / b rather than 3:
 //                                                             2d a + (T == 1 ? 2.5 : 2) S / b
+//         Over several hosts the trees are NCCL's (algorithms/node_tree.h): of the d hops, those
+//         along a host's chain cost a shared-memory step, those between hosts a network step.
 // A Broadcast (ring: n-1 steps, S / b pipelined) over the trees goes down only, an inner rank
 // sending its part to two children:                           d a + (T == 1 ? 2 : 1) S / b
 // Other collectives have only the ring. The constants are defaults measured on a small
@@ -39,7 +41,11 @@ struct TuneShape {
   size_t bytes = 0;           // the whole buffer (AllReduce, Broadcast, Reduce) or per rank
   int nranks = 1;
   bool networkHops = false;   // some hop goes over the network
-  int treeDepth = 0;          // treeDepth(nranks)
+  int treeDepth = 0;          // treeDepth(nranks): the flat trees (Broadcast; AllReduce on one host)
+  /// AllReduce's trees over several hosts (communicatorTreeDepths): hops along a host's chain,
+  /// costed as shared memory, and between hosts; both 0 on one host.
+  int localTreeDepth = 0;
+  int hostTreeDepth = 0;
   int channels = 1;
 };
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "algorithms/node_tree.h"
 #include "algorithms/tune_file.h"
 #include "algorithms/tuner.h"
 #include "src/base/knobs.h"
@@ -101,6 +102,40 @@ void Communicator::logRings(const char* kind, const std::vector<algorithms::Ring
     WEFT_INFO(log::kGraph, "%sRing %02zu : %d -> %d -> %d", kind, channel,
               ring[(position + ring.size() - 1) % ring.size()], rank_, ring[(position + 1) % ring.size()]);
   }
+}
+
+void Communicator::buildTrees(bool shmDisabled) {
+  // Each rank's host, numbered by the lowest rank on it.
+  std::vector<int> hostOfRank(nranks_);
+  for (int r = 0; r < nranks_; ++r) {
+    hostOfRank[r] = r;
+    for (int q = 0; q < r; ++q) {
+      if (peers_[q].sameHost(peers_[r])) {
+        hostOfRank[r] = hostOfRank[q];
+        break;
+      }
+    }
+  }
+  treePlaces_ = algorithms::communicatorTreePlaces(rings_, hostOfRank, rank_);
+  const bool severalHosts = std::any_of(hostOfRank.begin(), hostOfRank.end(), [](int host) { return host != 0; });
+  localTreeDepth_ = 0;
+  hostTreeDepth_ = 0;
+  if (severalHosts) {
+    const algorithms::TreeDepths depths = algorithms::communicatorTreeDepths(hostOfRank);
+    localTreeDepth_ = shmDisabled ? 0 : depths.local;
+    hostTreeDepth_ = depths.across + (shmDisabled ? depths.local : 0);
+  }
+  // NCCL's line: per tree, the children, this rank and its parent.
+  std::string line;
+  for (size_t t = 0; t < treePlaces_.size(); ++t) {
+    const algorithms::TreePlace& place = treePlaces_[t];
+    line += " [" + std::to_string(t) + "] ";
+    for (size_t c = 0; c < 3; ++c) {
+      line += (c > 0 ? "/" : "") + std::to_string(c < place.children.size() ? place.children[c] : -1);
+    }
+    line += "->" + std::to_string(rank_) + "->" + std::to_string(place.parent);
+  }
+  WEFT_INFO(log::kGraph, "Trees%s%s", line.c_str(), severalHosts ? " (a chain per host, trees between hosts)" : "");
 }
 
 Status Communicator::buildRings(int hostChannels, int gpuChannels) {
@@ -353,6 +388,7 @@ Status Communicator::init(const UniqueId& id) {
   gpuChannels_ = agreed.gpuChannels;
   WEFT_RETURN_IF_ERROR(buildRings(agreed.nChannels, agreed.gpuChannels));
   logRings("", rings_);
+  buildTrees(agreed.shmDisabled != 0);
   if (peers_[rank_].gpuBusId[0] != '\0') logRings("GPU ", gpuRings_);
   WEFT_RETURN_IF_ERROR(dumpTopologyIfAsked(rank_));
   size_t slotBytes = static_cast<size_t>(agreed.buffSize / kSlotCount) & ~size_t{63};

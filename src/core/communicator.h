@@ -87,8 +87,16 @@ class Communicator {
   /// Whether some hop between ranks goes over the network (ranks on several hosts, or
   /// NCCL_SHM_DISABLE=1), for the tuner.
   bool networkHops() const { return networkHops_; }
-  /// The depth of the trees over this communicator's ranks (algorithms::treeDepth), for the tuner.
+  /// The depth of the flat trees over this communicator's ranks (algorithms::treeDepth), for the tuner.
   int treeDepth() const { return treeDepth_; }
+  /// This rank's place in each tree of the tree AllReduce (algorithms::communicatorTreePlaces: NCCL's
+  /// trees over hosts when ranks span several), one per channel, at most two.
+  const std::vector<algorithms::TreePlace>& treePlaces() const { return treePlaces_; }
+  /// Over several hosts, the AllReduce trees' longest way in hops along a host's chain and between
+  /// hosts (algorithms::communicatorTreeDepths; local hops count as network ones under
+  /// NCCL_SHM_DISABLE); both 0 on one host. For the tuner.
+  int localTreeDepth() const { return localTreeDepth_; }
+  int hostTreeDepth() const { return hostTreeDepth_; }
   /// The algorithms NCCL_ALGO allows (rank 0's setting), agreed at init.
   const algorithms::AlgorithmFilter& algorithmFilter() const { return algorithms_; }
   /// NCCL_PROTO as rank 0 gave it.
@@ -181,6 +189,9 @@ class Communicator {
   /// has a GPU; otherwise each host's ranks along its GPU rings, channel c on GPU ring c mod the
   /// rings found, positions exchanged over the bootstrap (host_ring_positions.h).
   Status buildRings(int hostChannels, int gpuChannels);
+  /// Sets treePlaces_, localTreeDepth_ and hostTreeDepth_ from rings_ and the ranks' hosts, and
+  /// logs this rank's trees as NCCL does (GRAPH).
+  void buildTrees(bool shmDisabled);
   /// Logs `rings` as NCCL does: each whole ring under INIT, this rank's neighbours under GRAPH;
   /// `kind` prefixes the lines ("" for the host path's, "GPU " for the GPU path's).
   void logRings(const char* kind, const std::vector<algorithms::Ring>& rings) const;
@@ -211,6 +222,9 @@ class Communicator {
   algorithms::CostModel costModel_;
   bool networkHops_ = false;
   int treeDepth_ = 0;
+  std::vector<algorithms::TreePlace> treePlaces_;
+  int localTreeDepth_ = 0;
+  int hostTreeDepth_ = 0;
   size_t cmaMinBytes_ = 0;
   size_t slotBytes_ = 0;
   int slotCount_ = 0;

@@ -12,6 +12,8 @@ algorithms::TuneShape tuneShapeOf(const Op& op) {
   shape.nranks = comm.nranks();
   shape.networkHops = comm.networkHops();
   shape.treeDepth = comm.treeDepth();
+  shape.localTreeDepth = comm.localTreeDepth();
+  shape.hostTreeDepth = comm.hostTreeDepth();
   shape.channels = static_cast<int>(comm.rings().size());
   return shape;
 }

@@ -176,7 +176,7 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
       if (ops[i].collective == Collective::kBroadcast) {
         algorithms::buildTreeBroadcast(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
       } else {
-        algorithms::buildTreeAllReduce(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
+        algorithms::buildTreeAllReduceOnTrees(shapeOf(ops[i]), ops[i].comm->treePlaces(), &programs_[i]);
       }
       continue;
     }

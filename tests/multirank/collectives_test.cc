@@ -6,11 +6,12 @@
 // float32 and float64 with sum, avg and PreMulSum. Tests named Exhaustive/... (ctest label
 // `exhaustive`) run the whole product at 8 ranks and the large runs at more rank counts. Trees/...
 // run AllReduce and Broadcast the same way with NCCL_ALGO=tree, on one channel (one tree) and two
-// (two trees).
+// (two trees), on one host and on hosts simulated with NCCL_HOSTID.
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,7 @@ struct CollectiveCase {
   std::chrono::seconds deadline;
   const char* algorithm = nullptr;  // NCCL_ALGO; null: unset (the default choice)
   int channels = 0;                 // NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS; 0: unset
+  int hosts = 0;                    // more than 1: rank r's NCCL_HOSTID is r mod hosts
 };
 
 std::string caseName(const ::testing::TestParamInfo<CollectiveCase>& info) {
@@ -66,6 +68,7 @@ std::string caseName(const ::testing::TestParamInfo<CollectiveCase>& info) {
   if (c.coverage == Coverage::kFull && c.nranks > 4) name += "_full";
   if (c.algorithm != nullptr) name += std::string("_") + c.algorithm;
   if (c.channels > 0) name += "_" + std::to_string(c.channels) + "channels";
+  if (c.hosts > 1) name += "_" + std::to_string(c.hosts) + "hosts";
   return name;
 }
 
@@ -117,6 +120,8 @@ RankRunOptions optionsFor(const CollectiveCase& c) {
 // The rank function of every test: one communicator, then every combination of the case's
 // coverage. Every rank runs the same sequence of calls with the same seeds.
 void runCase(const CollectiveCase& c, int nranks, int rank, const ncclUniqueId& id) {
+  // Ranks are forked processes: each sets its own host before init.
+  if (c.hosts > 1) setenv("NCCL_HOSTID", ("weft-test-host-" + std::to_string(rank % c.hosts)).c_str(), 1);
   ScopedComm comm;
   RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
   const std::vector<const ElementType*> types = typesOf(c);
@@ -180,6 +185,20 @@ std::vector<CollectiveCase> treeCases(const std::vector<int>& rankCounts, Covera
   return all;
 }
 
+// The same over simulated hosts (NCCL_HOSTID; shared memory within a host, sockets between): the
+// AllReduce's trees are then a chain per host and trees between the hosts.
+std::vector<CollectiveCase> treeCasesOverHosts(const std::vector<int>& rankCounts, int hosts, Coverage coverage) {
+  std::vector<CollectiveCase> all;
+  for (int nranks : rankCounts) {
+    for (int channels : {1, 2}) {
+      for (Collective collective : {Collective::kAllReduce, Collective::kBroadcast}) {
+        all.push_back({collective, nranks, Transport::kShm, coverage, kDeadline, "tree", channels, hosts});
+      }
+    }
+  }
+  return all;
+}
+
 std::vector<CollectiveCase> concat(std::vector<CollectiveCase> a, const std::vector<CollectiveCase>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
@@ -213,8 +232,10 @@ INSTANTIATE_TEST_SUITE_P(Collectives, ExactCollective,
 INSTANTIATE_TEST_SUITE_P(Collectives, LargeCollective,
                          ::testing::ValuesIn(cases({2, 3}, Coverage::kLarge, kDeadline)), caseName);
 INSTANTIATE_TEST_SUITE_P(Trees, ExactCollective,
-                         ::testing::ValuesIn(concat(treeCases({1, 2, 3, 4, 5}, Coverage::kFull),
-                                                    treeCases({8}, Coverage::kSampled))),
+                         ::testing::ValuesIn(concat(concat(treeCases({1, 2, 3, 4, 5}, Coverage::kFull),
+                                                           treeCases({8}, Coverage::kSampled)),
+                                                    concat(treeCasesOverHosts({4, 5}, 2, Coverage::kFull),
+                                                           treeCasesOverHosts({8}, 3, Coverage::kSampled)))),
                          caseName);
 INSTANTIATE_TEST_SUITE_P(Trees, LargeCollective, ::testing::ValuesIn(treeCases({3}, Coverage::kLarge)),
                          caseName);

@@ -1,15 +1,17 @@
 // The trees over nodes (algorithms/node_tree.h): a chain inside each node, the double binary tree
-// between the chains' first ranks; and the AllReduce over them (buildTreeAllReduceOnTrees),
-// simulated for every layout of up to 9 nodes of up to 8 ranks (64 ranks at most), which must give every rank the exact
+// between the chains' first ranks; the trees a communicator picks (flat on one host, over hosts
+// otherwise); and the AllReduce over them (buildTreeAllReduceOnTrees), simulated for every layout of up to 9 nodes of up to 8 ranks (64 ranks at most), which must give every rank the exact
 // result and never deadlock.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "algorithms/node_tree.h"
+#include "algorithms/tuner.h"
 #include "tests/unit/schedule_test_support.h"
 
 namespace weft::algorithms {
@@ -99,6 +101,82 @@ TEST(NodeTreeSimulated, EveryLayoutUpTo64RanksIsExact) {
                       << ": " << result.message;
         if (++failures == 5) return;
       }
+    }
+  }
+}
+
+TEST(CommunicatorTrees, OneHostHasTheFlatTreesOverTheFirstRing) {
+  const std::vector<Ring> rings = {{3, 1, 0, 2}, {0, 1, 2, 3}};
+  for (int rank = 0; rank < 4; ++rank) {
+    const std::vector<TreePlace> places = communicatorTreePlaces(rings, {}, rank);
+    const std::vector<int> sameHost(4, 7);
+    const std::vector<TreePlace> alsoOneHost = communicatorTreePlaces(rings, sameHost, rank);
+    ASSERT_EQ(places.size(), 2u);
+    const int position = static_cast<int>(std::find(rings[0].begin(), rings[0].end(), rank) - rings[0].begin());
+    for (int t = 0; t < 2; ++t) {
+      const TreePlace flat = placeOnRing(rings[0], topology::doubleBinaryTreeLinks(4, position)[t]);
+      EXPECT_EQ(places[t].parent, flat.parent) << "rank " << rank << " tree " << t;
+      EXPECT_EQ(places[t].children, flat.children) << "rank " << rank << " tree " << t;
+      EXPECT_EQ(alsoOneHost[t].children, flat.children) << "rank " << rank << " tree " << t;
+    }
+  }
+  EXPECT_EQ(communicatorTreeDepths(std::vector<int>(8, 0)).across, treeDepth(8));
+  EXPECT_EQ(communicatorTreeDepths(std::vector<int>(8, 0)).local, 0);
+}
+
+TEST(CommunicatorTrees, SeveralHostsHaveAChainEachAndTreesBetweenThem) {
+  // Ranks 0, 2, 4 on host 0 and 1, 3, 5 on host 1; the ring visits host 0's first.
+  const std::vector<int> hostOfRank = {0, 1, 0, 1, 0, 1};
+  const std::vector<Ring> rings = {{0, 2, 4, 1, 3, 5}};
+  const TreePlace head = communicatorTreePlaces(rings, hostOfRank, 0)[0];
+  EXPECT_EQ(head.parent, -1);
+  EXPECT_EQ(head.children, (std::vector<int>{2, 1}));
+  const TreePlace otherHead = communicatorTreePlaces(rings, hostOfRank, 1)[0];
+  EXPECT_EQ(otherHead.parent, 0);
+  EXPECT_EQ(otherHead.children, (std::vector<int>{3}));
+  EXPECT_EQ(communicatorTreePlaces(rings, hostOfRank, 5)[0].parent, 3);
+  const TreeDepths depths = communicatorTreeDepths(std::vector<int>{0, 0, 0, 1, 1, 2, 2, 2});
+  EXPECT_EQ(depths.local, 2);
+  EXPECT_EQ(depths.across, treeDepth(3));
+}
+
+TEST(CommunicatorTreesSimulated, RanksSpreadOverHostsAreExact) {
+  std::mt19937 draw(5);
+  ProgramSimulator simulator;
+  for (int nranks = 2; nranks <= 24; ++nranks) {
+    for (int hosts : {2, 3, 5}) {
+      if (hosts > nranks) continue;
+      // Ranks dealt to hosts at random (each host gets one at least); every ring visits the hosts
+      // in order of their lowest rank, each host's ranks consecutive, in an order of its own.
+      std::vector<int> hostOfRank(nranks);
+      for (int rank = 0; rank < nranks; ++rank) hostOfRank[rank] = rank < hosts ? rank : static_cast<int>(draw() % hosts);
+      std::vector<Ring> rings(2);
+      for (Ring& ring : rings) {
+        for (int host = 0; host < hosts; ++host) {
+          std::vector<int> members;
+          for (int rank = 0; rank < nranks; ++rank) {
+            if (hostOfRank[rank] == host) members.push_back(rank);
+          }
+          std::shuffle(members.begin(), members.end(), draw);
+          ring.insert(ring.end(), members.begin(), members.end());
+        }
+      }
+      std::vector<Participant> parts;
+      for (int rank = 0; rank < nranks; ++rank) {
+        OpShape shape{Collective::kAllReduce, 41, 0, nranks, rank};
+        Participant part{shape, {}};
+        buildTreeAllReduceOnTrees(shape, communicatorTreePlaces(rings, hostOfRank, rank), &part.program);
+        parts.push_back(part);
+      }
+      SimulatorOptions options;
+      options.slotElements = 7;
+      options.slotCount = 2;
+      options.pieceMajor = true;
+      options.interleaving = Interleaving::kRandom;
+      options.seed = draw();
+      options.nChannels = 2;
+      const SimulationResult result = simulator.run(parts, options);
+      EXPECT_TRUE(result.ok()) << nranks << " ranks on " << hosts << " hosts: " << result.message;
     }
   }
 }

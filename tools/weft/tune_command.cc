@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/node_tree.h"
 #include "algorithms/tune_file.h"
 #include "algorithms/tuner.h"
 #include "src/base/knobs.h"
@@ -46,6 +47,14 @@ int runTune(const TuneOptions& options) {
   shape.nranks = options.ranks;
   shape.networkHops = options.nodes > 1 || knobs::getBool(knobs::KnobId::kShmDisable);
   shape.treeDepth = algorithms::treeDepth(options.ranks);
+  if (options.nodes > 1) {
+    // Ranks spread over the nodes as evenly as they go, as NCCL's trees over hosts see them.
+    std::vector<int> hostOfRank(options.ranks);
+    for (int rank = 0; rank < options.ranks; ++rank) hostOfRank[rank] = rank % options.nodes;
+    const algorithms::TreeDepths depths = algorithms::communicatorTreeDepths(hostOfRank);
+    shape.localTreeDepth = depths.local;
+    shape.hostTreeDepth = depths.across;
+  }
   shape.channels = options.channels;
   const std::string algo = options.algoGiven ? options.algo : knobs::getString(knobs::KnobId::kAlgo);
   algorithms::AlgorithmFilter filter;
@@ -67,9 +76,16 @@ int runTune(const TuneOptions& options) {
   std::printf("# Weft tuner: %s, %d ranks on %d node(s), %d channel(s), NCCL_ALGO %s\n",
               algorithms::collectiveName(shape.collective), shape.nranks, options.nodes, shape.channels,
               algo.empty() ? "unset" : algo.c_str());
-  std::printf("# every step over %s: %.1f us, %.2f GB/s (%s); tree depth %d; predicted us, * the choice\n",
+  std::printf("# every step over %s: %.1f us, %.2f GB/s (%s); predicted us, * the choice\n",
               shape.networkHops ? "the network" : "shared memory", hop.latencyUs, hop.bandwidthGBps,
-              tuneFile.empty() ? "built-in constants" : ("from " + tuneFile).c_str(), shape.treeDepth);
+              tuneFile.empty() ? "built-in constants" : ("from " + tuneFile).c_str());
+  if (shape.hostTreeDepth > 0) {
+    std::printf("# allreduce trees: %d hops between nodes, %d along a node's chain (shared memory: %.1f us); "
+                "broadcast trees: depth %d\n",
+                shape.hostTreeDepth, shape.localTreeDepth, model.sharedMemory.latencyUs, shape.treeDepth);
+  } else {
+    std::printf("# tree depth %d\n", shape.treeDepth);
+  }
   const algorithms::Algorithm kShown[] = {algorithms::Algorithm::kRing, algorithms::Algorithm::kTree};
   std::printf("%14s", "bytes");
   for (algorithms::Algorithm algorithm : kShown) std::printf(" %13s", algorithms::algorithmName(algorithm));
