@@ -1,51 +1,60 @@
 #!/usr/bin/env bash
-# Is the tuner's default choice the fastest? For each rank count, runs all_reduce_perf with the
-# default choice and with each algorithm forced through NCCL_ALGO, interleaved (default, ring, tree,
-# default, ring, ...), several times, and prints per size the median out-of-place time of each, the
-# fastest forced one, the default's distance from it, and the spread between runs.
+# Is the tuner's default choice the fastest? For each rank count, runs a collective's perf binary
+# with the default choice and with each algorithm forced through NCCL_ALGO, interleaved (default,
+# ring, tree, default, ring, ...), several times, and prints per size the median out-of-place time
+# of each, the fastest forced one, the default's distance from it, and the spread between runs.
 #
-#   perf/compare/tuner_sweep.sh [--build DIR] [--ranks "4 8"] [--runs N] [--hostids] [--max BYTES]
+#   perf/compare/tuner_sweep.sh [--build DIR] [--collective C] [--ranks "4 8"] [--runs N]
+#                               [--hostids | --hosts H] [--max BYTES]
 #
-#   --build DIR  the build whose perf binaries run (default build/, made by scripts/setup.sh)
-#   --ranks      rank counts (default "4 8"), each a run of mpirun on this machine
-#   --runs N     runs of each choice (default 5); the medians are compared
-#   --hostids    every rank gets an NCCL_HOSTID of its own: hosts simulated, sockets between all
-#   --max BYTES  the largest size (default 16777216); sizes go from 8 bytes by factors of 4
+#   --build DIR     the build whose perf binaries run (default build/, made by scripts/setup.sh)
+#   --collective C  all_reduce (default), broadcast (both with ring and tree), all_gather,
+#                   reduce_scatter, reduce (ring only: the default against it)
+#   --ranks         rank counts (default "4 8"), each a run of mpirun on this machine
+#   --runs N        runs of each choice (default 5); the medians are compared
+#   --hostids       every rank gets an NCCL_HOSTID of its own: hosts simulated, sockets between all
+#   --hosts H       rank r gets NCCL_HOSTID host<r mod H>: H simulated hosts, shared memory within
+#   --max BYTES     the largest size (default 16777216); sizes go from 8 bytes by factors of 4
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=build
 ranks="4 8"
 runs=5
-hostids=0
+hosts=0  # 0: one host; -1: every rank its own
+collective=all_reduce
 max=16777216
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=${2:?}; shift ;;
     --ranks) ranks=${2:?}; shift ;;
     --runs) runs=${2:?}; shift ;;
-    --hostids) hostids=1 ;;
+    --collective) collective=${2:?}; shift ;;
+    --hostids) hosts=-1 ;;
+    --hosts) hosts=${2:?}; shift ;;
     --max) max=${2:?}; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "tuner_sweep.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
-perf=$build/perf/all_reduce_perf
+perf=$build/perf/${collective}_perf
 [ -x "$perf" ] || { echo "tuner_sweep.sh: no $perf; build first (scripts/setup.sh)" >&2; exit 1; }
 mpi=(mpirun --oversubscribe --bind-to none -x NCCL_SOCKET_IFNAME=lo)
 [ "$(id -u)" -eq 0 ] && mpi+=(--allow-run-as-root)
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
-choices=(default ring tree)
+choices=(default ring)
+case "$collective" in all_reduce|broadcast) choices+=(tree) ;; esac
 for n in $ranks; do
   for run in $(seq 1 "$runs"); do
     for choice in "${choices[@]}"; do
       algo=$([ "$choice" = default ] && echo "" || echo "$choice")
       launch=("$perf" -b 8 -e "$max" -f 4 -w 10 -n 50 -c 0)
-      if [ "$hostids" = 1 ]; then
-        out=$("${mpi[@]}" -np "$n" -x NCCL_ALGO="$algo" sh -c 'NCCL_HOSTID=host$OMPI_COMM_WORLD_RANK exec "$@"' sh \
-          "${launch[@]}")
+      if [ "$hosts" != 0 ]; then
+        out=$("${mpi[@]}" -np "$n" -x NCCL_ALGO="$algo" sh -c \
+          'r=$OMPI_COMM_WORLD_RANK; NCCL_HOSTID=host$([ "$0" -gt 0 ] && echo $((r % $0)) || echo "$r") exec "$@"' \
+          "$hosts" "${launch[@]}")
       else
         out=$("${mpi[@]}" -np "$n" -x NCCL_ALGO="$algo" "${launch[@]}")
       fi
@@ -54,7 +63,10 @@ for n in $ranks; do
   done
 done
 
-echo "# all_reduce_perf float sum, out of place; medians of $runs interleaved runs (us)$([ "$hostids" = 1 ] && echo ", every rank its own NCCL_HOSTID")"
+where=""
+[ "$hosts" = -1 ] && where=", every rank its own NCCL_HOSTID"
+[ "$hosts" -gt 0 ] && where=", rank r on NCCL_HOSTID host<r mod $hosts>"
+echo "# ${collective}_perf float sum, out of place; medians of $runs interleaved runs (us)$where"
 printf "%5s %10s %10s %10s %10s %8s %8s  %s\n" ranks bytes default ring tree best "default" "spread"
 sort -k1,1n -k3,3n -k2,2 -k4,4n "$results" | awk -v runs="$runs" '
   function median(list, count,   sorted, i) {
@@ -71,12 +83,12 @@ sort -k1,1n -k3,3n -k2,2 -k4,4n "$results" | awk -v runs="$runs" '
       key = order[i]; split(key, part, " ")
       d = median(times[key, "default"], count[key, "default"])
       r = median(times[key, "ring"], count[key, "ring"])
-      t = median(times[key, "tree"], count[key, "tree"])
-      best = r < t ? "ring" : "tree"; fastest = r < t ? r : t
+      t = count[key, "tree"] ? median(times[key, "tree"], count[key, "tree"]) : 1e300
+      best = r <= t ? "ring" : "tree"; fastest = r <= t ? r : t
       # spread: the forced best choice'\''s (max - min) / median over its runs
       split(times[key, best], all, " "); lo = all[1]; hi = all[1]
       for (m in all) { if (all[m] < lo) lo = all[m]; if (all[m] > hi) hi = all[m] }
-      printf "%5d %10d %10.2f %10.2f %10.2f %8s %+7.0f%%  %5.0f%%\n", part[1], part[2], d, r, t, best,
-             100 * (d - fastest) / fastest, 100 * (hi - lo) / fastest
+      printf "%5d %10d %10.2f %10.2f %10s %8s %+7.0f%%  %5.0f%%\n", part[1], part[2], d, r,
+             t < 1e300 ? sprintf("%.2f", t) : "-", best, 100 * (d - fastest) / fastest, 100 * (hi - lo) / fastest
     }
   }'
