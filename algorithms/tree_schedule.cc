@@ -51,12 +51,12 @@ void addDownSteps(const TreePlace& tree, ElementRange part, BufferSlice rootData
   }
 }
 
-void addTreeAllReduceSteps(const TreePlace& tree, ElementRange part, std::vector<Step>& steps) {
+// Up the tree: the own input, then one child after another into a partial result in the output
+// buffer; the last combination goes to the parent (or, at the root, is the finalized result).
+void addUpSteps(const TreePlace& tree, ElementRange part, std::vector<Step>& steps) {
   const BufferSlice own{BufferKind::kSend, part.offset};
   const BufferSlice result{BufferKind::kRecv, part.offset};
   const bool root = tree.parent < 0;
-  // Up: the own input, then one child after another into a partial result in the output buffer;
-  // the last combination goes to the parent (or, at the root, is the finalized result).
   const size_t combinations = std::max<size_t>(1, tree.children.size());
   for (size_t i = 0; i < combinations; ++i) {
     Step step;
@@ -75,7 +75,24 @@ void addTreeAllReduceSteps(const TreePlace& tree, ElementRange part, std::vector
     }
     steps.push_back(step);
   }
-  addDownSteps(tree, part, result, steps);
+}
+
+// A rank with a parent and at most one child keeps no partial result, so its way up and its way
+// down are two lanes (as NCCL splits a tree channel's threads): pieces stream both ways at once
+// instead of each waiting for the round trip of the one before. The lanes use different connection
+// ends; in place, the way down overwrites the input the way up read, which data flow orders: a
+// piece of the result comes down only after this rank's part of it went up. The root, and a rank
+// combining two children in its output buffer, run both ways in one lane (the root sends each
+// piece down as soon as it is final).
+void addTreeAllReduceLanes(const TreePlace& tree, ElementRange part, int channel, ProgramBuilder& builder) {
+  const BufferSlice result{BufferKind::kRecv, part.offset};
+  std::vector<Step>& up = builder.startLane(channel);
+  addUpSteps(tree, part, up);
+  if (tree.parent < 0 || tree.children.size() > 1) {
+    addDownSteps(tree, part, result, up);
+  } else {
+    addDownSteps(tree, part, result, builder.startLane(channel));
+  }
 }
 
 void addTreeBroadcastSteps(const TreePlace& tree, ElementRange part, std::vector<Step>& steps) {
@@ -132,7 +149,7 @@ void buildTreeAllReduceOnTrees(const OpShape& shape, std::span<const TreePlace> 
   for (size_t t = 0; t < trees.size(); ++t) {
     const ElementRange part = evenPart(shape.count, trees.size(), t);
     if (part.count == 0) continue;
-    addTreeAllReduceSteps(trees[t], part, builder.startLane(static_cast<int>(t)));
+    addTreeAllReduceLanes(trees[t], part, static_cast<int>(t), builder);
   }
 }
 

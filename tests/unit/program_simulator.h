@@ -9,6 +9,12 @@
 // executor cuts it; a lane runs its pieces step after step, or round after round (piece k of every
 // step before piece k+1 of any, as a pipelining executor does). Ranks and lanes interleave round
 // robin, greedily or in a seeded random order.
+//
+// Lanes of one rank may not share memory where one of them writes, with one exception that data
+// flow orders: a lane may overwrite an element that only another lane of its rank read, when the
+// value it writes came from a peer and already holds this rank's own element from that place (the
+// read happened first: what it read went into what came back). That is how a tree's way down
+// writes the result over the input its way up sent, in place.
 
 #include <algorithm>
 #include <cstddef>
@@ -273,10 +279,20 @@ class ProgramSimulator {
     state.done = true;
   }
 
-  bool touch(Memory& memory, size_t index, int16_t lane, bool write, const LaneState& state) {
+  // `received`: the value written came from a peer (only for writes).
+  bool touch(Memory& memory, size_t index, int16_t lane, bool write, const LaneState& state,
+             const Symbol* received = nullptr) {
     int16_t& writer = memory.access[index].writer;
     int16_t& reader = memory.access[index].reader;
-    bool race = (writer != -1 && writer != lane) || (write && reader != -1 && reader != lane);
+    bool readByOther = write && reader != -1 && reader != lane;
+    if (readByOther && received != nullptr && index >= memory.layout.sendBase &&
+        index < memory.layout.sendBase + memory.layout.sendSize) {
+      const int rank = participants_[state.participant].shape.rank;
+      const bool holdsOwnElement = (received->ranks & rankBit(rank)) != 0 &&
+                                   received->element == index - memory.layout.sendBase;
+      if (holdsOwnElement) readByOther = false;  // ordered by the data flow
+    }
+    bool race = (writer != -1 && writer != lane) || readByOther;
     if (race) {
       return fail(SimulationFailure::kLaneRace, where(state) + ": element " + std::to_string(index) +
                                                     " of this rank's memory is shared with lane id " +
@@ -335,7 +351,9 @@ class ProgramSimulator {
       if (step.finalize) ++value.finalizes;
       if (step.dst.present()) {
         size_t index = memoryIndex(memory, step.dst, offset + e);
-        if (!touch(memory, index, static_cast<int16_t>(laneId), true, state)) return false;
+        if (!touch(memory, index, static_cast<int16_t>(laneId), true, state, in != nullptr ? &value : nullptr)) {
+          return false;
+        }
         memory.values[index] = value;
       }
       if (out != nullptr) out->data.push_back(value);

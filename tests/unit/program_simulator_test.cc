@@ -144,6 +144,33 @@ TEST_F(SimulatorCatches, LanesSharingAConnectionOrMemory) {
   EXPECT_EQ(run(parts), SimulationFailure::kLaneRace);
 }
 
+TEST_F(SimulatorCatches, AnOverwriteThatDataFlowDoesNotOrder) {
+  // Rank 0 sends its input to rank 1 in one lane and, in a second lane, receives rank 1's input
+  // over the same place (in place): rank 1's value does not hold rank 0's element, so nothing says
+  // the send read it first.
+  std::vector<Participant> parts;
+  for (int rank = 0; rank < 2; ++rank) {
+    Participant part{OpShape{Collective::kAllGather, 4, 0, 2, rank}, {}};
+    algorithms::Lane send;
+    algorithms::Step out;
+    out.sendPeer = 1 - rank;
+    out.src = {BufferKind::kSend, 0};
+    out.count = 4;
+    send.steps = {out};
+    algorithms::Lane receive;
+    algorithms::Step in;
+    in.recvPeer = 1 - rank;
+    in.dst = {BufferKind::kRecv, static_cast<size_t>(4 * rank)};
+    in.count = 4;
+    receive.steps = {in};
+    part.program.lanes = {send, receive};
+    parts.push_back(part);
+  }
+  SimulatorOptions options;
+  options.inPlace = true;
+  EXPECT_EQ(simulate(parts, options).failure, SimulationFailure::kLaneRace);
+}
+
 TEST_F(SimulatorCatches, StepsInTheWrongOrder) {
   auto parts = op(Collective::kAllGather, 10);
   auto& steps = parts[1].program.lanes[0].steps;

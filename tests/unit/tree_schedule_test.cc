@@ -65,28 +65,32 @@ TEST(TreeSchedule, FourRanksReduceUpAndBroadcastDown) {
   EXPECT_EQ(describe(treeProgram(4, 0, 6, 1)), "c0: <2 s@0+ ! =>r@0 #6 | r@0 >2 #6\n");
   EXPECT_EQ(describe(treeProgram(4, 2, 6, 1)),
             "c0: <1 s@0+ =>r@0 #6 | <3 r@0+ >0 #6 | <0 =>r@0 >1 #6 | r@0 >3 #6\n");
-  EXPECT_EQ(describe(treeProgram(4, 1, 6, 1)), "c0: s@0+ >2 #6 | <2 =>r@0 #6\n");
+  // A leaf sends up and receives down in two lanes of its channel, so that pieces stream both ways.
+  EXPECT_EQ(describe(treeProgram(4, 1, 6, 1)), "c0: s@0+ >2 #6\nc0: <2 =>r@0 #6\n");
 }
 
 TEST(TreeSchedule, TwoChannelsCarryTwoTreesWithHalfTheDataEach) {
   const Program program = treeProgram(4, 1, 7, 2);
-  ASSERT_EQ(program.lanes.size(), 2u);
+  // Rank 1 is a leaf of tree 0 (two lanes: up, down) and combines two children in tree 1 (the
+  // mirror: it takes rank 2's place; one lane).
+  ASSERT_EQ(program.lanes.size(), 3u);
   EXPECT_EQ(program.lanes[0].channel, 0);
-  EXPECT_EQ(program.lanes[1].channel, 1);
+  EXPECT_EQ(program.lanes[1].channel, 0);
+  EXPECT_EQ(program.lanes[2].channel, 1);
   EXPECT_EQ(program.lanes[0].steps.front().count, 4u);
-  EXPECT_EQ(program.lanes[1].steps.front().count, 3u);
-  EXPECT_EQ(program.lanes[1].steps.front().src.offset, 4u);
-  // Rank 1 is a leaf of tree 0 and forwards in tree 1 (the mirror: it takes rank 2's place).
-  EXPECT_EQ(program.lanes[0].steps.size(), 2u);
-  EXPECT_EQ(program.lanes[1].steps.size(), 4u);
+  EXPECT_EQ(program.lanes[2].steps.front().count, 3u);
+  EXPECT_EQ(program.lanes[2].steps.front().src.offset, 4u);
+  EXPECT_EQ(program.lanes[0].steps.size() + program.lanes[1].steps.size(), 2u);
+  EXPECT_EQ(program.lanes[2].steps.size(), 4u);
   // Three channels still make two trees.
-  EXPECT_EQ(treeProgram(4, 1, 7, 3).lanes.size(), 2u);
+  EXPECT_EQ(treeProgram(4, 1, 7, 3).lanes.back().channel, 1);
 }
 
 TEST(TreeSchedule, OneRankFinalizesItsOwnInputAndNothingGivesNoLane) {
   EXPECT_EQ(describe(treeProgram(1, 0, 5, 1)), "c0: s@0+ ! =>r@0 #5\n");
   EXPECT_TRUE(treeProgram(8, 3, 0, 2).lanes.empty());
-  EXPECT_EQ(treeProgram(8, 3, 1, 2).lanes.size(), 1u);  // one element: tree 1 gets nothing
+  // One element: tree 1 gets nothing (rank 3 is a leaf of tree 0: its two lanes on channel 0).
+  for (const Lane& lane : treeProgram(8, 3, 1, 2).lanes) EXPECT_EQ(lane.channel, 0);
 }
 
 TEST(TreeScheduleSimulated, EveryRankCountUpTo64IsExact) {
