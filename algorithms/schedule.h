@@ -31,17 +31,23 @@ struct TreePlace {
   std::vector<int> children;
 };
 
+/// How a rank of a tree runs its way up and its way down.
+enum class TreeLanes {
+  kOne,  // one lane: each piece's round trip before the next (least overhead for a single piece)
+  kTwo,  // every rank but the root: two lanes of its channel, so that pieces stream both ways
+};
+
 /// AllReduce over one tree per channel: trees[c] is this rank's place in channel c's tree (every
 /// rank must be given places in the same trees), and channel c carries an even part c of the data,
-/// reduced up its tree (children in the order given), finalized at the root and broadcast back
-/// down, so every rank gets the root's bits for any operator.
-void buildTreeAllReduceOnTrees(const OpShape& shape, std::span<const TreePlace> trees, Program* program);
+/// reduced up its tree (children in the order given; partial results in scratch memory),
+/// finalized at the root and broadcast back down, so every rank gets the root's bits for any
+/// operator.
+void buildTreeAllReduceOnTrees(const OpShape& shape, std::span<const TreePlace> trees, TreeLanes lanes,
+                               Program* program);
 
-/// AllReduce over binary trees (tree_schedule.cc): min(2, rings.size()) trees laid over the
-/// positions of rings[0] as topology::doubleBinaryTreeLinks lays them, tree t on channel t with
-/// an even part t of the data. Each part is reduced up its tree, finalized at its root and
-/// broadcast back down, so every rank gets the root's bits for any operator.
-void buildTreeAllReduce(const OpShape& shape, std::span<const Ring> rings, Program* program);
+/// buildTreeAllReduceOnTrees over the trees of one host: min(2, rings.size()) trees laid over the
+/// positions of rings[0] as topology::doubleBinaryTreeLinks lays them, tree t on channel t.
+void buildTreeAllReduce(const OpShape& shape, std::span<const Ring> rings, TreeLanes lanes, Program* program);
 
 /// Broadcast down up to two binary trees (one per channel, each with part of the data), turned so
 /// that the broadcast's root is each tree's root (algorithms/tree_schedule.cc).

@@ -13,8 +13,10 @@
 
 namespace weft::algorithms {
 
-/// Which user buffer a slice refers to.
-enum class BufferKind : uint8_t { kNone, kSend, kRecv };
+/// Which buffer a slice refers to: the user's send or receive buffer, or the operation's scratch:
+/// memory the executor gives it, as many elements as its receive buffer, for partial results
+/// that must not sit in the output (host executor only).
+enum class BufferKind : uint8_t { kNone, kSend, kRecv, kScratch };
 
 /// A range of a user buffer, in elements from the buffer's start.
 struct BufferSlice {

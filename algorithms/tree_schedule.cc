@@ -51,48 +51,47 @@ void addDownSteps(const TreePlace& tree, ElementRange part, BufferSlice rootData
   }
 }
 
-// Up the tree: the own input, then one child after another into a partial result in the output
-// buffer; the last combination goes to the parent (or, at the root, is the finalized result).
+// Up the tree: the own input, then one child after another into a partial result in scratch
+// memory; the last combination goes to the parent (or, at the root, is the finalized result in the
+// output buffer).
 void addUpSteps(const TreePlace& tree, ElementRange part, std::vector<Step>& steps) {
   const BufferSlice own{BufferKind::kSend, part.offset};
-  const BufferSlice result{BufferKind::kRecv, part.offset};
+  const BufferSlice partial{BufferKind::kScratch, part.offset};
   const bool root = tree.parent < 0;
   const size_t combinations = std::max<size_t>(1, tree.children.size());
   for (size_t i = 0; i < combinations; ++i) {
     Step step;
     step.count = part.count;
     step.contribute = true;
-    step.src = i == 0 ? own : result;
+    step.src = i == 0 ? own : partial;
     step.srcIsPartial = i > 0;
     if (i < tree.children.size()) step.recvPeer = tree.children[i];
     if (i + 1 < combinations) {
-      step.dst = result;
+      step.dst = partial;
     } else if (!root) {
       step.sendPeer = tree.parent;
     } else {
       step.finalize = true;
-      step.dst = result;
+      step.dst = BufferSlice{BufferKind::kRecv, part.offset};
     }
     steps.push_back(step);
   }
 }
 
-// A rank with a parent and at most one child keeps no partial result, so its way up and its way
-// down are two lanes (as NCCL splits a tree channel's threads): pieces stream both ways at once
-// instead of each waiting for the round trip of the one before. The lanes use different connection
-// ends; in place, the way down overwrites the input the way up read, which data flow orders: a
-// piece of the result comes down only after this rank's part of it went up. The root, and a rank
-// combining two children in its output buffer, run both ways in one lane (the root sends each
-// piece down as soon as it is final).
-void addTreeAllReduceLanes(const TreePlace& tree, ElementRange part, int channel, ProgramBuilder& builder) {
+// With TreeLanes::kTwo every rank but the root runs its way up and its way down as two lanes (as
+// NCCL splits a tree channel's threads), so that pieces stream both ways instead of each waiting
+// for the round trip of the one before. The lanes use different connection ends and the way up
+// keeps its partial results in scratch memory; in place, the way down overwrites the input the
+// way up read, which data flow orders: a piece of the result comes down only after this rank's
+// part of it went up. The root runs both ways in one lane and sends each piece down as soon as it
+// is final.
+void addTreeAllReduceLanes(const TreePlace& tree, ElementRange part, int channel, TreeLanes lanes,
+                           ProgramBuilder& builder) {
   const BufferSlice result{BufferKind::kRecv, part.offset};
   std::vector<Step>& up = builder.startLane(channel);
   addUpSteps(tree, part, up);
-  if (tree.parent < 0 || tree.children.size() > 1) {
-    addDownSteps(tree, part, result, up);
-  } else {
-    addDownSteps(tree, part, result, builder.startLane(channel));
-  }
+  const bool oneLane = lanes == TreeLanes::kOne || tree.parent < 0;
+  addDownSteps(tree, part, result, oneLane ? up : builder.startLane(channel));
 }
 
 void addTreeBroadcastSteps(const TreePlace& tree, ElementRange part, std::vector<Step>& steps) {
@@ -142,20 +141,21 @@ void buildTreeBroadcast(const OpShape& shape, std::span<const Ring> rings, Progr
   }
 }
 
-void buildTreeAllReduceOnTrees(const OpShape& shape, std::span<const TreePlace> trees, Program* program) {
+void buildTreeAllReduceOnTrees(const OpShape& shape, std::span<const TreePlace> trees, TreeLanes lanes,
+                               Program* program) {
   assert(shape.collective == Collective::kAllReduce && !trees.empty());
   ProgramBuilder builder(program);
   if (shape.count == 0) return;
   for (size_t t = 0; t < trees.size(); ++t) {
     const ElementRange part = evenPart(shape.count, trees.size(), t);
     if (part.count == 0) continue;
-    addTreeAllReduceLanes(trees[t], part, static_cast<int>(t), builder);
+    addTreeAllReduceLanes(trees[t], part, static_cast<int>(t), lanes, builder);
   }
 }
 
-void buildTreeAllReduce(const OpShape& shape, std::span<const Ring> rings, Program* program) {
+void buildTreeAllReduce(const OpShape& shape, std::span<const Ring> rings, TreeLanes lanes, Program* program) {
   const std::vector<TreePlace> places = communicatorTreePlaces(rings, {}, shape.rank);
-  buildTreeAllReduceOnTrees(shape, places, program);
+  buildTreeAllReduceOnTrees(shape, places, lanes, program);
 }
 
 }  // namespace weft::algorithms

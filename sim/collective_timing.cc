@@ -88,8 +88,12 @@ CollectiveTiming timeCollective(const Fabric& fabric, Collective collective, Sim
       if (algorithm == SimAlgorithm::kRing) {
         algorithms::buildRingProgram(shape, std::span<const algorithms::Ring>(&fabric.ring(c), 1), program);
       } else {
+        // As the host executor: two lanes per tree rank once the part spans several pieces.
+        const algorithms::TreeLanes lanes = part * options.elementSize > options.pieceBytes
+                                                ? algorithms::TreeLanes::kTwo
+                                                : algorithms::TreeLanes::kOne;
         algorithms::buildTreeAllReduceOnTrees(shape, std::span<const algorithms::TreePlace>(&placesOf[c][rank], 1),
-                                              program);
+                                              lanes, program);
       }
     };
     const LinkSource linkOf = [&](int, int from, int to) { return links.at(Fabric::key(c, from, to)); };

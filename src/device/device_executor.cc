@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -135,6 +136,7 @@ class LaunchBuilder {
     switch (kind) {
       case algorithms::BufferKind::kSend: return kSendBuffer;
       case algorithms::BufferKind::kRecv: return kRecvBuffer;
+      case algorithms::BufferKind::kScratch: assert(false && "GPU programs use no scratch (no trees)"); break;
       case algorithms::BufferKind::kNone: break;
     }
     return kNoBuffer;

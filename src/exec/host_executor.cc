@@ -40,6 +40,7 @@ struct HostExecutor::LaneState {
   // allgather; each waits for the previous one.
   int dependsOn = -1;                // lane that must finish before this one starts
   DirectWork* directCompute = nullptr;  // set on the lane that reduces this rank's share
+  char* scratch = nullptr;              // the op's scratch (BufferKind::kScratch)
   // What the lane waited for when it last stopped (for hang reports).
   int blockedPeer = -1;
   core::WaitDirection blockedDirection = core::WaitDirection::kNone;
@@ -77,10 +78,25 @@ namespace {
 // The lane of a direct allreduce's compute step: no steps, no connections.
 const Lane kComputeLane{};
 
-char* bufferAddress(const core::Op& op, const algorithms::BufferSlice& slice, size_t elementSize, size_t done) {
-  char* base = slice.buffer == BufferKind::kSend ? const_cast<char*>(static_cast<const char*>(op.sendbuff))
-                                                 : static_cast<char*>(op.recvbuff);
+char* bufferAddress(const core::Op& op, const algorithms::BufferSlice& slice, size_t elementSize, size_t done,
+                    char* scratch) {
+  char* base = slice.buffer == BufferKind::kSend    ? const_cast<char*>(static_cast<const char*>(op.sendbuff))
+               : slice.buffer == BufferKind::kScratch ? scratch
+                                                      : static_cast<char*>(op.recvbuff);
   return base + (slice.offset + done) * elementSize;
+}
+
+// Elements of scratch the program uses (algorithms::BufferKind::kScratch).
+size_t scratchElements(const algorithms::Program& program) {
+  size_t elements = 0;
+  for (const Lane& lane : program.lanes) {
+    for (const Step& step : lane.steps) {
+      for (const algorithms::BufferSlice* slice : {&step.src, &step.dst}) {
+        if (slice->buffer == BufferKind::kScratch) elements = std::max(elements, slice->offset + step.count);
+      }
+    }
+  }
+  return elements;
 }
 
 algorithms::OpShape shapeOf(const core::Op& op) {
@@ -176,7 +192,12 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
       if (ops[i].collective == Collective::kBroadcast) {
         algorithms::buildTreeBroadcast(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
       } else {
-        algorithms::buildTreeAllReduceOnTrees(shapeOf(ops[i]), ops[i].comm->treePlaces(), &programs_[i]);
+        // Two lanes per tree rank pay off once a tree's part spans several pieces (PERFORMANCE.md).
+        const std::vector<algorithms::TreePlace>& trees = ops[i].comm->treePlaces();
+        const size_t slotElements = ops[i].comm->connections().slotBytes() / algorithms::dataTypeSize(ops[i].type);
+        const algorithms::TreeLanes lanes =
+            ops[i].count / trees.size() > slotElements ? algorithms::TreeLanes::kTwo : algorithms::TreeLanes::kOne;
+        algorithms::buildTreeAllReduceOnTrees(shapeOf(ops[i]), trees, lanes, &programs_[i]);
       }
       continue;
     }
@@ -256,7 +277,12 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
   size_t nextDirect = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (!runsDirect_[i]) {
-      for (const Lane& lane : programs_[i].lanes) addLane(ops[i], lane, sequences_[i], -1);
+      const size_t scratchBytes = scratchElements(programs_[i]) * algorithms::dataTypeSize(ops[i].type);
+      if (opScratch_.size() <= i) opScratch_.resize(i + 1);
+      if (opScratch_[i].size() < scratchBytes) opScratch_[i].resize(scratchBytes);
+      for (const Lane& lane : programs_[i].lanes) {
+        lanes_[addLane(ops[i], lane, sequences_[i], -1)].scratch = opScratch_[i].data();
+      }
       continue;
     }
     DirectWork* work = directs_[nextDirect++].get();
@@ -332,8 +358,8 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
       WEFT_RETURN_IF_ERROR(send->tryAcquireSlot(&slot));
       if (slot == nullptr) return state.blockOn(step.sendPeer, core::WaitDirection::kSend);
     }
-    char* src = step.src.present() ? bufferAddress(op, step.src, size, begin) : nullptr;
-    char* dst = step.dst.present() ? bufferAddress(op, step.dst, size, begin) : nullptr;
+    char* src = step.src.present() ? bufferAddress(op, step.src, size, begin, state.scratch) : nullptr;
+    char* dst = step.dst.present() ? bufferAddress(op, step.dst, size, begin, state.scratch) : nullptr;
     void* out = dst != nullptr ? static_cast<void*>(dst) : slot;
     void* out2 = dst != nullptr ? slot : nullptr;
     if (step.contribute) {

@@ -67,6 +67,7 @@ class HostExecutor {
   std::vector<std::unique_ptr<DirectWork>> directs_;
   size_t directsUsed_ = 0;
   std::vector<char> directScratch_;
+  std::vector<std::vector<char>> opScratch_;  // op i's BufferKind::kScratch memory (grows, never shrinks)
 };
 
 /// The calling thread's executor.

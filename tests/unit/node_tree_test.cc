@@ -1,7 +1,8 @@
 // The trees over nodes (algorithms/node_tree.h): a chain inside each node, the double binary tree
 // between the chains' first ranks; the trees a communicator picks (flat on one host, over hosts
-// otherwise); and the AllReduce over them (buildTreeAllReduceOnTrees), simulated for every layout of up to 9 nodes of up to 8 ranks (64 ranks at most), which must give every rank the exact
-// result and never deadlock.
+// otherwise); and the AllReduce over them (buildTreeAllReduceOnTrees, one and two lanes per rank),
+// simulated for every layout of up to 9 nodes of up to 8 ranks (64 ranks at most), which must give
+// every rank the exact result and never deadlock.
 
 #include <gtest/gtest.h>
 
@@ -79,13 +80,14 @@ TEST(NodeTreeSimulated, EveryLayoutUpTo64RanksIsExact) {
         if (nranks > 64) continue;  // the symbolic data tracks up to 64 ranks
         const auto chains = channelChains(nodes, perNode, channels, draw);
         const size_t count = std::vector<size_t>{1, 5, 97}[draw() % 3];
+        const TreeLanes lanes = draw() % 2 == 0 ? TreeLanes::kOne : TreeLanes::kTwo;
         std::vector<Participant> parts;
         for (int rank = 0; rank < nranks; ++rank) {
           std::vector<TreePlace> places;
           for (int c = 0; c < channels; ++c) places.push_back(nodeTreePlace(chains[c], c % 2, rank));
           OpShape shape{Collective::kAllReduce, count, 0, nranks, rank};
           Participant part{shape, {}};
-          buildTreeAllReduceOnTrees(shape, places, &part.program);
+          buildTreeAllReduceOnTrees(shape, places, lanes, &part.program);
           parts.push_back(part);
         }
         SimulatorOptions options;
@@ -165,7 +167,8 @@ TEST(CommunicatorTreesSimulated, RanksSpreadOverHostsAreExact) {
       for (int rank = 0; rank < nranks; ++rank) {
         OpShape shape{Collective::kAllReduce, 41, 0, nranks, rank};
         Participant part{shape, {}};
-        buildTreeAllReduceOnTrees(shape, communicatorTreePlaces(rings, hostOfRank, rank), &part.program);
+        buildTreeAllReduceOnTrees(shape, communicatorTreePlaces(rings, hostOfRank, rank),
+                                  hosts == 3 ? TreeLanes::kOne : TreeLanes::kTwo, &part.program);
         parts.push_back(part);
       }
       SimulatorOptions options;

@@ -158,8 +158,15 @@ class ProgramSimulator {
 
   size_t pieceCount(size_t count) const { return (count + options_.slotElements - 1) / options_.slotElements; }
 
+  static size_t bufferSize(BufferKind kind, const BufferLayout& layout) {
+    return kind == BufferKind::kSend ? layout.sendSize : kind == BufferKind::kScratch ? layout.scratchSize : layout.recvSize;
+  }
+  static const char* bufferName(BufferKind kind) {
+    return kind == BufferKind::kSend ? "send" : kind == BufferKind::kScratch ? "scratch" : "recv";
+  }
+
   bool sliceInRange(const BufferSlice& slice, size_t count, const BufferLayout& layout) const {
-    size_t size = slice.buffer == BufferKind::kSend ? layout.sendSize : layout.recvSize;
+    const size_t size = bufferSize(slice.buffer, layout);
     return slice.offset <= size && count <= size - slice.offset;
   }
 
@@ -193,9 +200,8 @@ class ProgramSimulator {
             if (slice->present() && !sliceInRange(*slice, step.count, layout)) {
               return fail(SimulationFailure::kOutOfRange,
                           where(at) + ": offset " + std::to_string(slice->offset) + " count " +
-                              std::to_string(step.count) + " in a " +
-                              (slice->buffer == BufferKind::kSend ? "send" : "recv") + " buffer of " +
-                              std::to_string(slice->buffer == BufferKind::kSend ? layout.sendSize : layout.recvSize));
+                              std::to_string(step.count) + " in a " + bufferName(slice->buffer) + " buffer of " +
+                              std::to_string(bufferSize(slice->buffer, layout)));
             }
           }
           for (int direction = 0; direction < 2; ++direction) {
@@ -249,8 +255,11 @@ class ProgramSimulator {
   }
 
   size_t memoryIndex(const Memory& memory, const BufferSlice& slice, size_t offset) const {
-    return (slice.buffer == BufferKind::kSend ? memory.layout.sendBase : memory.layout.recvBase) + slice.offset +
-           offset;
+    const BufferLayout& layout = memory.layout;
+    const size_t base = slice.buffer == BufferKind::kSend      ? layout.sendBase
+                        : slice.buffer == BufferKind::kScratch ? layout.scratchBase
+                                                               : layout.recvBase;
+    return base + slice.offset + offset;
   }
 
   void advance(LaneState& state) {

@@ -85,7 +85,8 @@ inline SimulationResult simulateOp(ProgramSimulator& simulator, Collective colle
 }
 
 inline std::string describeSlice(const BufferSlice& slice) {
-  return std::string(slice.buffer == BufferKind::kSend ? "s@" : "r@") + std::to_string(slice.offset);
+  const char* name = slice.buffer == BufferKind::kSend ? "s@" : slice.buffer == BufferKind::kScratch ? "x@" : "r@";
+  return name + std::to_string(slice.offset);
 }
 
 // A compact text form: "<P" receive from P, "s@O"/"r@O" source (a "+" when it contributes), "!"

@@ -72,6 +72,8 @@ struct BufferLayout {
   size_t sendSize = 0;
   size_t recvBase = 0;
   size_t recvSize = 0;
+  size_t scratchBase = 0;  // the operation's scratch (BufferKind::kScratch): recvSize elements after
+  size_t scratchSize = 0;  // both buffers, never shared with them
 };
 
 inline BufferLayout bufferLayout(const OpShape& shape, bool inPlace) {
@@ -126,6 +128,9 @@ inline BufferLayout bufferLayout(const OpShape& shape, bool inPlace) {
     layout.recvBase = layout.sendSize;
     layout.memory = layout.sendSize + layout.recvSize;
   }
+  layout.scratchBase = layout.memory;
+  layout.scratchSize = layout.recvSize;
+  layout.memory += layout.scratchSize;
   return layout;
 }
 

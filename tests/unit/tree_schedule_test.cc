@@ -37,18 +37,19 @@ std::vector<Ring> shuffledRings(int nranks, int nChannels) {
   return rings;
 }
 
-std::vector<Participant> treeParticipants(int nranks, size_t count, const std::vector<Ring>& rings) {
+std::vector<Participant> treeParticipants(int nranks, size_t count, const std::vector<Ring>& rings,
+                                          TreeLanes lanes = TreeLanes::kTwo) {
   std::vector<Participant> parts;
   for (int rank = 0; rank < nranks; ++rank) {
     OpShape shape{Collective::kAllReduce, count, 0, nranks, rank};
     Participant part{shape, {}};
-    buildTreeAllReduce(shape, rings, &part.program);
+    buildTreeAllReduce(shape, rings, lanes, &part.program);
     parts.push_back(part);
   }
   return parts;
 }
 
-Program treeProgram(int nranks, int rank, size_t count, int nChannels) {
+Program treeProgram(int nranks, int rank, size_t count, int nChannels, TreeLanes lanes = TreeLanes::kTwo) {
   std::vector<Ring> rings;
   for (int channel = 0; channel < nChannels; ++channel) {
     Ring ring(nranks);
@@ -56,32 +57,38 @@ Program treeProgram(int nranks, int rank, size_t count, int nChannels) {
     rings.push_back(ring);
   }
   Program program;
-  buildTreeAllReduce({Collective::kAllReduce, count, 0, nranks, rank}, rings, &program);
+  buildTreeAllReduce({Collective::kAllReduce, count, 0, nranks, rank}, rings, lanes, &program);
   return program;
 }
 
 TEST(TreeSchedule, FourRanksReduceUpAndBroadcastDown) {
   // One tree over 0..3: 0 is the root with child 2; 2 has children 1 and 3.
   EXPECT_EQ(describe(treeProgram(4, 0, 6, 1)), "c0: <2 s@0+ ! =>r@0 #6 | r@0 >2 #6\n");
+  // Rank 2 combines its children in scratch (x@) on its way up, a lane apart from its way down.
   EXPECT_EQ(describe(treeProgram(4, 2, 6, 1)),
-            "c0: <1 s@0+ =>r@0 #6 | <3 r@0+ >0 #6 | <0 =>r@0 >1 #6 | r@0 >3 #6\n");
+            "c0: <1 s@0+ =>x@0 #6 | <3 x@0+ >0 #6\nc0: <0 =>r@0 >1 #6 | r@0 >3 #6\n");
   // A leaf sends up and receives down in two lanes of its channel, so that pieces stream both ways.
   EXPECT_EQ(describe(treeProgram(4, 1, 6, 1)), "c0: s@0+ >2 #6\nc0: <2 =>r@0 #6\n");
+  // With one lane per rank, each piece makes its round trip before the next.
+  EXPECT_EQ(describe(treeProgram(4, 2, 6, 1, TreeLanes::kOne)),
+            "c0: <1 s@0+ =>x@0 #6 | <3 x@0+ >0 #6 | <0 =>r@0 >1 #6 | r@0 >3 #6\n");
+  EXPECT_EQ(describe(treeProgram(4, 1, 6, 1, TreeLanes::kOne)), "c0: s@0+ >2 #6 | <2 =>r@0 #6\n");
 }
 
 TEST(TreeSchedule, TwoChannelsCarryTwoTreesWithHalfTheDataEach) {
   const Program program = treeProgram(4, 1, 7, 2);
-  // Rank 1 is a leaf of tree 0 (two lanes: up, down) and combines two children in tree 1 (the
-  // mirror: it takes rank 2's place; one lane).
-  ASSERT_EQ(program.lanes.size(), 3u);
+  // Rank 1 is a leaf of tree 0 and combines two children in tree 1 (the mirror: it takes rank 2's
+  // place); not a root in either, so each tree is two lanes, up and down.
+  ASSERT_EQ(program.lanes.size(), 4u);
   EXPECT_EQ(program.lanes[0].channel, 0);
   EXPECT_EQ(program.lanes[1].channel, 0);
   EXPECT_EQ(program.lanes[2].channel, 1);
+  EXPECT_EQ(program.lanes[3].channel, 1);
   EXPECT_EQ(program.lanes[0].steps.front().count, 4u);
   EXPECT_EQ(program.lanes[2].steps.front().count, 3u);
   EXPECT_EQ(program.lanes[2].steps.front().src.offset, 4u);
   EXPECT_EQ(program.lanes[0].steps.size() + program.lanes[1].steps.size(), 2u);
-  EXPECT_EQ(program.lanes[2].steps.size(), 4u);
+  EXPECT_EQ(program.lanes[2].steps.size() + program.lanes[3].steps.size(), 4u);
   // Three channels still make two trees.
   EXPECT_EQ(treeProgram(4, 1, 7, 3).lanes.back().channel, 1);
 }
@@ -111,11 +118,13 @@ TEST(TreeScheduleSimulated, EveryRankCountUpTo64IsExact) {
           options.interleaving = kInterleavings[draw() % 3];
           options.seed = draw();
           options.nChannels = nChannels;
-          const SimulationResult result = simulator.run(treeParticipants(nranks, count, shuffledRings(nranks, nChannels)),
-                                                        options);
+          const TreeLanes lanes = draw() % 2 == 0 ? TreeLanes::kOne : TreeLanes::kTwo;
+          const SimulationResult result =
+              simulator.run(treeParticipants(nranks, count, shuffledRings(nranks, nChannels), lanes), options);
           if (result.ok()) continue;
           ADD_FAILURE() << "nranks " << nranks << " count " << count << " channels " << nChannels << " slot "
-                        << options.slotElements << (inPlace ? " in place" : "") << ": " << result.message;
+                        << options.slotElements << (inPlace ? " in place" : "")
+                        << (lanes == TreeLanes::kOne ? " one lane" : " two lanes") << ": " << result.message;
           if (++failures == 5) return;
         }
       }
@@ -129,8 +138,11 @@ TEST(TreeScheduleSimulated, StepAfterStepWithUnboundedSlotsIsExactToo) {
     SimulatorOptions options;
     options.slotElements = 7;
     options.nChannels = 2;
-    const SimulationResult result = simulator.run(treeParticipants(nranks, 500, shuffledRings(nranks, 2)), options);
-    EXPECT_TRUE(result.ok()) << "nranks " << nranks << ": " << result.message;
+    for (TreeLanes lanes : {TreeLanes::kOne, TreeLanes::kTwo}) {
+      const SimulationResult result =
+          simulator.run(treeParticipants(nranks, 500, shuffledRings(nranks, 2), lanes), options);
+      EXPECT_TRUE(result.ok()) << "nranks " << nranks << ": " << result.message;
+    }
   }
 }
 
