@@ -6,11 +6,11 @@
 // waits for 2 x depth hand-offs instead of the ring's 2(n-1), and every rank ends with the root's
 // bits, whatever the operator.
 //
-// Up to two trees, as NCCL's double binary tree: the second mirrors or shifts the first
-// (topology/trees.h), so a rank that forwards in one tree is mostly a leaf in the other, and each
-// carries half the data on a channel of its own. The trees are laid over the positions of the first
-// ring, whose neighbours are near each other (the same host, the same socket), and the in-order
-// tree keeps neighbours near each other too.
+// The trees come as each rank's place in them, one per channel (node_tree.h picks a communicator's:
+// up to two, as NCCL's double binary tree, the second mirroring or shifting the first so a rank
+// that forwards in one is mostly a leaf in the other; on one host laid over the positions of the
+// first ring, whose neighbours are near each other; over several hosts a chain per host and trees
+// between the hosts). Each tree carries an even part of the data on a channel of its own.
 //
 // Broadcast: the root's data goes down the trees (d hand-offs instead of the ring's n-1). Each
 // tree is turned around the first ring so that its root is the broadcast's root: tree t's
