@@ -12,14 +12,11 @@ namespace {
 
 constexpr const char* kCollectiveNames = "allreduce, allgather, reducescatter, broadcast, reduce";
 
-constexpr struct {
-  const char* name;
-  Collective collective;
-} kGoverned[] = {{"allreduce", Collective::kAllReduce},
-                 {"allgather", Collective::kAllGather},
-                 {"reducescatter", Collective::kReduceScatter},
-                 {"broadcast", Collective::kBroadcast},
-                 {"reduce", Collective::kReduce}};
+constexpr NamedCollective kGoverned[] = {{"allreduce", Collective::kAllReduce},
+                                         {"allgather", Collective::kAllGather},
+                                         {"reducescatter", Collective::kReduceScatter},
+                                         {"broadcast", Collective::kBroadcast},
+                                         {"reduce", Collective::kReduce}};
 
 std::string trimmed(const std::string& text) {
   const size_t begin = text.find_first_not_of(" \t");
@@ -74,6 +71,8 @@ Status parseList(const std::string& whole, const std::string& list, const Filter
 }
 
 }  // namespace
+
+std::span<const NamedCollective> governedCollectives() { return kGoverned; }
 
 bool governedByAlgo(Collective collective) {
   return std::any_of(std::begin(kGoverned), std::end(kGoverned),

@@ -24,6 +24,14 @@ inline constexpr int kNumCollectives = static_cast<int>(Collective::kRecv) + 1;
 /// Broadcast and Reduce. The others (all-to-all, gather, scatter, send, recv) run point to point.
 bool governedByAlgo(Collective collective);
 
+/// A collective NCCL_ALGO governs, with the name NCCL's per-collective clauses give it.
+struct NamedCollective {
+  const char* name;  // "allreduce", "allgather", "reducescatter", "broadcast", "reduce"
+  Collective collective;
+};
+/// The collectives governedByAlgo accepts, in that order (also the `weft` tool's --collective).
+std::span<const NamedCollective> governedCollectives();
+
 /// What one knob's filter is made of: the knob ("NCCL_ALGO"), what a name is ("algorithm"), and
 /// the names in bit order.
 struct FilterVocabulary {

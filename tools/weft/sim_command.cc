@@ -1,5 +1,6 @@
 #include "tools/weft/sim_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/collective_filter.h"
 #include "sim/collective_timing.h"
 #include "src/base/knobs.h"
 #include "topology/load.h"
@@ -30,15 +32,6 @@ struct SimOptions {
   size_t buffSize = size_t{4} << 20;
 };
 
-constexpr struct {
-  const char* name;
-  Collective collective;
-} kCollectives[] = {{"allreduce", Collective::kAllReduce},
-                    {"allgather", Collective::kAllGather},
-                    {"reducescatter", Collective::kReduceScatter},
-                    {"broadcast", Collective::kBroadcast},
-                    {"reduce", Collective::kReduce}};
-
 std::vector<size_t> sizesOf(const SimOptions& options) {
   std::vector<size_t> sizes;
   for (size_t bytes = std::max<size_t>(options.minBytes, 4); bytes <= options.maxBytes; bytes *= options.factor) {
@@ -48,8 +41,7 @@ std::vector<size_t> sizesOf(const SimOptions& options) {
   return sizes;
 }
 
-// The largest size of the sweep at which the tree beats the ring, and of the ones beyond it, the
-// first where the ring wins: where the tree stops being the better choice.
+// How the tree compares with the ring over one node count.
 struct Crossover {
   int nodes = 0;
   int ranks = 0;
@@ -59,13 +51,15 @@ struct Crossover {
 
 int runSim(const SimOptions& options) {
   Collective collective = Collective::kAllReduce;
-  for (const auto& entry : kCollectives) {
+  for (const algorithms::NamedCollective& entry : algorithms::governedCollectives()) {
     if (options.collective == entry.name) collective = entry.collective;
   }
+  // The ring first, then the tree, each once, as far as asked for and modelled.
   std::vector<SimAlgorithm> algorithms;
-  for (const std::string& name : options.algorithms) {
-    const SimAlgorithm algorithm = name == "tree" ? SimAlgorithm::kTree : SimAlgorithm::kRing;
-    if (sim::simulates(collective, algorithm)) algorithms.push_back(algorithm);
+  for (SimAlgorithm algorithm : {SimAlgorithm::kRing, SimAlgorithm::kTree}) {
+    const bool asked = std::find(options.algorithms.begin(), options.algorithms.end(),
+                                 sim::simAlgorithmName(algorithm)) != options.algorithms.end();
+    if (asked && sim::simulates(collective, algorithm)) algorithms.push_back(algorithm);
   }
   if (algorithms.empty()) {
     std::fprintf(stderr, "weft sim: none of the algorithms asked for is modelled for %s (tree: allreduce only)\n",
@@ -127,11 +121,10 @@ int runSim(const SimOptions& options) {
         times[a] = result.microseconds;
         std::printf(" %12.1f %9.2f %9.2f", result.microseconds, result.algBandwidth, result.busBandwidth);
       }
-      if (compare) {
-        const bool treeFaster = times[algorithms[0] == SimAlgorithm::kTree ? 0 : 1] <
-                                times[algorithms[0] == SimAlgorithm::kTree ? 1 : 0];
+      if (compare) {  // times[0]: the ring's, times[1]: the tree's
+        const bool treeFaster = times[1] < times[0];
         if (treeFaster) crossover.treeFasterUpTo = bytes;
-        if (bytes == sizes.front()) crossover.smallestRatio = algorithms[0] == SimAlgorithm::kTree ? times[0] / times[1] : times[1] / times[0];
+        if (bytes == sizes.front()) crossover.smallestRatio = times[1] / times[0];
         std::printf("  %s", treeFaster ? "tree" : "ring");
       }
       std::printf("\n");
@@ -167,7 +160,7 @@ void addSimCommand(CLI::App& app, int* exitCode) {
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   std::vector<std::string> names;
-  for (const auto& entry : kCollectives) names.push_back(entry.name);
+  for (const algorithms::NamedCollective& entry : algorithms::governedCollectives()) names.push_back(entry.name);
   command->add_option("--collective", options->collective, "the collective")
       ->check(CLI::IsMember(names))
       ->capture_default_str();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/collective_filter.h"
 #include "algorithms/node_tree.h"
 #include "algorithms/tune_file.h"
 #include "algorithms/tuner.h"
@@ -30,18 +31,9 @@ struct TuneOptions {
   CalibrationOptions calibration;
 };
 
-constexpr struct {
-  const char* name;
-  algorithms::Collective collective;
-} kCollectives[] = {{"allreduce", algorithms::Collective::kAllReduce},
-                    {"allgather", algorithms::Collective::kAllGather},
-                    {"reducescatter", algorithms::Collective::kReduceScatter},
-                    {"broadcast", algorithms::Collective::kBroadcast},
-                    {"reduce", algorithms::Collective::kReduce}};
-
 int runTune(const TuneOptions& options) {
   algorithms::TuneShape shape;
-  for (const auto& entry : kCollectives) {
+  for (const algorithms::NamedCollective& entry : algorithms::governedCollectives()) {
     if (options.collective == entry.name) shape.collective = entry.collective;
   }
   shape.nranks = options.ranks;
@@ -117,7 +109,7 @@ void addTuneCommand(CLI::App& app, int* exitCode) {
       "tune", "Print the tuner's predicted time of each algorithm and its choice, for sizes from --min to --max "
               "(by factors of 4), as a communicator of --ranks ranks over --nodes nodes would see them");
   std::vector<std::string> names;
-  for (const auto& entry : kCollectives) names.push_back(entry.name);
+  for (const algorithms::NamedCollective& entry : algorithms::governedCollectives()) names.push_back(entry.name);
   tune->add_option("--collective", options->collective, "the collective")
       ->check(CLI::IsMember(names))
       ->capture_default_str();
