@@ -33,9 +33,12 @@ double predictMicroseconds(Algorithm algorithm, const TuneShape& shape, const Co
   const double bytesUs = static_cast<double>(shape.bytes) / (hop.bandwidthGBps * 1e3);  // S / b in us
   if (algorithm == Algorithm::kRing) {
     if (shape.nranks <= 1) return bytesUs;
+    // A step's latency: the hops' kinds in the proportion the ring has them.
+    const double local = shape.localRingHops;
+    const double stepUs = ((n - local) * hop.latencyUs + local * model.sharedMemory.latencyUs) / n;
     switch (shape.collective) {
-      case Collective::kAllReduce: return 2 * (n - 1) * hop.latencyUs + 2 * (n - 1) / n * bytesUs;
-      default: return (n - 1) * hop.latencyUs + (n - 1) / n * bytesUs;
+      case Collective::kAllReduce: return 2 * (n - 1) * stepUs + 2 * (n - 1) / n * bytesUs;
+      default: return (n - 1) * stepUs + (n - 1) / n * bytesUs;
     }
   }
   const int trees = std::min(2, std::max(1, shape.channels));

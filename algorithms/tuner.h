@@ -13,6 +13,10 @@
 //                                                             2d a + (T == 1 ? 2.5 : 2) S / b
 //         Over several hosts the trees are NCCL's (algorithms/node_tree.h): of the d hops, those
 //         along a host's chain cost a shared-memory step, those between hosts a network step.
+// Over several hosts a ring's steps are not alike either: of its n hops, one per host crosses the
+// network and the others stay on shared memory, and the steps that follow one another around the
+// ring pay each kind in that proportion (NCCL's model does the same); its bandwidth is the
+// network's.
 // A Broadcast (ring: n-1 steps, S / b pipelined) over the trees goes down only, an inner rank
 // sending its part to two children:                           d a + (T == 1 ? 2 : 1) S / b
 // Other collectives have only the ring. The constants are defaults measured on a small
@@ -46,6 +50,9 @@ struct TuneShape {
   /// costed as shared memory, and between hosts; both 0 on one host.
   int localTreeDepth = 0;
   int hostTreeDepth = 0;
+  /// Hops of the ring that stay on shared memory while the others cross the network (ranks over
+  /// several hosts: nranks - hosts); 0 when every hop is of one kind.
+  int localRingHops = 0;
   int channels = 1;
 };
 

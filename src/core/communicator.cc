@@ -104,7 +104,7 @@ void Communicator::logRings(const char* kind, const std::vector<algorithms::Ring
   }
 }
 
-void Communicator::buildTrees(bool shmDisabled) {
+void Communicator::layOutHosts(bool shmDisabled) {
   // Each rank's host, numbered by the lowest rank on it.
   std::vector<int> hostOfRank(nranks_);
   for (int r = 0; r < nranks_; ++r) {
@@ -120,10 +120,14 @@ void Communicator::buildTrees(bool shmDisabled) {
   const bool severalHosts = std::any_of(hostOfRank.begin(), hostOfRank.end(), [](int host) { return host != 0; });
   localTreeDepth_ = 0;
   hostTreeDepth_ = 0;
+  localRingHops_ = 0;
   if (severalHosts) {
     const algorithms::TreeDepths depths = algorithms::communicatorTreeDepths(hostOfRank);
     localTreeDepth_ = shmDisabled ? 0 : depths.local;
     hostTreeDepth_ = depths.across + (shmDisabled ? depths.local : 0);
+    int hosts = 0;
+    for (int r = 0; r < nranks_; ++r) hosts += hostOfRank[r] == r ? 1 : 0;  // numbered by their lowest rank
+    localRingHops_ = shmDisabled ? 0 : nranks_ - hosts;
   }
   // NCCL's line: per tree, the children, this rank and its parent.
   std::string line;
@@ -388,7 +392,7 @@ Status Communicator::init(const UniqueId& id) {
   gpuChannels_ = agreed.gpuChannels;
   WEFT_RETURN_IF_ERROR(buildRings(agreed.nChannels, agreed.gpuChannels));
   logRings("", rings_);
-  buildTrees(agreed.shmDisabled != 0);
+  layOutHosts(agreed.shmDisabled != 0);
   if (peers_[rank_].gpuBusId[0] != '\0') logRings("GPU ", gpuRings_);
   WEFT_RETURN_IF_ERROR(dumpTopologyIfAsked(rank_));
   size_t slotBytes = static_cast<size_t>(agreed.buffSize / kSlotCount) & ~size_t{63};

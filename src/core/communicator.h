@@ -97,6 +97,9 @@ class Communicator {
   /// NCCL_SHM_DISABLE); both 0 on one host. For the tuner.
   int localTreeDepth() const { return localTreeDepth_; }
   int hostTreeDepth() const { return hostTreeDepth_; }
+  /// Over several hosts with shared memory on, the ring's hops that stay within a host
+  /// (nranks - hosts); 0 otherwise. For the tuner.
+  int localRingHops() const { return localRingHops_; }
   /// The algorithms NCCL_ALGO allows (rank 0's setting), agreed at init.
   const algorithms::AlgorithmFilter& algorithmFilter() const { return algorithms_; }
   /// NCCL_PROTO as rank 0 gave it.
@@ -189,9 +192,9 @@ class Communicator {
   /// has a GPU; otherwise each host's ranks along its GPU rings, channel c on GPU ring c mod the
   /// rings found, positions exchanged over the bootstrap (host_ring_positions.h).
   Status buildRings(int hostChannels, int gpuChannels);
-  /// Sets treePlaces_, localTreeDepth_ and hostTreeDepth_ from rings_ and the ranks' hosts, and
-  /// logs this rank's trees as NCCL does (GRAPH).
-  void buildTrees(bool shmDisabled);
+  /// From rings_ and the ranks' hosts: this rank's trees (treePlaces_, logged as NCCL does under
+  /// GRAPH) and, for the tuner, the trees' depths and the ring's hops within hosts.
+  void layOutHosts(bool shmDisabled);
   /// Logs `rings` as NCCL does: each whole ring under INIT, this rank's neighbours under GRAPH;
   /// `kind` prefixes the lines ("" for the host path's, "GPU " for the GPU path's).
   void logRings(const char* kind, const std::vector<algorithms::Ring>& rings) const;
@@ -225,6 +228,7 @@ class Communicator {
   std::vector<algorithms::TreePlace> treePlaces_;
   int localTreeDepth_ = 0;
   int hostTreeDepth_ = 0;
+  int localRingHops_ = 0;
   size_t cmaMinBytes_ = 0;
   size_t slotBytes_ = 0;
   int slotCount_ = 0;

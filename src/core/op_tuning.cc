@@ -14,6 +14,7 @@ algorithms::TuneShape tuneShapeOf(const Op& op) {
   shape.treeDepth = comm.treeDepth();
   shape.localTreeDepth = comm.localTreeDepth();
   shape.hostTreeDepth = comm.hostTreeDepth();
+  shape.localRingHops = comm.localRingHops();
   shape.channels = static_cast<int>(comm.rings().size());
   return shape;
 }

@@ -59,6 +59,21 @@ TEST(Tuner, PredictionsFollowTheModel) {
   EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kTree, gather, model)));
 }
 
+TEST(Tuner, OverSeveralHostsEachKindOfHopCostsItsOwn) {
+  CostModel model;
+  model.sharedMemory = {2, 4};
+  model.network = {50, 1};  // 1000 bytes per us
+  // 8 ranks on 2 hosts: the ring's 8 hops are 2 over the network and 6 on shared memory.
+  TuneShape shape = allReduce(8000, 8, true);
+  shape.localRingHops = 6;
+  shape.hostTreeDepth = 1;
+  shape.localTreeDepth = 3;
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, shape, model), 14 * (2 * 50 + 6 * 2) / 8.0 + 1.75 * 8);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, shape, model), 2 * (1 * 50 + 3 * 2) + 2.5 * 8);
+  // Every hop over the network (every rank its own host): as before.
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, allReduce(8000, 8, true), model), 14 * 50 + 1.75 * 8);
+}
+
 TEST(Tuner, SmallAllReducesOverManyRanksTakeTheTreeLargeOnesTheRing) {
   for (bool network : {false, true}) {
     EXPECT_EQ(chosen(allReduce(8, 8, network)), Algorithm::kTree);

@@ -37,15 +37,17 @@ int runTune(const TuneOptions& options) {
     if (options.collective == entry.name) shape.collective = entry.collective;
   }
   shape.nranks = options.ranks;
-  shape.networkHops = options.nodes > 1 || knobs::getBool(knobs::KnobId::kShmDisable);
+  const bool shmDisabled = knobs::getBool(knobs::KnobId::kShmDisable);
+  shape.networkHops = options.nodes > 1 || shmDisabled;
   shape.treeDepth = algorithms::treeDepth(options.ranks);
   if (options.nodes > 1) {
-    // Ranks spread over the nodes as evenly as they go, as NCCL's trees over hosts see them.
+    // Ranks spread over the nodes as evenly as they go, as a communicator over hosts sees them.
     std::vector<int> hostOfRank(options.ranks);
     for (int rank = 0; rank < options.ranks; ++rank) hostOfRank[rank] = rank % options.nodes;
     const algorithms::TreeDepths depths = algorithms::communicatorTreeDepths(hostOfRank);
-    shape.localTreeDepth = depths.local;
-    shape.hostTreeDepth = depths.across;
+    shape.localTreeDepth = shmDisabled ? 0 : depths.local;
+    shape.hostTreeDepth = depths.across + (shmDisabled ? depths.local : 0);
+    shape.localRingHops = shmDisabled ? 0 : options.ranks - std::min(options.ranks, options.nodes);
   }
   shape.channels = options.channels;
   const std::string algo = options.algoGiven ? options.algo : knobs::getString(knobs::KnobId::kAlgo);
@@ -68,13 +70,14 @@ int runTune(const TuneOptions& options) {
   std::printf("# Weft tuner: %s, %d ranks on %d node(s), %d channel(s), NCCL_ALGO %s\n",
               algorithms::collectiveName(shape.collective), shape.nranks, options.nodes, shape.channels,
               algo.empty() ? "unset" : algo.c_str());
-  std::printf("# every step over %s: %.1f us, %.2f GB/s (%s); predicted us, * the choice\n",
+  std::printf("# a step over %s: %.1f us, %.2f GB/s (%s); predicted us, * the choice\n",
               shape.networkHops ? "the network" : "shared memory", hop.latencyUs, hop.bandwidthGBps,
               tuneFile.empty() ? "built-in constants" : ("from " + tuneFile).c_str());
   if (shape.hostTreeDepth > 0) {
-    std::printf("# allreduce trees: %d hops between nodes, %d along a node's chain (shared memory: %.1f us); "
-                "broadcast trees: depth %d\n",
-                shape.hostTreeDepth, shape.localTreeDepth, model.sharedMemory.latencyUs, shape.treeDepth);
+    std::printf("# shared memory within a node: %.1f us per step; the ring's hops: %d between nodes, %d within; "
+                "allreduce trees: %d hops between nodes, %d along a node's chain; broadcast trees: depth %d\n",
+                model.sharedMemory.latencyUs, shape.nranks - shape.localRingHops, shape.localRingHops,
+                shape.hostTreeDepth, shape.localTreeDepth, shape.treeDepth);
   } else {
     std::printf("# tree depth %d\n", shape.treeDepth);
   }
