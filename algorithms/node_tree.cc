@@ -96,4 +96,17 @@ TreeDepths communicatorTreeDepths(std::span<const int> hostOfRank) {
   return {longestChain - 1, treeDepth(distinct)};
 }
 
+HostLayout hostLayoutOf(std::span<const int> hostOfRank, bool shmDisabled) {
+  HostLayout layout;
+  if (oneHost(hostOfRank)) return layout;
+  const TreeDepths depths = communicatorTreeDepths(hostOfRank);
+  std::vector<int> hosts(hostOfRank.begin(), hostOfRank.end());
+  std::sort(hosts.begin(), hosts.end());
+  const int hostCount = static_cast<int>(std::unique(hosts.begin(), hosts.end()) - hosts.begin());
+  layout.localTreeDepth = shmDisabled ? 0 : depths.local;
+  layout.hostTreeDepth = depths.across + (shmDisabled ? depths.local : 0);
+  layout.localRingHops = shmDisabled ? 0 : static_cast<int>(hostOfRank.size()) - hostCount;
+  return layout;
+}
+
 }  // namespace weft::algorithms

@@ -40,4 +40,14 @@ struct TreeDepths {
 };
 TreeDepths communicatorTreeDepths(std::span<const int> hostOfRank);
 
+/// What the tuner needs to know of how ranks spread over hosts (algorithms::TuneShape's fields of
+/// the same names): all 0 on one host. With `shmDisabled` every hop goes over the network, so the
+/// trees' local hops count as hops between hosts and no ring hop is local.
+struct HostLayout {
+  int localTreeDepth = 0;  // AllReduce trees: hops along a host's chain
+  int hostTreeDepth = 0;   //   and between hosts
+  int localRingHops = 0;   // ring hops within a host: nranks - hosts
+};
+HostLayout hostLayoutOf(std::span<const int> hostOfRank, bool shmDisabled);
+
 }  // namespace weft::algorithms

@@ -102,7 +102,6 @@ CollectiveTiming timeCollective(const Fabric& fabric, Collective collective, Sim
       timing.error = "channel " + std::to_string(c) + ": " + result.error;
       return timing;
     }
-    timing.pieces += result.pieces;
     timed.emplace(std::move(layout), result.microseconds);
     slowest = std::max(slowest, result.microseconds);
   }

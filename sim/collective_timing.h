@@ -30,7 +30,6 @@ struct CollectiveTiming {
   double microseconds = 0;
   double algBandwidth = 0;  // GB/s: bytes / time
   double busBandwidth = 0;  // GB/s: nccl-tests' bus bandwidth of the collective
-  long pieces = 0;          // pieces the timed channels sent
   std::string error;
   bool ok() const { return error.empty(); }
 };

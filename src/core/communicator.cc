@@ -118,17 +118,7 @@ void Communicator::layOutHosts(bool shmDisabled) {
   }
   treePlaces_ = algorithms::communicatorTreePlaces(rings_, hostOfRank, rank_);
   const bool severalHosts = std::any_of(hostOfRank.begin(), hostOfRank.end(), [](int host) { return host != 0; });
-  localTreeDepth_ = 0;
-  hostTreeDepth_ = 0;
-  localRingHops_ = 0;
-  if (severalHosts) {
-    const algorithms::TreeDepths depths = algorithms::communicatorTreeDepths(hostOfRank);
-    localTreeDepth_ = shmDisabled ? 0 : depths.local;
-    hostTreeDepth_ = depths.across + (shmDisabled ? depths.local : 0);
-    int hosts = 0;
-    for (int r = 0; r < nranks_; ++r) hosts += hostOfRank[r] == r ? 1 : 0;  // numbered by their lowest rank
-    localRingHops_ = shmDisabled ? 0 : nranks_ - hosts;
-  }
+  hostLayout_ = algorithms::hostLayoutOf(hostOfRank, shmDisabled);
   // NCCL's line: per tree, the children, this rank and its parent.
   std::string line;
   for (size_t t = 0; t < treePlaces_.size(); ++t) {

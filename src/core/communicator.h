@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "algorithms/algorithm_filter.h"
+#include "algorithms/node_tree.h"
 #include "algorithms/protocol_filter.h"
 #include "algorithms/schedule.h"
 #include "algorithms/tuner.h"
@@ -92,14 +93,8 @@ class Communicator {
   /// This rank's place in each tree of the tree AllReduce (algorithms::communicatorTreePlaces: NCCL's
   /// trees over hosts when ranks span several), one per channel, at most two.
   const std::vector<algorithms::TreePlace>& treePlaces() const { return treePlaces_; }
-  /// Over several hosts, the AllReduce trees' longest way in hops along a host's chain and between
-  /// hosts (algorithms::communicatorTreeDepths; local hops count as network ones under
-  /// NCCL_SHM_DISABLE); both 0 on one host. For the tuner.
-  int localTreeDepth() const { return localTreeDepth_; }
-  int hostTreeDepth() const { return hostTreeDepth_; }
-  /// Over several hosts with shared memory on, the ring's hops that stay within a host
-  /// (nranks - hosts); 0 otherwise. For the tuner.
-  int localRingHops() const { return localRingHops_; }
+  /// How the ranks spread over hosts, as the tuner sees it (algorithms::hostLayoutOf).
+  const algorithms::HostLayout& hostLayout() const { return hostLayout_; }
   /// The algorithms NCCL_ALGO allows (rank 0's setting), agreed at init.
   const algorithms::AlgorithmFilter& algorithmFilter() const { return algorithms_; }
   /// NCCL_PROTO as rank 0 gave it.
@@ -226,9 +221,7 @@ class Communicator {
   bool networkHops_ = false;
   int treeDepth_ = 0;
   std::vector<algorithms::TreePlace> treePlaces_;
-  int localTreeDepth_ = 0;
-  int hostTreeDepth_ = 0;
-  int localRingHops_ = 0;
+  algorithms::HostLayout hostLayout_;
   size_t cmaMinBytes_ = 0;
   size_t slotBytes_ = 0;
   int slotCount_ = 0;

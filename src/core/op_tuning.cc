@@ -12,9 +12,9 @@ algorithms::TuneShape tuneShapeOf(const Op& op) {
   shape.nranks = comm.nranks();
   shape.networkHops = comm.networkHops();
   shape.treeDepth = comm.treeDepth();
-  shape.localTreeDepth = comm.localTreeDepth();
-  shape.hostTreeDepth = comm.hostTreeDepth();
-  shape.localRingHops = comm.localRingHops();
+  shape.localTreeDepth = comm.hostLayout().localTreeDepth;
+  shape.hostTreeDepth = comm.hostLayout().hostTreeDepth;
+  shape.localRingHops = comm.hostLayout().localRingHops;
   shape.channels = static_cast<int>(comm.rings().size());
   return shape;
 }

@@ -140,6 +140,18 @@ TEST(CommunicatorTrees, SeveralHostsHaveAChainEachAndTreesBetweenThem) {
   const TreeDepths depths = communicatorTreeDepths(std::vector<int>{0, 0, 0, 1, 1, 2, 2, 2});
   EXPECT_EQ(depths.local, 2);
   EXPECT_EQ(depths.across, treeDepth(3));
+  // The tuner's view: 8 ranks on 3 hosts, 5 ring hops within them; without shared memory every
+  // hop counts as one between hosts.
+  const std::vector<int> hosts = {0, 0, 0, 1, 1, 2, 2, 2};
+  const HostLayout layout = hostLayoutOf(hosts, false);
+  EXPECT_EQ(layout.localTreeDepth, 2);
+  EXPECT_EQ(layout.hostTreeDepth, treeDepth(3));
+  EXPECT_EQ(layout.localRingHops, 5);
+  const HostLayout sockets = hostLayoutOf(hosts, true);
+  EXPECT_EQ(sockets.localTreeDepth, 0);
+  EXPECT_EQ(sockets.hostTreeDepth, treeDepth(3) + 2);
+  EXPECT_EQ(sockets.localRingHops, 0);
+  EXPECT_EQ(hostLayoutOf(std::vector<int>(4, 7), true).hostTreeDepth, 0);  // one host
 }
 
 TEST(CommunicatorTreesSimulated, RanksSpreadOverHostsAreExact) {

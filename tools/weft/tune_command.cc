@@ -44,10 +44,10 @@ int runTune(const TuneOptions& options) {
     // Ranks spread over the nodes as evenly as they go, as a communicator over hosts sees them.
     std::vector<int> hostOfRank(options.ranks);
     for (int rank = 0; rank < options.ranks; ++rank) hostOfRank[rank] = rank % options.nodes;
-    const algorithms::TreeDepths depths = algorithms::communicatorTreeDepths(hostOfRank);
-    shape.localTreeDepth = shmDisabled ? 0 : depths.local;
-    shape.hostTreeDepth = depths.across + (shmDisabled ? depths.local : 0);
-    shape.localRingHops = shmDisabled ? 0 : options.ranks - std::min(options.ranks, options.nodes);
+    const algorithms::HostLayout layout = algorithms::hostLayoutOf(hostOfRank, shmDisabled);
+    shape.localTreeDepth = layout.localTreeDepth;
+    shape.hostTreeDepth = layout.hostTreeDepth;
+    shape.localRingHops = layout.localRingHops;
   }
   shape.channels = options.channels;
   const std::string algo = options.algoGiven ? options.algo : knobs::getString(knobs::KnobId::kAlgo);
