@@ -51,6 +51,9 @@ Status parseTuneFile(const std::string& text, const std::string& path, CostModel
   CostModel loaded;
   WEFT_RETURN_IF_ERROR(readHop(root, "shared_memory", path, &loaded.sharedMemory));
   WEFT_RETURN_IF_ERROR(readHop(root, "network", path, &loaded.network));
+  // A file without LL measurements costs LL as Simple, so that the tuner (Simple on a tie) keeps Simple.
+  loaded.sharedMemoryLL = loaded.sharedMemory;
+  if (root.contains("shared_memory_ll")) WEFT_RETURN_IF_ERROR(readHop(root, "shared_memory_ll", path, &loaded.sharedMemoryLL));
   *model = loaded;
   return Status::ok();
 }
@@ -69,6 +72,8 @@ std::string tuneFileText(const CostModel& model, const std::string& details) {
   root["weft_tune_file"] = kTuneFileVersion;
   root["shared_memory"] = {{"latency_us", model.sharedMemory.latencyUs},
                            {"bandwidth_gbps", model.sharedMemory.bandwidthGBps}};
+  root["shared_memory_ll"] = {{"latency_us", model.sharedMemoryLL.latencyUs},
+                              {"bandwidth_gbps", model.sharedMemoryLL.bandwidthGBps}};
   root["network"] = {{"latency_us", model.network.latencyUs}, {"bandwidth_gbps", model.network.bandwidthGBps}};
   return root.dump(2) + "\n";
 }

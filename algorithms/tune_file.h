@@ -4,8 +4,10 @@
 //
 // The file is JSON:
 //   {"weft_tune_file": 1,
-//    "shared_memory": {"latency_us": 3.2, "bandwidth_gbps": 4.8},
-//    "network":       {"latency_us": 41.0, "bandwidth_gbps": 0.61},
+//    "shared_memory":    {"latency_us": 3.2, "bandwidth_gbps": 4.8},
+//    "shared_memory_ll": {"latency_us": 3.0, "bandwidth_gbps": 1.9},  (optional: without it LL costs
+//                                                                        as Simple, and Simple wins)
+//    "network":          {"latency_us": 41.0, "bandwidth_gbps": 0.61},
 //    ...}  (other members, such as how it was measured, are kept for people and ignored)
 
 #include <string>

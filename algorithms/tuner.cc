@@ -27,7 +27,10 @@ int treeDepth(int nranks) {
   return deepest;
 }
 
-double predictMicroseconds(Algorithm algorithm, const TuneShape& shape, const CostModel& model) {
+namespace {
+
+// The prediction with `model`'s shared-memory hop as the protocol's.
+double predictWithHops(Algorithm algorithm, const TuneShape& shape, const CostModel& model) {
   const HopCost& hop = shape.networkHops ? model.network : model.sharedMemory;
   const double n = shape.nranks;
   const double bytesUs = static_cast<double>(shape.bytes) / (hop.bandwidthGBps * 1e3);  // S / b in us
@@ -55,30 +58,49 @@ double predictMicroseconds(Algorithm algorithm, const TuneShape& shape, const Co
   return std::numeric_limits<double>::infinity();
 }
 
-bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& filter, const CostModel& model,
-                     Algorithm* chosen) {
+}  // namespace
+
+double predictMicroseconds(Algorithm algorithm, Protocol protocol, const TuneShape& shape, const CostModel& model) {
+  switch (protocol) {
+    case Protocol::kSimple: return predictWithHops(algorithm, shape, model);
+    case Protocol::kLL: {
+      CostModel withLL = model;
+      withLL.sharedMemory = model.sharedMemoryLL;  // network hops carry LL pieces in Simple slots
+      return predictWithHops(algorithm, shape, withLL);
+    }
+    case Protocol::kLL128: break;
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& algorithms, const ProtocolFilter& protocols,
+                     const CostModel& model, TuneChoice* chosen) {
   double best = std::numeric_limits<double>::infinity();
   for (Algorithm algorithm : {Algorithm::kRing, Algorithm::kTree}) {
-    if (!filter.allows(shape.collective, algorithm)) continue;
-    const double predicted = predictMicroseconds(algorithm, shape, model);
-    if (predicted < best) {
-      best = predicted;
-      *chosen = algorithm;
+    if (!algorithms.allows(shape.collective, algorithm)) continue;
+    for (Protocol protocol : kWeftProtocols) {
+      if (!protocols.allows(shape.collective, protocol)) continue;
+      const double predicted = predictMicroseconds(algorithm, protocol, shape, model);
+      if (predicted < best) {
+        best = predicted;
+        *chosen = TuneChoice{algorithm, protocol};
+      }
     }
   }
   return best < std::numeric_limits<double>::infinity();
 }
 
-double estimateMicroseconds(const TuneShape& shape, const AlgorithmFilter& filter, const CostModel& model) {
+double estimateMicroseconds(const TuneShape& shape, const AlgorithmFilter& algorithms,
+                            const ProtocolFilter& protocols, const CostModel& model) {
   if (isPointToPoint(shape.collective)) {
     const HopCost& hop = shape.networkHops ? model.network : model.sharedMemory;
     return hop.latencyUs + static_cast<double>(shape.bytes) / (hop.bandwidthGBps * 1e3);
   }
-  Algorithm chosen = Algorithm::kRing;
-  if (governedByAlgo(shape.collective) && !chooseAlgorithm(shape, filter, model, &chosen)) {
+  TuneChoice chosen;
+  if (governedByAlgo(shape.collective) && !chooseAlgorithm(shape, algorithms, protocols, model, &chosen)) {
     return std::numeric_limits<double>::infinity();
   }
-  return predictMicroseconds(chosen, shape, model);
+  return predictMicroseconds(chosen.algorithm, chosen.protocol, shape, model);
 }
 
 }  // namespace weft::algorithms

@@ -19,13 +19,20 @@
 // network's.
 // A Broadcast (ring: n-1 steps, S / b pipelined) over the trees goes down only, an inner rank
 // sending its part to two children:                           d a + (T == 1 ? 2 : 1) S / b
-// Other collectives have only the ring. The constants are defaults measured on a small
-// oversubscribed host (2 cores, 4 to 8 ranks); the choice depends on their ratios.
+// Other collectives have only the ring.
+//
+// Each algorithm runs with either protocol: Simple, or LL (data and flag in one word,
+// transport/shm/layout.h), whose shared-memory hops cost `sharedMemoryLL` in place of
+// `sharedMemory`: a shorter step, a lower bandwidth (half of every LL word is its flag, and the
+// piece is packed and unpacked). Hops over the network carry LL pieces in Simple slots, at the
+// network's cost. The constants are defaults measured on a small host (2 cores, 2 to 8 ranks);
+// the choice depends on their ratios.
 
 #include <cstddef>
 
 #include "algorithms/algorithm_filter.h"
 #include "algorithms/collective.h"
+#include "algorithms/protocol_filter.h"
 
 namespace weft::algorithms {
 
@@ -36,8 +43,18 @@ struct HopCost {
 
 struct CostModel {
   HopCost sharedMemory{4, 5};
+  HopCost sharedMemoryLL{3, 0.9};
   HopCost network{60, 0.5};
 };
+
+/// What the tuner picks for an operation.
+struct TuneChoice {
+  Algorithm algorithm = Algorithm::kRing;
+  Protocol protocol = Protocol::kSimple;
+};
+
+/// The protocols Weft has, in the order the tuner tries them (the first wins a tie).
+inline constexpr Protocol kWeftProtocols[] = {Protocol::kSimple, Protocol::kLL};
 
 /// What the tuner knows about one operation and its communicator.
 struct TuneShape {
@@ -59,18 +76,21 @@ struct TuneShape {
 /// The most hops from the root to a rank in the trees buildTreeAllReduce lays over n ranks.
 int treeDepth(int nranks);
 
-/// Predicted microseconds of `algorithm` for `shape` under `model`; infinity for an algorithm Weft
-/// does not have for the collective (everything but ring, and tree for AllReduce and Broadcast).
-double predictMicroseconds(Algorithm algorithm, const TuneShape& shape, const CostModel& model);
+/// Predicted microseconds of `algorithm` with `protocol` for `shape` under `model`; infinity for
+/// what Weft does not have (an algorithm other than ring, and tree for AllReduce and Broadcast;
+/// LL128).
+double predictMicroseconds(Algorithm algorithm, Protocol protocol, const TuneShape& shape, const CostModel& model);
 
-/// The algorithm `filter` allows with the least predicted time (the ring on a tie); false when the
-/// filter allows none that Weft has for the collective.
-bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& filter, const CostModel& model,
-                     Algorithm* chosen);
+/// The (algorithm, protocol) the filters allow with the least predicted time (ring and Simple win
+/// ties); false when they allow none that Weft has for the collective.
+bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& algorithms, const ProtocolFilter& protocols,
+                     const CostModel& model, TuneChoice* chosen);
 
-/// Predicted microseconds of the operation as Weft would run it: the chosen algorithm's for the
-/// collectives NCCL_ALGO governs (infinity when it allows none), one hop for a send or receive,
-/// the ring's (n-1 steps, (n-1)/n S) for the others (all-to-all, gather, scatter).
-double estimateMicroseconds(const TuneShape& shape, const AlgorithmFilter& filter, const CostModel& model);
+/// Predicted microseconds of the operation as Weft would run it: the choice's for the collectives
+/// NCCL_ALGO governs (infinity when the filters allow none), one Simple hop for a send or
+/// receive, the ring's with Simple (n-1 steps, (n-1)/n S) for the others (all-to-all, gather,
+/// scatter).
+double estimateMicroseconds(const TuneShape& shape, const AlgorithmFilter& algorithms,
+                            const ProtocolFilter& protocols, const CostModel& model);
 
 }  // namespace weft::algorithms

@@ -6,6 +6,12 @@
 // the oldest posted slot, consumes it and releases it. Every call is non-blocking, so one thread
 // drives many connections; callers wait through the wait helper (src/base/wait.h).
 //
+// A connection may also have a low-latency ring (NCCL's LL protocol): smaller slots whose every
+// 8-byte word carries 4 bytes of payload and a flag, so the receiver sees the data and its arrival
+// in one read, with no counter and no fence between them. Which ring a piece takes is the caller's
+// choice per call (SlotKind), the same at both ends; a transport without an LL ring carries LL
+// pieces in its Simple slots, which are never smaller.
+//
 // Setup is two-sided: the receiving end calls Transport::listen (allocating what it owns) and
 // hands the returned blob to the sender, over the bootstrap; the sending end calls
 // Transport::connect with that blob. connect must not wait for the receiver to act again, so a
@@ -24,6 +30,19 @@
 
 namespace weft::transport {
 
+/// Which of a connection's rings a piece travels in.
+enum class SlotKind : int {
+  kSimple,      // bulk slots; the sender publishes a count after the data
+  kLowLatency,  // LL: data and flag in each 8-byte word (shm); Simple slots elsewhere
+};
+
+/// Payload bytes one LL slot of `llSlotBytes` carries: half of it (4 of every 8 bytes), less the
+/// word that holds the byte count, rounded down to 16 so that whole elements of any type fit.
+/// 0 when llSlotBytes is under 64.
+inline size_t lowLatencyPayloadBytes(size_t llSlotBytes) {
+  return llSlotBytes < 64 ? 0 : llSlotBytes / 2 - 16;
+}
+
 /// One connection whose slots live in GPU memory (cuda_ipc), as a kernel reaches it: the
 /// receiver's slots and counters, mapped into this process. The sender fills slot
 /// `posted % slotCount` and then increments `posted`; the receiver consumes slot
@@ -40,10 +59,11 @@ struct DeviceEnd {
 class SendConnection {
  public:
   virtual ~SendConnection() = default;
-  /// Non-blocking. Sets *slot to a free slot of slotBytes() bytes, or to nullptr if none is free
-  /// yet. Calling it again before postSlot returns the same slot.
-  virtual Status tryAcquireSlot(void** slot) = 0;
-  /// Publishes the acquired slot holding `bytes` (<= slotBytes()) of payload. Non-blocking.
+  /// Non-blocking. Sets *slot to a free slot of `kind`, or to nullptr if none is free yet. A
+  /// Simple slot holds slotBytes() bytes, an LL one lowLatencyPayloadBytes(llSlotBytes). Calling it
+  /// again before postSlot returns the same slot.
+  virtual Status tryAcquireSlot(void** slot, SlotKind kind) = 0;
+  /// Publishes the acquired slot holding `bytes` (at most what its kind holds). Non-blocking.
   virtual Status postSlot(size_t bytes) = 0;
   /// Non-blocking. Sets *done when every posted slot has left this rank's hands (for network
   /// transports, handed to the kernel), so the connection may be torn down or left idle.
@@ -57,9 +77,10 @@ class SendConnection {
 class RecvConnection {
  public:
   virtual ~RecvConnection() = default;
-  /// Non-blocking. Sets *data/*bytes to the oldest posted slot, or *data to nullptr if none yet.
-  /// Calling it again before releaseSlot returns the same slot.
-  virtual Status tryPeekSlot(const void** data, size_t* bytes) = 0;
+  /// Non-blocking. Sets *data/*bytes to the oldest posted slot of `kind` (the kind its sender
+  /// used), or *data to nullptr if none yet. Calling it again before releaseSlot returns the same
+  /// slot.
+  virtual Status tryPeekSlot(const void** data, size_t* bytes, SlotKind kind) = 0;
   /// Returns the peeked slot to the sender. Non-blocking.
   virtual Status releaseSlot() = 0;
   virtual size_t slotBytes() const = 0;
@@ -75,6 +96,9 @@ struct ConnectionParams {
   int channel = 0;
   size_t slotBytes = 0;   // a multiple of 64
   int slotCount = 0;
+  /// Bytes of each of the slotCount slots of the LL ring (a multiple of 64, at most 2 slotBytes; 0:
+  /// no LL ring, LL pieces take Simple slots). Transports without an LL ring ignore it.
+  size_t llSlotBytes = 0;
 };
 
 class Transport {

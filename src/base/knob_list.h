@@ -38,10 +38,12 @@
   X(IbTc, "NCCL_IB_TC", Int, "0", "traffic class of the queue pairs (RoCE: DSCP << 2, 0-255)")      \
   X(IbQpsPerConnection, "NCCL_IB_QPS_PER_CONNECTION", Int, "1", "queue pairs per verbs connection, each carrying a share of every slot (1-8; the receiver's value)") \
   X(BuffSize, "NCCL_BUFFSIZE", Int, "4194304", "bytes of buffering per connection (split in slots)") \
+  X(LlBuffSize, "NCCL_LL_BUFFSIZE", Int, "524288",                                                \
+    "bytes of LL buffering per shm connection (split in slots; at most 2x NCCL_BUFFSIZE; 0: LL pieces take Simple slots)") \
   X(Algo, "NCCL_ALGO", String, "",                                                               \
     "algorithms allowed: ring, tree, ... as a list, ^ to exclude, or allreduce:tree;... per collective") \
   X(Proto, "NCCL_PROTO", String, "",                                                             \
-    "protocols allowed: simple, ll, ll128 as a list, ^ to exclude, or allreduce:simple;... (Weft has Simple)") \
+    "protocols allowed: simple, ll, ll128 as a list, ^ to exclude, or allreduce:simple;... (Weft has Simple and LL)") \
   X(TuneFile, "WEFT_TUNE_FILE", String, "",                                                      \
     "the tuner's constants as weft tune --calibrate measured them (default: built-in); rank 0's file is used") \
   X(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "fewest channels a communicator uses")            \

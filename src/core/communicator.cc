@@ -35,6 +35,7 @@ struct SharedSettings {
   int32_t nChannels;
   int32_t gpuChannels;
   int64_t buffSize;
+  int64_t llBuffSize;   // NCCL_LL_BUFFSIZE
   int64_t cmaMinBytes;  // WEFT_CMA_MIN_BYTES (0: never)
   algorithms::AlgorithmFilter algorithms;  // NCCL_ALGO
   int32_t algorithmsValid;  // 0: this rank's NCCL_ALGO did not parse (every rank then fails)
@@ -59,6 +60,8 @@ SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, 
   int64_t maxChannels = knobs::getInt(knobs::KnobId::kMaxNChannels);
   int64_t channels = std::clamp<int64_t>(std::max(minChannels, std::min<int64_t>(maxChannels, 1)), 1, kMaxChannels);
   int64_t buffSize = std::max<int64_t>(knobs::getInt(knobs::KnobId::kBuffSize), kSlotCount * 4096);
+  // An LL slot's payload (half its bytes) must fit a Simple slot.
+  int64_t llBuffSize = std::clamp<int64_t>(knobs::getInt(knobs::KnobId::kLlBuffSize), 0, 2 * buffSize);
   int64_t gpuChannels = std::clamp<int64_t>(knobs::getInt(knobs::KnobId::kGpuChannels), 1, kMaxChannels);
   // NCCL's CTA bounds: the communicator's config, else the environment.
   const int64_t minCtas = options.minCtas > 0 ? options.minCtas : knobs::getInt(knobs::KnobId::kMinCtas);
@@ -66,7 +69,8 @@ SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, 
   if (minCtas > 0) gpuChannels = std::max(gpuChannels, std::min<int64_t>(minCtas, kMaxChannels));
   if (maxCtas > 0) gpuChannels = std::min(gpuChannels, maxCtas);
   int64_t cmaMinBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kCmaMinBytes), 0);
-  SharedSettings settings{static_cast<int32_t>(channels), static_cast<int32_t>(gpuChannels), buffSize, cmaMinBytes,
+  SharedSettings settings{static_cast<int32_t>(channels), static_cast<int32_t>(gpuChannels), buffSize, llBuffSize,
+                          cmaMinBytes,
                           algorithms::AlgorithmFilter::all(), 1, algorithms::ProtocolFilter::all(), 1,
                           knobs::getBool(knobs::KnobId::kShmDisable) ? 1 : 0, 1, algorithms::CostModel{}};
   Status algorithmsParsed =
@@ -386,6 +390,7 @@ Status Communicator::init(const UniqueId& id) {
   if (peers_[rank_].gpuBusId[0] != '\0') logRings("GPU ", gpuRings_);
   WEFT_RETURN_IF_ERROR(dumpTopologyIfAsked(rank_));
   size_t slotBytes = static_cast<size_t>(agreed.buffSize / kSlotCount) & ~size_t{63};
+  size_t llSlotBytes = std::min(static_cast<size_t>(agreed.llBuffSize / kSlotCount) & ~size_t{63}, 2 * slotBytes);
   if (agreed.cmaMinBytes > 0) {
     bool usable = false;
     WEFT_RETURN_IF_ERROR(probeCrossMemoryAttach(*bootstrap_, peers_, rank_, &usable));
@@ -403,7 +408,7 @@ Status Communicator::init(const UniqueId& id) {
     }
   }
   connections_ = std::make_unique<ConnectionTable>(&peers_, rank_, bootstrap_.get(), commHash_, agreed.nChannels,
-                                                   slotBytes, kSlotCount);
+                                                   slotBytes, kSlotCount, llSlotBytes);
   if (nranks_ > 1) {
     std::vector<ConnectionRequest> requests;
     for (int channel = 0; channel < agreed.nChannels; ++channel) {
@@ -421,9 +426,9 @@ Status Communicator::init(const UniqueId& id) {
   const std::string direct = cmaMinBytes_ > 0 ? "from " + std::to_string(cmaMinBytes_) + " bytes" : "off";
   WEFT_INFO(log::kInit,
             "comm %p rank %d nranks %d localRank %d - Init COMPLETE (%d channels, %d on GPU buffers, %zu-byte slots, "
-            "direct allreduce %s)",
+            "%zu-byte LL slots, direct allreduce %s)",
             static_cast<void*>(this), rank_, nranks_, localRank_, agreed.nChannels, agreed.gpuChannels, slotBytes,
-            direct.c_str());
+            llSlotBytes, direct.c_str());
   return Status::ok();
 }
 

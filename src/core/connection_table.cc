@@ -22,7 +22,7 @@ uint32_t connectTag(ConnectionKind kind, int channel) {
 
 ConnectionTable::ConnectionTable(const std::vector<PeerInfo>* peers, int rank, Bootstrap* bootstrap,
                                  uint64_t commHash, int nChannels, size_t slotBytes, int slotCount,
-                                 ConnectionKind kind)
+                                 size_t llSlotBytes, ConnectionKind kind)
     : peers_(peers),
       rank_(rank),
       bootstrap_(bootstrap),
@@ -30,6 +30,7 @@ ConnectionTable::ConnectionTable(const std::vector<PeerInfo>* peers, int rank, B
       nChannels_(nChannels),
       slotBytes_(slotBytes),
       slotCount_(slotCount),
+      llSlotBytes_(llSlotBytes),
       kind_(kind),
       // Ring channels, then as many point-to-point channels.
       sends_(2 * static_cast<size_t>(nChannels) * peers->size()),
@@ -54,7 +55,7 @@ Status ConnectionTable::beginConnect(const std::vector<ConnectionRequest>& reque
     transport::Transport* transport = nullptr;
     WEFT_RETURN_IF_ERROR(kind_ == ConnectionKind::kHost ? transport::pickTransport(self, peer, &transport)
                                                         : transport::pickDeviceTransport(self, peer, &transport));
-    transport::ConnectionParams params{self, peer, commHash_, request.channel, slotBytes_, slotCount_};
+    transport::ConnectionParams params{self, peer, commHash_, request.channel, slotBytes_, slotCount_, llSlotBytes_};
     std::vector<uint8_t> blob;
     std::unique_ptr<transport::RecvConnection> connection;
     WEFT_RETURN_IF_ERROR(transport->listen(params, &connection, &blob)
@@ -95,7 +96,7 @@ Status ConnectionTable::finishConnect() {
     }
     const PeerInfo& self = (*peers_)[rank_];
     const PeerInfo& peer = (*peers_)[request.peer];
-    transport::ConnectionParams params{self, peer, commHash_, request.channel, slotBytes_, slotCount_};
+    transport::ConnectionParams params{self, peer, commHash_, request.channel, slotBytes_, slotCount_, llSlotBytes_};
     std::unique_ptr<transport::SendConnection> connection;
     std::span<const uint8_t> blob(message.data() + kTransportNameBytes, message.size() - kTransportNameBytes);
     WEFT_RETURN_IF_ERROR(transport->connect(params, blob, &connection)

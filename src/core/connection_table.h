@@ -28,9 +28,10 @@ struct ConnectionRequest {
 
 class ConnectionTable {
  public:
-  /// `peers` and `bootstrap` must outlive the table.
+  /// `peers` and `bootstrap` must outlive the table. `llSlotBytes`: each LL slot (0: no LL ring).
   ConnectionTable(const std::vector<PeerInfo>* peers, int rank, Bootstrap* bootstrap, uint64_t commHash,
-                  int nChannels, size_t slotBytes, int slotCount, ConnectionKind kind = ConnectionKind::kHost);
+                  int nChannels, size_t slotBytes, int slotCount, size_t llSlotBytes,
+                  ConnectionKind kind = ConnectionKind::kHost);
   ~ConnectionTable();
 
   /// The connected ends, or nullptr. Lock-free reads; used by the executor.
@@ -49,6 +50,11 @@ class ConnectionTable {
   size_t slotBytes() const { return slotBytes_; }
   /// Slots per connection: how many pieces a sender may post before its receiver takes one.
   int slotCount() const { return slotCount_; }
+  /// Payload bytes of one piece of `kind` (an LL piece fits every transport's slots).
+  size_t pieceBytes(transport::SlotKind kind) const {
+    return kind == transport::SlotKind::kLowLatency && llSlotBytes_ > 0 ? transport::lowLatencyPayloadBytes(llSlotBytes_)
+                                                                         : slotBytes_;
+  }
 
  private:
   size_t index(int channel, int peer) const { return static_cast<size_t>(channel) * peers_->size() + peer; }
@@ -60,6 +66,7 @@ class ConnectionTable {
   int nChannels_;
   size_t slotBytes_;
   int slotCount_;
+  size_t llSlotBytes_;
   ConnectionKind kind_;
   std::vector<std::unique_ptr<transport::SendConnection>> sends_;
   std::vector<std::unique_ptr<transport::RecvConnection>> recvs_;

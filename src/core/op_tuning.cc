@@ -20,7 +20,8 @@ algorithms::TuneShape tuneShapeOf(const Op& op) {
 }
 
 double predictedMicroseconds(const Op& op) {
-  return algorithms::estimateMicroseconds(tuneShapeOf(op), op.comm->algorithmFilter(), op.comm->costModel());
+  return algorithms::estimateMicroseconds(tuneShapeOf(op), op.comm->algorithmFilter(), op.comm->protocolFilter(),
+                                         op.comm->costModel());
 }
 
 }  // namespace weft::core

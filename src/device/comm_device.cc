@@ -60,7 +60,7 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   WEFT_RETURN_IF_ERROR(device.status());
   resources->connections_ = std::make_unique<core::ConnectionTable>(
       &comm.peers(), comm.rank(), &comm.bootstrap(), comm.commHash(), comm.gpuChannels(), comm.slotBytes(),
-      comm.slotCount(), core::ConnectionKind::kDevice);
+      comm.slotCount(), 0, core::ConnectionKind::kDevice);
   void* flag = nullptr;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
                                   "cudaHostAlloc of the abort flag"));

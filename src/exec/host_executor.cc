@@ -1,7 +1,9 @@
 #include "src/exec/host_executor.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "algorithms/reduce.h"
 #include "algorithms/schedule.h"
@@ -25,7 +27,8 @@ struct HostExecutor::LaneState {
   const core::Op* op = nullptr;
   const Lane* lane = nullptr;
   size_t elementSize = 0;
-  size_t slotElements = 0;
+  transport::SlotKind slotKind = transport::SlotKind::kSimple;  // the op's protocol
+  size_t slotElements = 0;  // elements of one piece: what one slot of slotKind holds
   algorithms::Reduction partialReduction;  // combines partial results (steps with srcIsPartial)
   size_t round = 0;      // pieces run in rounds: piece k of every step, then piece k + 1
   size_t step = 0;       // index of the current step within the round
@@ -107,7 +110,7 @@ algorithms::OpShape shapeOf(const core::Op& op) {
 // bought": about twice as fast as the ring from 8 B to 4 MiB): two ranks, an operator whose result
 // has the same bits in either operand order, and data that fits the connection's slots, since
 // each rank posts all of its input before it takes the peer's.
-bool usesPairExchange(const core::Op& op) {
+bool usesPairExchange(const core::Op& op, transport::SlotKind slotKind) {
   if (op.collective != Collective::kAllReduce || op.comm->nranks() != 2) return false;
   const algorithms::RedOpKind kind = op.reduction.kind;
   if (kind != algorithms::RedOpKind::kSum && kind != algorithms::RedOpKind::kProd &&
@@ -115,34 +118,45 @@ bool usesPairExchange(const core::Op& op) {
     return false;
   }
   const core::ConnectionTable& table = op.comm->connections();
-  return op.count * algorithms::dataTypeSize(op.type) <= table.slotBytes() * static_cast<size_t>(table.slotCount());
+  return op.count * algorithms::dataTypeSize(op.type) <= table.pieceBytes(slotKind) * static_cast<size_t>(table.slotCount());
 }
 
-// The algorithm for `op` on host memory: the tuner's choice among those NCCL_ALGO allows (the
-// two-rank and direct allreduces are forms of the ring). Fails where NCCL_ALGO allows only
-// algorithms Weft does not have for the collective.
-Status pickAlgorithm(const core::Op& op, algorithms::Algorithm* algorithm) {
-  *algorithm = algorithms::Algorithm::kRing;
+// The TUNING line of one choice: every candidate's predicted time.
+void logPredictions(const algorithms::TuneShape& shape, const algorithms::CostModel& model,
+                    const algorithms::TuneChoice& choice) {
+  char predictions[192];
+  int used = 0;
+  for (algorithms::Algorithm algorithm : {algorithms::Algorithm::kRing, algorithms::Algorithm::kTree}) {
+    for (algorithms::Protocol protocol : algorithms::kWeftProtocols) {
+      const double us = algorithms::predictMicroseconds(algorithm, protocol, shape, model);
+      if (us == std::numeric_limits<double>::infinity() || used >= static_cast<int>(sizeof(predictions))) continue;
+      used += snprintf(predictions + used, sizeof(predictions) - used, "%s%s/%s %.1f", used > 0 ? ", " : "",
+                       algorithms::algorithmName(algorithm), algorithms::protocolName(protocol), us);
+    }
+  }
+  WEFT_INFO(log::kTuning, "%s of %zu bytes on %d ranks: %s/%s (predicted us: %s)",
+            algorithms::collectiveName(shape.collective), shape.bytes, shape.nranks,
+            algorithms::algorithmName(choice.algorithm), algorithms::protocolName(choice.protocol), predictions);
+}
+
+// The algorithm and protocol for `op` on host memory: the tuner's choice among those NCCL_ALGO and
+// NCCL_PROTO allow (the two-rank and direct allreduces are forms of the ring). Collectives that
+// NCCL_ALGO does not govern run with Simple. Fails where the filters allow nothing Weft has for
+// the collective.
+Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
+  *choice = algorithms::TuneChoice{};
   if (!algorithms::governedByAlgo(op.collective)) return Status::ok();  // direct lanes
   const core::Communicator& comm = *op.comm;
-  if (!comm.protocolFilter().allows(op.collective, algorithms::Protocol::kSimple)) {
-    return invalidUsage("NCCL_PROTO leaves %s no protocol that Weft has (Simple; LL and LL128 are not implemented); "
-                        "allow simple",
-                        algorithms::collectiveName(op.collective));
-  }
   const algorithms::TuneShape shape = core::tuneShapeOf(op);
   const algorithms::CostModel& model = comm.costModel();
-  if (algorithms::chooseAlgorithm(shape, comm.algorithmFilter(), model, algorithm)) {
-    WEFT_INFO(log::kTuning, "%s of %zu bytes on %d ranks: %s (predicted: ring %.1f us, tree %.1f us)",
-              algorithms::collectiveName(op.collective), shape.bytes, shape.nranks,
-              algorithms::algorithmName(*algorithm),
-              algorithms::predictMicroseconds(algorithms::Algorithm::kRing, shape, model),
-              algorithms::predictMicroseconds(algorithms::Algorithm::kTree, shape, model));
+  if (algorithms::chooseAlgorithm(shape, comm.algorithmFilter(), comm.protocolFilter(), model, choice)) {
+    if (log::enabled(log::Level::kInfo, log::kTuning)) logPredictions(shape, model, *choice);
     return Status::ok();
   }
-  return invalidUsage("NCCL_ALGO leaves %s no algorithm that Weft has for it on host memory (ring%s); allow one",
+  return invalidUsage("NCCL_ALGO and NCCL_PROTO leave %s nothing that Weft has for it on host memory (algorithms: "
+                      "ring%s; protocols: Simple and LL); allow one of each",
                       algorithms::collectiveName(op.collective),
-                      op.collective == Collective::kAllReduce || op.collective == Collective::kBroadcast ? " and tree"
+                      op.collective == Collective::kAllReduce || op.collective == Collective::kBroadcast ? ", tree"
                                                                                                           : "");
 }
 
@@ -185,16 +199,20 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
   if (programs_.size() < ops.size()) programs_.resize(ops.size());
   directsUsed_ = 0;
   runsDirect_.assign(ops.size(), 0);
+  slotKinds_.assign(ops.size(), transport::SlotKind::kSimple);
   for (size_t i = 0; i < ops.size(); ++i) {
-    algorithms::Algorithm algorithm;
-    WEFT_RETURN_IF_ERROR(pickAlgorithm(ops[i], &algorithm));
-    if (algorithm == algorithms::Algorithm::kTree) {
+    algorithms::TuneChoice choice;
+    WEFT_RETURN_IF_ERROR(pickAlgorithm(ops[i], &choice));
+    const transport::SlotKind slotKind =
+        choice.protocol == algorithms::Protocol::kLL ? transport::SlotKind::kLowLatency : transport::SlotKind::kSimple;
+    slotKinds_[i] = slotKind;
+    if (choice.algorithm == algorithms::Algorithm::kTree) {
       if (ops[i].collective == Collective::kBroadcast) {
         algorithms::buildTreeBroadcast(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
       } else {
         // Two lanes per tree rank pay off once a tree's part spans several pieces (PERFORMANCE.md).
         const std::vector<algorithms::TreePlace>& trees = ops[i].comm->treePlaces();
-        const size_t slotElements = ops[i].comm->connections().slotBytes() / algorithms::dataTypeSize(ops[i].type);
+        const size_t slotElements = ops[i].comm->connections().pieceBytes(slotKind) / algorithms::dataTypeSize(ops[i].type);
         const algorithms::TreeLanes lanes =
             ops[i].count / trees.size() > slotElements ? algorithms::TreeLanes::kTwo : algorithms::TreeLanes::kOne;
         algorithms::buildTreeAllReduceOnTrees(shapeOf(ops[i]), trees, lanes, &programs_[i]);
@@ -202,11 +220,12 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
       continue;
     }
     // The pair exchange first: where both apply, the data is small enough for it.
-    if (usesPairExchange(ops[i])) {
+    if (usesPairExchange(ops[i], slotKind)) {
       algorithms::buildPairExchangeAllReduce(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
       continue;
     }
-    if (!runsDirect(ops[i])) {
+    // The direct allreduce bypasses the slots, so forcing LL keeps the ring.
+    if (slotKind == transport::SlotKind::kLowLatency || !runsDirect(ops[i])) {
       algorithms::buildRingProgram(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
       continue;
     }
@@ -243,13 +262,15 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
     return static_cast<int>(queuesUsed++);
   };
   // Adds the lane `lane` of `op`, queued on the connection ends it uses; returns its index.
-  auto addLane = [&](const core::Op& op, const Lane& lane, uint64_t sequence, int dependsOn) {
+  auto addLane = [&](const core::Op& op, const Lane& lane, uint64_t sequence, int dependsOn,
+                     transport::SlotKind slotKind) {
     core::ConnectionTable& table = op.comm->connections();
     LaneState state;
     state.op = &op;
     state.lane = &lane;
     state.elementSize = algorithms::dataTypeSize(op.type);
-    state.slotElements = table.slotBytes() / state.elementSize;
+    state.slotKind = slotKind;
+    state.slotElements = table.pieceBytes(slotKind) / state.elementSize;
     state.partialReduction = algorithms::combiningPartials(op.reduction);
     for (const Step& step : lane.steps) {
       state.rounds = std::max(state.rounds, (step.count + state.slotElements - 1) / state.slotElements);
@@ -281,13 +302,15 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
       if (opScratch_.size() <= i) opScratch_.resize(i + 1);
       if (opScratch_[i].size() < scratchBytes) opScratch_[i].resize(scratchBytes);
       for (const Lane& lane : programs_[i].lanes) {
-        lanes_[addLane(ops[i], lane, sequences_[i], -1)].scratch = opScratch_[i].data();
+        lanes_[addLane(ops[i], lane, sequences_[i], -1, slotKinds_[i])].scratch = opScratch_[i].data();
       }
       continue;
     }
     DirectWork* work = directs_[nextDirect++].get();
     int previous = -1;
-    for (const Lane& lane : work->descriptorProgram.lanes) previous = addLane(work->descriptorOp, lane, sequences_[i], previous);
+    for (const Lane& lane : work->descriptorProgram.lanes) {
+      previous = addLane(work->descriptorOp, lane, sequences_[i], previous, transport::SlotKind::kSimple);
+    }
     LaneState compute;
     compute.op = &ops[i];
     compute.lane = &kComputeLane;
@@ -298,7 +321,9 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
     compute.firstQueue = static_cast<int>(laneQueues_.size());
     previous = static_cast<int>(lanes_.size());
     lanes_.push_back(compute);
-    for (const Lane& lane : work->doneProgram.lanes) previous = addLane(work->doneOp, lane, sequences_[i], previous);
+    for (const Lane& lane : work->doneProgram.lanes) {
+      previous = addLane(work->doneOp, lane, sequences_[i], previous, transport::SlotKind::kSimple);
+    }
   }
 }
 
@@ -342,7 +367,7 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
     if (step.recvPeer >= 0) {
       recv = table.recv(state.lane->channel, step.recvPeer);
       size_t bytes = 0;
-      WEFT_RETURN_IF_ERROR(recv->tryPeekSlot(&received, &bytes));
+      WEFT_RETURN_IF_ERROR(recv->tryPeekSlot(&received, &bytes, state.slotKind));
       if (received == nullptr) return state.blockOn(step.recvPeer, core::WaitDirection::kReceive);
       if (bytes != piece * size) {
         return internalError("rank %d received %zu bytes from rank %d where %zu were expected (%s, channel %d): "
@@ -355,7 +380,7 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
     transport::SendConnection* send = nullptr;
     if (step.sendPeer >= 0) {
       send = table.send(state.lane->channel, step.sendPeer);
-      WEFT_RETURN_IF_ERROR(send->tryAcquireSlot(&slot));
+      WEFT_RETURN_IF_ERROR(send->tryAcquireSlot(&slot, state.slotKind));
       if (slot == nullptr) return state.blockOn(step.sendPeer, core::WaitDirection::kSend);
     }
     char* src = step.src.present() ? bufferAddress(op, step.src, size, begin, state.scratch) : nullptr;

@@ -62,6 +62,7 @@ class HostExecutor {
   std::vector<int> laneQueues_;  // lane i's queues are laneQueues_[first, first + count)
   std::vector<uint64_t> sequences_;  // op i's number on its communicator
   std::vector<uint8_t> runsDirect_;  // op i runs as a direct allreduce (chosen by buildPrograms)
+  std::vector<transport::SlotKind> slotKinds_;  // op i's protocol (chosen by buildPrograms)
   // The direct allreduces of the ops, in order: the first directsUsed_ are this call's; the rest
   // are kept for their storage.
   std::vector<std::unique_ptr<DirectWork>> directs_;

@@ -6,7 +6,9 @@
 // float32 and float64 with sum, avg and PreMulSum. Tests named Exhaustive/... (ctest label
 // `exhaustive`) run the whole product at 8 ranks and the large runs at more rank counts. Trees/...
 // run AllReduce and Broadcast the same way with NCCL_ALGO=tree, on one channel (one tree) and two
-// (two trees), on one host and on hosts simulated with NCCL_HOSTID.
+// (two trees), on one host and on hosts simulated with NCCL_HOSTID. LowLatency/... run the
+// collectives NCCL_ALGO governs with NCCL_PROTO=LL: on the ring and the trees, over shared memory
+// (the LL ring) and across simulated hosts (LL pieces in the sockets' Simple slots).
 
 #include <gtest/gtest.h>
 
@@ -58,6 +60,7 @@ struct CollectiveCase {
   const char* algorithm = nullptr;  // NCCL_ALGO; null: unset (the default choice)
   int channels = 0;                 // NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS; 0: unset
   int hosts = 0;                    // more than 1: rank r's NCCL_HOSTID is r mod hosts
+  const char* protocol = nullptr;   // NCCL_PROTO; null: unset
 };
 
 std::string caseName(const ::testing::TestParamInfo<CollectiveCase>& info) {
@@ -69,6 +72,7 @@ std::string caseName(const ::testing::TestParamInfo<CollectiveCase>& info) {
   if (c.algorithm != nullptr) name += std::string("_") + c.algorithm;
   if (c.channels > 0) name += "_" + std::to_string(c.channels) + "channels";
   if (c.hosts > 1) name += "_" + std::to_string(c.hosts) + "hosts";
+  if (c.protocol != nullptr) name += std::string("_") + c.protocol;
   return name;
 }
 
@@ -108,6 +112,7 @@ RankRunOptions optionsFor(const CollectiveCase& c) {
   options.mode = RankMode::kProcesses;
   options.env = transportEnv(c.transport);
   if (c.algorithm != nullptr) options.env.push_back({"NCCL_ALGO", c.algorithm});
+  if (c.protocol != nullptr) options.env.push_back({"NCCL_PROTO", c.protocol});
   if (c.channels > 0) {
     options.env.push_back({"NCCL_MIN_NCHANNELS", std::to_string(c.channels)});
     options.env.push_back({"NCCL_MAX_NCHANNELS", std::to_string(c.channels)});
@@ -199,6 +204,22 @@ std::vector<CollectiveCase> treeCasesOverHosts(const std::vector<int>& rankCount
   return all;
 }
 
+// The collectives NCCL_ALGO and NCCL_PROTO govern, with NCCL_PROTO=LL: on the ring over shared
+// memory, on the trees (AllReduce and Broadcast), and over `hosts` simulated hosts.
+std::vector<CollectiveCase> lowLatencyCases(const std::vector<int>& rankCounts, int hosts, Coverage coverage) {
+  std::vector<CollectiveCase> all;
+  for (int nranks : rankCounts) {
+    for (Collective collective : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+                                  Collective::kBroadcast, Collective::kReduce}) {
+      all.push_back({collective, nranks, Transport::kShm, coverage, kDeadline, "ring", 0, hosts, "LL"});
+      if (collective == Collective::kAllReduce || collective == Collective::kBroadcast) {
+        all.push_back({collective, nranks, Transport::kShm, coverage, kDeadline, "tree", 0, hosts, "LL"});
+      }
+    }
+  }
+  return all;
+}
+
 std::vector<CollectiveCase> concat(std::vector<CollectiveCase> a, const std::vector<CollectiveCase>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
@@ -240,6 +261,13 @@ INSTANTIATE_TEST_SUITE_P(Trees, ExactCollective,
 INSTANTIATE_TEST_SUITE_P(Trees, LargeCollective, ::testing::ValuesIn(treeCases({3}, Coverage::kLarge)),
                          caseName);
 
+INSTANTIATE_TEST_SUITE_P(LowLatency, ExactCollective,
+                         ::testing::ValuesIn(concat(concat(lowLatencyCases({2, 3, 4}, 0, Coverage::kFull),
+                                                           lowLatencyCases({8}, 0, Coverage::kSampled)),
+                                                    lowLatencyCases({4}, 2, Coverage::kFull))),
+                         caseName);
+INSTANTIATE_TEST_SUITE_P(LowLatency, LargeCollective, ::testing::ValuesIn(lowLatencyCases({3}, 0, Coverage::kLarge)),
+                         caseName);
 INSTANTIATE_TEST_SUITE_P(Exhaustive, ExactCollective,
                          ::testing::ValuesIn(cases({8}, Coverage::kFull, kExhaustiveDeadline)),
                          caseName);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "src/base/peer_info.h"
@@ -73,36 +74,36 @@ struct PairParams {
   ConnectionParams sender;    // for connect
 };
 
-PairParams makeParams(uint64_t commHash, size_t slotBytes, int slotCount, int channel = 0) {
+PairParams makeParams(uint64_t commHash, size_t slotBytes, int slotCount, int channel = 0, size_t llSlotBytes = 0) {
   PeerInfo sender;
   PeerInfo receiver;
   EXPECT_TRUE(describeLocalPeer(kSenderRank, &sender).isOk());
   EXPECT_TRUE(describeLocalPeer(kReceiverRank, &receiver).isOk());
   PairParams params;
-  params.receiver = ConnectionParams{receiver, sender, commHash, channel, slotBytes, slotCount};
-  params.sender = ConnectionParams{sender, receiver, commHash, channel, slotBytes, slotCount};
+  params.receiver = ConnectionParams{receiver, sender, commHash, channel, slotBytes, slotCount, llSlotBytes};
+  params.sender = ConnectionParams{sender, receiver, commHash, channel, slotBytes, slotCount, llSlotBytes};
   return params;
 }
 
-Status acquireWithin(SendConnection& connection, void** slot) {
+Status acquireWithin(SendConnection& connection, void** slot, SlotKind kind = SlotKind::kSimple) {
   WaitContext context;
   context.timeoutSeconds = kWaitSeconds;
   context.what = "a free shm slot";
   Status polled;
   WEFT_RETURN_IF_ERROR(waitUntil(context, [&] {
-    polled = connection.tryAcquireSlot(slot);
+    polled = connection.tryAcquireSlot(slot, kind);
     return !polled.isOk() || *slot != nullptr;
   }));
   return polled;
 }
 
-Status peekWithin(RecvConnection& connection, const void** data, size_t* bytes) {
+Status peekWithin(RecvConnection& connection, const void** data, size_t* bytes, SlotKind kind = SlotKind::kSimple) {
   WaitContext context;
   context.timeoutSeconds = kWaitSeconds;
   context.what = "a posted shm slot";
   Status polled;
   WEFT_RETURN_IF_ERROR(waitUntil(context, [&] {
-    polled = connection.tryPeekSlot(data, bytes);
+    polled = connection.tryPeekSlot(data, bytes, kind);
     return !polled.isOk() || *data != nullptr;
   }));
   return polled;
@@ -114,11 +115,19 @@ uint8_t messageByte(uint64_t i, size_t offset) {
   return static_cast<uint8_t>(i * 131 + offset * 7 + (offset >> 8));
 }
 
-Status sendStream(SendConnection& connection, uint64_t count) {
+/// Message i's kind of slot, as `kindOf` says, and the bytes a slot of that kind holds.
+using KindOf = SlotKind (*)(uint64_t);
+SlotKind alwaysSimple(uint64_t) { return SlotKind::kSimple; }
+size_t pieceBytes(SlotKind kind, size_t slotBytes, size_t llSlotBytes) {
+  return kind == SlotKind::kLowLatency && llSlotBytes > 0 ? lowLatencyPayloadBytes(llSlotBytes) : slotBytes;
+}
+
+Status sendStream(SendConnection& connection, uint64_t count, KindOf kindOf = alwaysSimple, size_t llSlotBytes = 0) {
   for (uint64_t i = 0; i < count; ++i) {
     void* slot = nullptr;
-    WEFT_RETURN_IF_ERROR(acquireWithin(connection, &slot));
-    size_t bytes = messageBytes(i, connection.slotBytes());
+    const SlotKind kind = kindOf(i);
+    WEFT_RETURN_IF_ERROR(acquireWithin(connection, &slot, kind));
+    size_t bytes = messageBytes(i, pieceBytes(kind, connection.slotBytes(), llSlotBytes));
     auto* out = static_cast<uint8_t*>(slot);
     for (size_t j = 0; j < bytes; ++j) out[j] = messageByte(i, j);
     WEFT_RETURN_IF_ERROR(connection.postSlot(bytes));
@@ -129,13 +138,15 @@ Status sendStream(SendConnection& connection, uint64_t count) {
 }
 
 /// Receives `count` messages of sendStream; returns the number of bad messages in *mismatches.
-Status receiveStream(RecvConnection& connection, uint64_t count, uint64_t* mismatches) {
+Status receiveStream(RecvConnection& connection, uint64_t count, uint64_t* mismatches, KindOf kindOf = alwaysSimple,
+                     size_t llSlotBytes = 0) {
   *mismatches = 0;
   for (uint64_t i = 0; i < count; ++i) {
     const void* data = nullptr;
     size_t bytes = 0;
-    WEFT_RETURN_IF_ERROR(peekWithin(connection, &data, &bytes));
-    bool good = bytes == messageBytes(i, connection.slotBytes());
+    const SlotKind kind = kindOf(i);
+    WEFT_RETURN_IF_ERROR(peekWithin(connection, &data, &bytes, kind));
+    bool good = bytes == messageBytes(i, pieceBytes(kind, connection.slotBytes(), llSlotBytes));
     const auto* in = static_cast<const uint8_t*>(data);
     for (size_t j = 0; good && j < bytes; ++j) good = in[j] == messageByte(i, j);
     if (!good) ++*mismatches;
@@ -192,6 +203,84 @@ TEST(ShmTransport, StreamsVaryingSizesAcrossManyWraps) {
   EXPECT_EQ(mismatches, 0u);
 }
 
+SlotKind alwaysLowLatency(uint64_t) { return SlotKind::kLowLatency; }
+SlotKind alternating(uint64_t i) { return i % 3 == 1 ? SlotKind::kSimple : SlotKind::kLowLatency; }
+
+// LL pieces alone and mixed with Simple ones, and, without an LL ring (0 bytes), in Simple slots.
+TEST(ShmTransport, LowLatencyStreamsVaryingSizesAcrossManyWraps) {
+  auto transport = makeShmTransport();
+  constexpr size_t kSlotBytes = 4096;
+  constexpr int kSlotCount = 4;
+  constexpr uint64_t kMessages = 20000;
+  ASSERT_EQ(lowLatencyPayloadBytes(1024), 496u);
+  const std::pair<size_t, KindOf> streams[] = {{1024, alwaysLowLatency}, {1024, alternating}, {0, alternating}};
+  for (auto [llSlotBytes, kindOf] : streams) {
+    SCOPED_TRACE("LL slots of " + std::to_string(llSlotBytes) + " bytes");
+    Pair pair;
+    ASSERT_TRUE(
+        connectPair(*transport, makeParams(uniqueHash(), kSlotBytes, kSlotCount, 0, llSlotBytes), &pair).isOk());
+    Status sent;
+    std::thread sender([&] { sent = sendStream(*pair.sender, kMessages, kindOf, llSlotBytes); });
+    uint64_t mismatches = 0;
+    Status received = receiveStream(*pair.receiver, kMessages, &mismatches, kindOf, llSlotBytes);
+    sender.join();
+    EXPECT_TRUE(sent.isOk()) << sent.message();
+    EXPECT_TRUE(received.isOk()) << received.message();
+    EXPECT_EQ(mismatches, 0u);
+  }
+}
+
+TEST(ShmTransport, FullLowLatencyRingBlocksOnlyLowLatencyPieces) {
+  auto transport = makeShmTransport();
+  constexpr int kSlotCount = 2;
+  Pair pair;
+  ASSERT_TRUE(connectPair(*transport, makeParams(uniqueHash(), 128, kSlotCount, 0, 128), &pair).isOk());
+  for (int i = 0; i < kSlotCount; ++i) {
+    void* slot = nullptr;
+    ASSERT_TRUE(pair.sender->tryAcquireSlot(&slot, SlotKind::kLowLatency).isOk());
+    ASSERT_NE(slot, nullptr);
+    memset(slot, i + 1, 48);
+    ASSERT_TRUE(pair.sender->postSlot(48).isOk());
+  }
+  void* slot = reinterpret_cast<void*>(1);
+  ASSERT_TRUE(pair.sender->tryAcquireSlot(&slot, SlotKind::kLowLatency).isOk());
+  EXPECT_EQ(slot, nullptr) << "a full LL ring handed out a slot";
+  ASSERT_TRUE(pair.sender->tryAcquireSlot(&slot, SlotKind::kSimple).isOk());
+  EXPECT_NE(slot, nullptr) << "the Simple ring is free";
+
+  // Nothing in the Simple ring yet; the LL ring holds the two pieces in order.
+  const void* data = reinterpret_cast<const void*>(1);
+  size_t bytes = 0;
+  ASSERT_TRUE(pair.receiver->tryPeekSlot(&data, &bytes, SlotKind::kSimple).isOk());
+  EXPECT_EQ(data, nullptr);
+  ASSERT_TRUE(pair.receiver->tryPeekSlot(&data, &bytes, SlotKind::kLowLatency).isOk());
+  ASSERT_NE(data, nullptr);
+  EXPECT_EQ(bytes, 48u);
+  EXPECT_EQ(static_cast<const uint8_t*>(data)[47], 1);
+  ASSERT_TRUE(pair.receiver->releaseSlot().isOk());
+  ASSERT_TRUE(pair.sender->tryAcquireSlot(&slot, SlotKind::kLowLatency).isOk());
+  EXPECT_NE(slot, nullptr) << "a released LL slot is free again";
+  EXPECT_EQ(pair.sender->postSlot(49).code(), StatusCode::kInvalidUsage) << "48 bytes is what a 128-byte LL slot holds";
+}
+
+TEST(ShmTransport, RejectsADifferentLowLatencyGeometry) {
+  auto transport = makeShmTransport();
+  const uint64_t hash = uniqueHash();
+  std::unique_ptr<RecvConnection> receiver;
+  std::vector<uint8_t> blob;
+  EXPECT_EQ(transport->listen(makeParams(hash, 64, 2, 0, 96).receiver, &receiver, &blob).code(),
+            StatusCode::kInvalidArgument)
+      << "LL slots come in whole cache lines";
+  EXPECT_EQ(transport->listen(makeParams(hash, 64, 2, 0, 256).receiver, &receiver, &blob).code(),
+            StatusCode::kInvalidArgument)
+      << "an LL piece must fit a Simple slot";
+  ASSERT_TRUE(transport->listen(makeParams(hash, 64, 2, 0, 128).receiver, &receiver, &blob).isOk());
+  std::unique_ptr<SendConnection> sender;
+  Status mismatch = transport->connect(makeParams(hash, 64, 2, 0, 64).sender, blob, &sender);
+  EXPECT_EQ(mismatch.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(mismatch.message().find("NCCL_LL_BUFFSIZE"), std::string::npos) << mismatch.message();
+}
+
 TEST(ShmTransport, RepeatedAcquireAndPeekReturnTheSameSlot) {
   auto transport = makeShmTransport();
   Pair pair;
@@ -199,15 +288,15 @@ TEST(ShmTransport, RepeatedAcquireAndPeekReturnTheSameSlot) {
 
   void* first = nullptr;
   void* again = nullptr;
-  ASSERT_TRUE(pair.sender->tryAcquireSlot(&first).isOk());
-  ASSERT_TRUE(pair.sender->tryAcquireSlot(&again).isOk());
+  ASSERT_TRUE(pair.sender->tryAcquireSlot(&first, SlotKind::kSimple).isOk());
+  ASSERT_TRUE(pair.sender->tryAcquireSlot(&again, SlotKind::kSimple).isOk());
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(first, again);
   memset(first, 0x5a, 100);
 
   const void* data = reinterpret_cast<const void*>(1);
   size_t bytes = 1;
-  ASSERT_TRUE(pair.receiver->tryPeekSlot(&data, &bytes).isOk());
+  ASSERT_TRUE(pair.receiver->tryPeekSlot(&data, &bytes, SlotKind::kSimple).isOk());
   EXPECT_EQ(data, nullptr);  // acquired is not posted
 
   ASSERT_TRUE(pair.sender->postSlot(100).isOk());
@@ -215,8 +304,8 @@ TEST(ShmTransport, RepeatedAcquireAndPeekReturnTheSameSlot) {
   const void* peekedAgain = nullptr;
   size_t peekedBytes = 0;
   size_t peekedBytesAgain = 0;
-  ASSERT_TRUE(pair.receiver->tryPeekSlot(&peeked, &peekedBytes).isOk());
-  ASSERT_TRUE(pair.receiver->tryPeekSlot(&peekedAgain, &peekedBytesAgain).isOk());
+  ASSERT_TRUE(pair.receiver->tryPeekSlot(&peeked, &peekedBytes, SlotKind::kSimple).isOk());
+  ASSERT_TRUE(pair.receiver->tryPeekSlot(&peekedAgain, &peekedBytesAgain, SlotKind::kSimple).isOk());
   ASSERT_NE(peeked, nullptr);
   EXPECT_EQ(peeked, peekedAgain);
   EXPECT_EQ(peekedBytes, 100u);
@@ -224,7 +313,7 @@ TEST(ShmTransport, RepeatedAcquireAndPeekReturnTheSameSlot) {
   EXPECT_EQ(static_cast<const uint8_t*>(peeked)[99], 0x5a);
 
   void* next = nullptr;
-  ASSERT_TRUE(pair.sender->tryAcquireSlot(&next).isOk());
+  ASSERT_TRUE(pair.sender->tryAcquireSlot(&next, SlotKind::kSimple).isOk());
   EXPECT_NE(next, nullptr);
   EXPECT_NE(next, first);  // the next ring slot, while the first is still held by the receiver
 }
@@ -237,7 +326,7 @@ TEST(ShmTransport, FullRingBlocksTheSenderUntilARelease) {
   void* firstSlot = nullptr;
   for (int i = 0; i < kSlotCount; ++i) {
     void* slot = nullptr;
-    ASSERT_TRUE(pair.sender->tryAcquireSlot(&slot).isOk());
+    ASSERT_TRUE(pair.sender->tryAcquireSlot(&slot, SlotKind::kSimple).isOk());
     ASSERT_NE(slot, nullptr) << "slot " << i;
     if (i == 0) firstSlot = slot;
     static_cast<uint8_t*>(slot)[0] = static_cast<uint8_t>(i + 1);
@@ -245,7 +334,7 @@ TEST(ShmTransport, FullRingBlocksTheSenderUntilARelease) {
   }
   for (int poll = 0; poll < 3; ++poll) {
     void* slot = reinterpret_cast<void*>(1);
-    ASSERT_TRUE(pair.sender->tryAcquireSlot(&slot).isOk());
+    ASSERT_TRUE(pair.sender->tryAcquireSlot(&slot, SlotKind::kSimple).isOk());
     EXPECT_EQ(slot, nullptr) << "a full ring handed out a slot";
   }
 
@@ -261,7 +350,7 @@ TEST(ShmTransport, FullRingBlocksTheSenderUntilARelease) {
 
   const void* data = nullptr;
   size_t bytes = 0;
-  ASSERT_TRUE(pair.receiver->tryPeekSlot(&data, &bytes).isOk());
+  ASSERT_TRUE(pair.receiver->tryPeekSlot(&data, &bytes, SlotKind::kSimple).isOk());
   ASSERT_NE(data, nullptr);
   EXPECT_EQ(static_cast<const uint8_t*>(data)[0], 1);
   EXPECT_EQ(bytes, 1u);
@@ -444,14 +533,14 @@ TEST(ShmTransport, MisuseAndMismatchesAreReported) {
 
   EXPECT_EQ(sender->postSlot(1).code(), StatusCode::kInvalidUsage);
   void* slot = nullptr;
-  ASSERT_TRUE(sender->tryAcquireSlot(&slot).isOk());
+  ASSERT_TRUE(sender->tryAcquireSlot(&slot, SlotKind::kSimple).isOk());
   ASSERT_NE(slot, nullptr);
   EXPECT_EQ(sender->postSlot(65).code(), StatusCode::kInvalidUsage);
   EXPECT_EQ(receiver->releaseSlot().code(), StatusCode::kInvalidUsage);
   EXPECT_TRUE(sender->postSlot(64).isOk());
   const void* data = nullptr;
   size_t bytes = 0;
-  ASSERT_TRUE(receiver->tryPeekSlot(&data, &bytes).isOk());
+  ASSERT_TRUE(receiver->tryPeekSlot(&data, &bytes, SlotKind::kSimple).isOk());
   EXPECT_EQ(bytes, 64u);
   EXPECT_TRUE(receiver->releaseSlot().isOk());
   EXPECT_EQ(receiver->releaseSlot().code(), StatusCode::kInvalidUsage);

@@ -101,7 +101,7 @@ struct StreamSpec {
 
 Status acquire(SendConnection* send, Waiter* waiter, void** slot) {
   while (true) {
-    WEFT_RETURN_IF_ERROR(send->tryAcquireSlot(slot));
+    WEFT_RETURN_IF_ERROR(send->tryAcquireSlot(slot, SlotKind::kSimple));
     if (*slot) return Status::ok();
     WEFT_RETURN_IF_ERROR(waiter->idle());
   }
@@ -109,7 +109,7 @@ Status acquire(SendConnection* send, Waiter* waiter, void** slot) {
 
 Status peek(RecvConnection* recv, Waiter* waiter, const void** data, size_t* bytes) {
   while (true) {
-    WEFT_RETURN_IF_ERROR(recv->tryPeekSlot(data, bytes));
+    WEFT_RETURN_IF_ERROR(recv->tryPeekSlot(data, bytes, SlotKind::kSimple));
     if (*data) return Status::ok();
     WEFT_RETURN_IF_ERROR(waiter->idle());
   }
@@ -260,7 +260,7 @@ TEST_F(SocketTransportTest, OneThreadDrivesBothEnds) {
     bool progressed = false;
     void* slot = nullptr;
     if (posted < kSlots) {
-      ASSERT_TRUE(ends.send->tryAcquireSlot(&slot).isOk());
+      ASSERT_TRUE(ends.send->tryAcquireSlot(&slot, SlotKind::kSimple).isOk());
       if (slot) {
         size_t bytes = variedSize(posted, kSlot);
         fillPattern(posted, slot, bytes);
@@ -274,7 +274,7 @@ TEST_F(SocketTransportTest, OneThreadDrivesBothEnds) {
     }
     const void* data = nullptr;
     size_t bytes = 0;
-    status = ends.recv->tryPeekSlot(&data, &bytes);
+    status = ends.recv->tryPeekSlot(&data, &bytes, SlotKind::kSimple);
     ASSERT_TRUE(status.isOk()) << status.message();
     if (data) {
       status = checkPattern(received, data, bytes, variedSize(received, kSlot));
@@ -316,7 +316,7 @@ Status awaitClosedByReceiver(RecvConnection* recv, net::Socket* stranger, Clock:
   WEFT_RETURN_IF_ERROR(waitUntil(context, [&] {
     const void* data = nullptr;
     size_t bytes = 0;
-    failure = recv->tryPeekSlot(&data, &bytes);
+    failure = recv->tryPeekSlot(&data, &bytes, SlotKind::kSimple);
     if (failure.isOk() && data) failure = internalError("a slot arrived from a stranger");
     if (!failure.isOk()) return true;
     uint8_t byte;
@@ -384,7 +384,7 @@ TEST_F(SocketTransportTest, SilentStrangerDoesNotDelayTheRealSender) {
   net::Socket silent = connectStranger(listenAddress(ends.blob), nullptr, 0);
   const void* data = nullptr;
   size_t bytes = 0;
-  ASSERT_TRUE(ends.recv->tryPeekSlot(&data, &bytes).isOk());  // the stranger is now heard
+  ASSERT_TRUE(ends.recv->tryPeekSlot(&data, &bytes, SlotKind::kSimple).isOk());  // the stranger is now heard
   EXPECT_EQ(data, nullptr);
   ASSERT_TRUE(connectOnly(4096, 4, &ends).isOk());
   auto start = Clock::now();
@@ -403,7 +403,7 @@ TEST_F(SocketTransportTest, ACrowdOfSilentStrangersDoesNotShutOutTheSender) {
     crowd.push_back(connectStranger(listenAddress(ends.blob), nullptr, 0));
     const void* data = nullptr;
     size_t bytes = 0;
-    ASSERT_TRUE(ends.recv->tryPeekSlot(&data, &bytes).isOk());
+    ASSERT_TRUE(ends.recv->tryPeekSlot(&data, &bytes, SlotKind::kSimple).isOk());
     ASSERT_EQ(data, nullptr);
   }
   ASSERT_TRUE(connectOnly(4096, 4, &ends).isOk());
@@ -475,7 +475,7 @@ TEST_F(SocketTransportTest, SenderGoneMidStreamIsARemoteErrorNamingIt) {
   // The failure sticks.
   const void* data = nullptr;
   size_t bytes = 0;
-  EXPECT_EQ(ends.recv->tryPeekSlot(&data, &bytes).code(), StatusCode::kRemoteError);
+  EXPECT_EQ(ends.recv->tryPeekSlot(&data, &bytes, SlotKind::kSimple).code(), StatusCode::kRemoteError);
 }
 
 TEST_F(SocketTransportTest, ReceiverGoneIsARemoteErrorForTheSender) {
@@ -485,14 +485,14 @@ TEST_F(SocketTransportTest, ReceiverGoneIsARemoteErrorForTheSender) {
   ASSERT_TRUE(connectOnly(kSlot, 4, &ends).isOk());
   const void* data = nullptr;
   size_t bytes = 0;
-  ASSERT_TRUE(ends.recv->tryPeekSlot(&data, &bytes).isOk());  // accepts the sender
+  ASSERT_TRUE(ends.recv->tryPeekSlot(&data, &bytes, SlotKind::kSimple).isOk());  // accepts the sender
   ends.recv.reset();
   WaitContext context = deadlineContext(Clock::now() + std::chrono::seconds(20), nullptr, "sender");
   Waiter waiter(&context);
   Status status;
   while (status.isOk()) {
     void* slot = nullptr;
-    status = ends.send->tryAcquireSlot(&slot);
+    status = ends.send->tryAcquireSlot(&slot, SlotKind::kSimple);
     if (status.isOk() && slot) status = ends.send->postSlot(kSlot);
     if (status.isOk()) status = waiter.idle();
   }

@@ -23,13 +23,17 @@ TuneShape allReduce(size_t bytes, int nranks, bool network = false, int channels
   return shape;
 }
 
-Algorithm chosen(const TuneShape& shape, const std::string& algo = "") {
-  AlgorithmFilter filter;
-  EXPECT_TRUE(parseAlgorithmFilter(algo, &filter).isOk());
-  Algorithm algorithm = Algorithm::kPat;
-  EXPECT_TRUE(chooseAlgorithm(shape, filter, CostModel{}, &algorithm));
-  return algorithm;
+TuneChoice choice(const TuneShape& shape, const std::string& algo = "", const std::string& proto = "") {
+  AlgorithmFilter algorithms;
+  ProtocolFilter protocols;
+  EXPECT_TRUE(parseAlgorithmFilter(algo, &algorithms).isOk());
+  EXPECT_TRUE(parseProtocolFilter(proto, &protocols).isOk());
+  TuneChoice chosen{Algorithm::kPat, Protocol::kLL128};
+  EXPECT_TRUE(chooseAlgorithm(shape, algorithms, protocols, CostModel{}, &chosen));
+  return chosen;
 }
+
+Algorithm chosen(const TuneShape& shape, const std::string& algo = "") { return choice(shape, algo).algorithm; }
 
 TEST(Tuner, TreeDepthGrowsWithTheLogarithmOfTheRanks) {
   EXPECT_EQ(treeDepth(1), 0);
@@ -46,17 +50,17 @@ TEST(Tuner, PredictionsFollowTheModel) {
   CostModel model;
   model.sharedMemory = {2, 4};  // 2 us per step, 4 GB/s: 4000 bytes per us
   const TuneShape shape = allReduce(40000, 4);
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, shape, model), 6 * 2 + 1.5 * 10);
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, shape, model), 4 * 2 + 2.5 * 10);
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, allReduce(40000, 4, false, 2), model), 4 * 2 + 2 * 10);
-  EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kPat, shape, model)));
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, Protocol::kSimple, shape, model), 6 * 2 + 1.5 * 10);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, Protocol::kSimple, shape, model), 4 * 2 + 2.5 * 10);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, Protocol::kSimple, allReduce(40000, 4, false, 2), model), 4 * 2 + 2 * 10);
+  EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kPat, Protocol::kSimple, shape, model)));
   TuneShape broadcast = shape;
   broadcast.collective = Collective::kBroadcast;
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, broadcast, model), 2 * 2 + 2 * 10);
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, broadcast, model), 3 * 2 + 0.75 * 10);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, Protocol::kSimple, broadcast, model), 2 * 2 + 2 * 10);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, Protocol::kSimple, broadcast, model), 3 * 2 + 0.75 * 10);
   TuneShape gather = shape;
   gather.collective = Collective::kAllGather;
-  EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kTree, gather, model)));
+  EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kTree, Protocol::kSimple, gather, model)));
 }
 
 TEST(Tuner, OverSeveralHostsEachKindOfHopCostsItsOwn) {
@@ -68,10 +72,10 @@ TEST(Tuner, OverSeveralHostsEachKindOfHopCostsItsOwn) {
   shape.localRingHops = 6;
   shape.hostTreeDepth = 1;
   shape.localTreeDepth = 3;
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, shape, model), 14 * (2 * 50 + 6 * 2) / 8.0 + 1.75 * 8);
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, shape, model), 2 * (1 * 50 + 3 * 2) + 2.5 * 8);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, Protocol::kSimple, shape, model), 14 * (2 * 50 + 6 * 2) / 8.0 + 1.75 * 8);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, Protocol::kSimple, shape, model), 2 * (1 * 50 + 3 * 2) + 2.5 * 8);
   // Every hop over the network (every rank its own host): as before.
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, allReduce(8000, 8, true), model), 14 * 50 + 1.75 * 8);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, Protocol::kSimple, allReduce(8000, 8, true), model), 14 * 50 + 1.75 * 8);
 }
 
 TEST(Tuner, SmallAllReducesOverManyRanksTakeTheTreeLargeOnesTheRing) {
@@ -97,8 +101,44 @@ TEST(Tuner, OnlyWhatNcclAlgoAllowsIsChosen) {
   allGather.collective = Collective::kAllGather;
   AlgorithmFilter filter;
   ASSERT_TRUE(parseAlgorithmFilter("tree", &filter).isOk());
-  Algorithm algorithm;
-  EXPECT_FALSE(chooseAlgorithm(allGather, filter, CostModel{}, &algorithm));  // Weft has no tree allgather
+  TuneChoice unused;
+  EXPECT_FALSE(chooseAlgorithm(allGather, filter, ProtocolFilter::all(), CostModel{}, &unused));  // no tree allgather
+}
+
+TEST(Tuner, LowLatencyHopsCostTheirOwnConstants) {
+  CostModel model;
+  model.sharedMemory = {2, 4};
+  model.sharedMemoryLL = {1, 2};  // 2000 bytes per us
+  model.network = {50, 1};
+  const TuneShape shape = allReduce(40000, 4);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, Protocol::kLL, shape, model), 6 * 1 + 1.5 * 20);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, Protocol::kLL, shape, model), 4 * 1 + 2.5 * 20);
+  EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kRing, Protocol::kLL128, shape, model)));
+  // Over the network LL pieces take Simple slots: the same cost as Simple.
+  const TuneShape network = allReduce(40000, 4, true);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, Protocol::kLL, network, model),
+                   predictMicroseconds(Algorithm::kRing, Protocol::kSimple, network, model));
+}
+
+TEST(Tuner, SmallOperationsOnSharedMemoryTakeLowLatencyLargeOnesSimple) {
+  EXPECT_EQ(choice(allReduce(8, 2)).protocol, Protocol::kLL);
+  EXPECT_EQ(choice(allReduce(8, 8)).protocol, Protocol::kLL);
+  EXPECT_EQ(choice(allReduce(64 << 20, 2)).protocol, Protocol::kSimple);
+  EXPECT_EQ(choice(allReduce(64 << 20, 8)).protocol, Protocol::kSimple);
+  EXPECT_EQ(choice(allReduce(8, 8, true)).protocol, Protocol::kSimple) << "no gain over the network: Simple on a tie";
+}
+
+TEST(Tuner, OnlyWhatNcclProtoAllowsIsChosen) {
+  EXPECT_EQ(choice(allReduce(8, 2), "", "simple").protocol, Protocol::kSimple);
+  EXPECT_EQ(choice(allReduce(64 << 20, 8), "", "ll").protocol, Protocol::kLL);
+  const TuneChoice both = choice(allReduce(8, 8), "ring", "^simple");
+  EXPECT_EQ(both.algorithm, Algorithm::kRing);
+  EXPECT_EQ(both.protocol, Protocol::kLL);
+  ProtocolFilter onlyLl128;
+  ASSERT_TRUE(parseProtocolFilter("ll128", &onlyLl128).isOk());
+  TuneChoice unused;
+  EXPECT_FALSE(chooseAlgorithm(allReduce(8, 8), AlgorithmFilter::all(), onlyLl128, CostModel{}, &unused))
+      << "Weft has no LL128";
 }
 
 }  // namespace

@@ -53,8 +53,8 @@ std::string findPerf(const CalibrationOptions& options) {
 
 // Runs the sweep as `ranks` processes; fills time in microseconds (out of place) by size from rank
 // 0's table. False, with *why, when a rank fails or the table is missing.
-bool runSweep(const std::string& perf, int ranks, int iterations, bool network, std::map<size_t, double>* times,
-              std::string* why) {
+bool runSweep(const std::string& perf, int ranks, int iterations, bool network, const char* protocol,
+              std::map<size_t, double>* times, std::string* why) {
   const int port = freePort();
   int pipeFds[2];
   if (port == 0 || pipe(pipeFds) != 0) {
@@ -85,6 +85,7 @@ bool runSweep(const std::string& perf, int ranks, int iterations, bool network, 
       setenv("WORLD_SIZE", std::to_string(ranks).c_str(), 1);
       setenv("NCCL_COMM_ID", ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
       setenv("NCCL_ALGO", "ring", 1);
+      setenv("NCCL_PROTO", protocol, 1);
       setenv("NCCL_SOCKET_IFNAME", "lo", 1);
       setenv("NCCL_SHM_DISABLE", network ? "1" : "0", 1);
       unsetenv("WEFT_TUNE_FILE");
@@ -158,31 +159,43 @@ int runCalibration(const CalibrationOptions& options) {
   }
   algorithms::CostModel model;
   nlohmann::json details;
-  for (bool network : {false, true}) {
+  // Each sweep measures one kind of hop.
+  struct Sweep {
+    const char* what;
+    bool network;
+    const char* protocol;  // NCCL_PROTO
+    algorithms::HopCost algorithms::CostModel::*hop;
+    const char* detailsKey;
+  };
+  const Sweep sweeps[] = {
+      {"shared memory", false, "simple", &algorithms::CostModel::sharedMemory, "shared_memory_sweep_us"},
+      {"shared memory, LL", false, "ll", &algorithms::CostModel::sharedMemoryLL, "shared_memory_ll_sweep_us"},
+      {"network", true, "simple", &algorithms::CostModel::network, "network_sweep_us"},
+  };
+  for (const Sweep& sweep : sweeps) {
     std::map<size_t, double> times;
     std::string why;
-    std::printf("# measuring %s: %d ranks of %s, NCCL_ALGO=ring, %zu B and %zu B\n",
-                network ? "the network (NCCL_SHM_DISABLE=1)" : "shared memory", options.ranks, perf.c_str(),
+    std::printf("# measuring %s%s: %d ranks of %s, NCCL_ALGO=ring NCCL_PROTO=%s, %zu B and %zu B\n", sweep.what,
+                sweep.network ? " (NCCL_SHM_DISABLE=1)" : "", options.ranks, perf.c_str(), sweep.protocol,
                 kSmallestBytes, kLargestBytes);
     std::fflush(stdout);
-    if (!runSweep(perf, options.ranks, options.iterations, network, &times, &why)) {
+    if (!runSweep(perf, options.ranks, options.iterations, sweep.network, sweep.protocol, &times, &why)) {
       std::fprintf(stderr, "weft tune --calibrate: %s\n", why.c_str());
       return 1;
     }
-    algorithms::HopCost& hop = network ? model.network : model.sharedMemory;
+    algorithms::HopCost& hop = model.*sweep.hop;
     hop = fit(times, options.ranks);
     nlohmann::json measured;
     for (const auto& [size, time] : times) measured[std::to_string(size)] = time;
-    details[network ? "network_sweep_us" : "shared_memory_sweep_us"] = measured;
-    std::printf("#   %s: %.2f us per step, %.3f GB/s\n", network ? "network" : "shared memory", hop.latencyUs,
-                hop.bandwidthGBps);
+    details[sweep.detailsKey] = measured;
+    std::printf("#   %s: %.2f us per step, %.3f GB/s\n", sweep.what, hop.latencyUs, hop.bandwidthGBps);
   }
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   details["measured_on"] = host;
   details["cpus"] = sysconf(_SC_NPROCESSORS_ONLN);
   details["ranks"] = options.ranks;
-  details["how"] = "weft tune --calibrate: all_reduce_perf, NCCL_ALGO=ring, fitted to 2(n-1) a + 2(n-1)/n S / b";
+  details["how"] = "weft tune --calibrate: all_reduce_perf, NCCL_ALGO=ring, NCCL_PROTO simple and ll, fitted to 2(n-1) a + 2(n-1)/n S / b";
   std::ofstream file(options.output);
   file << algorithms::tuneFileText(model, details.dump());
   if (!file.good()) {

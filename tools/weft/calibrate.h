@@ -3,9 +3,10 @@
 // tune file (algorithms/tune_file.h) for WEFT_TUNE_FILE.
 //
 // It runs nccl-tests' all_reduce_perf of this build (the ring, NCCL_ALGO=ring) as `ranks`
-// processes on this host, Weft's launch without MPI, once over shared memory and once with
-// NCCL_SHM_DISABLE=1 (the network), and fits the ring's model to each sweep: the smallest size's
-// time is 2(n-1) latencies, the largest one's adds 2(n-1)/n S at the bandwidth.
+// processes on this host, Weft's launch without MPI, over shared memory with Simple and with LL
+// (NCCL_PROTO), and with NCCL_SHM_DISABLE=1 (the network), and fits the ring's model to each
+// sweep: the smallest size's time is 2(n-1) latencies, the largest one's adds 2(n-1)/n S at the
+// bandwidth.
 
 #include <string>
 

@@ -24,6 +24,8 @@ struct TuneOptions {
   int channels = 1;
   std::string algo;  // NCCL_ALGO's syntax; default: the environment's
   bool algoGiven = false;
+  std::string proto;  // NCCL_PROTO's syntax; default: the environment's
+  bool protoGiven = false;
   size_t minBytes = 8;
   size_t maxBytes = size_t{256} << 20;
   bool ranksGiven = false;
@@ -51,8 +53,11 @@ int runTune(const TuneOptions& options) {
   }
   shape.channels = options.channels;
   const std::string algo = options.algoGiven ? options.algo : knobs::getString(knobs::KnobId::kAlgo);
-  algorithms::AlgorithmFilter filter;
-  const Status parsed = algorithms::parseAlgorithmFilter(algo, &filter);
+  const std::string proto = options.protoGiven ? options.proto : knobs::getString(knobs::KnobId::kProto);
+  algorithms::AlgorithmFilter algorithmFilter;
+  algorithms::ProtocolFilter protocolFilter;
+  Status parsed = algorithms::parseAlgorithmFilter(algo, &algorithmFilter);
+  if (parsed.isOk()) parsed = algorithms::parseProtocolFilter(proto, &protocolFilter);
   if (!parsed.isOk()) {
     std::fprintf(stderr, "weft tune: %s\n", parsed.message().c_str());
     return 1;
@@ -66,39 +71,57 @@ int runTune(const TuneOptions& options) {
       return 1;
     }
   }
-  const algorithms::HopCost& hop = shape.networkHops ? model.network : model.sharedMemory;
-  std::printf("# Weft tuner: %s, %d ranks on %d node(s), %d channel(s), NCCL_ALGO %s\n",
+  std::printf("# Weft tuner: %s, %d ranks on %d node(s), %d channel(s), NCCL_ALGO %s, NCCL_PROTO %s\n",
               algorithms::collectiveName(shape.collective), shape.nranks, options.nodes, shape.channels,
-              algo.empty() ? "unset" : algo.c_str());
-  std::printf("# a step over %s: %.1f us, %.2f GB/s (%s); predicted us, * the choice\n",
-              shape.networkHops ? "the network" : "shared memory", hop.latencyUs, hop.bandwidthGBps,
+              algo.empty() ? "unset" : algo.c_str(), proto.empty() ? "unset" : proto.c_str());
+  std::printf("# a step over shared memory: Simple %.1f us, %.2f GB/s; LL %.1f us, %.2f GB/s",
+              model.sharedMemory.latencyUs, model.sharedMemory.bandwidthGBps, model.sharedMemoryLL.latencyUs,
+              model.sharedMemoryLL.bandwidthGBps);
+  if (shape.networkHops) {
+    std::printf("; over the network: %.1f us, %.2f GB/s", model.network.latencyUs, model.network.bandwidthGBps);
+  }
+  std::printf(" (%s); predicted us, * the choice\n",
               tuneFile.empty() ? "built-in constants" : ("from " + tuneFile).c_str());
   if (shape.hostTreeDepth > 0) {
-    std::printf("# shared memory within a node: %.1f us per step; the ring's hops: %d between nodes, %d within; "
-                "allreduce trees: %d hops between nodes, %d along a node's chain; broadcast trees: depth %d\n",
-                model.sharedMemory.latencyUs, shape.nranks - shape.localRingHops, shape.localRingHops,
-                shape.hostTreeDepth, shape.localTreeDepth, shape.treeDepth);
+    std::printf("# the ring's hops: %d between nodes, %d within; allreduce trees: %d hops between nodes, %d along a "
+                "node's chain; broadcast trees: depth %d\n",
+                shape.nranks - shape.localRingHops, shape.localRingHops, shape.hostTreeDepth, shape.localTreeDepth,
+                shape.treeDepth);
   } else {
     std::printf("# tree depth %d\n", shape.treeDepth);
   }
   const algorithms::Algorithm kShown[] = {algorithms::Algorithm::kRing, algorithms::Algorithm::kTree};
   std::printf("%14s", "bytes");
-  for (algorithms::Algorithm algorithm : kShown) std::printf(" %13s", algorithms::algorithmName(algorithm));
+  for (algorithms::Algorithm algorithm : kShown) {
+    for (algorithms::Protocol protocol : algorithms::kWeftProtocols) {
+      const std::string name = std::string(algorithms::algorithmName(algorithm)) + "/" +
+                               algorithms::protocolName(protocol);
+      std::printf(" %13s", name.c_str());
+    }
+  }
   std::printf("  choice\n");
   for (size_t bytes = std::max<size_t>(options.minBytes, 1); bytes <= options.maxBytes; bytes *= 4) {
     shape.bytes = bytes;
-    algorithms::Algorithm chosen = algorithms::Algorithm::kRing;
-    const bool any = algorithms::chooseAlgorithm(shape, filter, model, &chosen);
+    algorithms::TuneChoice chosen;
+    const bool any = algorithms::chooseAlgorithm(shape, algorithmFilter, protocolFilter, model, &chosen);
     std::printf("%14zu", bytes);
     for (algorithms::Algorithm algorithm : kShown) {
-      const double predicted = algorithms::predictMicroseconds(algorithm, shape, model);
-      if (!filter.allows(shape.collective, algorithm) || predicted == std::numeric_limits<double>::infinity()) {
-        std::printf(" %13s", "-");
-      } else {
-        std::printf(" %12.1f%c", predicted, any && algorithm == chosen ? '*' : ' ');
+      for (algorithms::Protocol protocol : algorithms::kWeftProtocols) {
+        const double predicted = algorithms::predictMicroseconds(algorithm, protocol, shape, model);
+        if (!algorithmFilter.allows(shape.collective, algorithm) || !protocolFilter.allows(shape.collective, protocol) ||
+            predicted == std::numeric_limits<double>::infinity()) {
+          std::printf(" %13s", "-");
+        } else {
+          const bool isChoice = any && algorithm == chosen.algorithm && protocol == chosen.protocol;
+          std::printf(" %12.1f%c", predicted, isChoice ? '*' : ' ');
+        }
       }
     }
-    std::printf("  %s\n", any ? algorithms::algorithmName(chosen) : "none allowed");
+    if (any) {
+      std::printf("  %s/%s\n", algorithms::algorithmName(chosen.algorithm), algorithms::protocolName(chosen.protocol));
+    } else {
+      std::printf("  none allowed\n");
+    }
     if (bytes > std::numeric_limits<size_t>::max() / 4) break;
   }
   return 0;
@@ -109,7 +132,7 @@ int runTune(const TuneOptions& options) {
 void addTuneCommand(CLI::App& app, int* exitCode) {
   auto options = std::make_shared<TuneOptions>();
   CLI::App* tune = app.add_subcommand(
-      "tune", "Print the tuner's predicted time of each algorithm and its choice, for sizes from --min to --max "
+      "tune", "Print the tuner's predicted time of each algorithm and protocol and its choice, for sizes from --min to --max "
               "(by factors of 4), as a communicator of --ranks ranks over --nodes nodes would see them");
   std::vector<std::string> names;
   for (const algorithms::NamedCollective& entry : algorithms::governedCollectives()) names.push_back(entry.name);
@@ -128,6 +151,8 @@ void addTuneCommand(CLI::App& app, int* exitCode) {
       ->capture_default_str();
   tune->add_option("--algo", options->algo, "algorithms allowed, in NCCL_ALGO's syntax (default: NCCL_ALGO)")
       ->each([options](const std::string&) { options->algoGiven = true; });
+  tune->add_option("--proto", options->proto, "protocols allowed, in NCCL_PROTO's syntax (default: NCCL_PROTO)")
+      ->each([options](const std::string&) { options->protoGiven = true; });
   tune->add_option("--min", options->minBytes, "the smallest size in bytes (K, M, G suffixes)")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();

@@ -72,7 +72,7 @@ IpcRecvConnection::~IpcRecvConnection() {
   (void)cudaFree(memory_);
 }
 
-Status IpcRecvConnection::tryPeekSlot(const void** data, size_t* bytes) { return hostUse(); }
+Status IpcRecvConnection::tryPeekSlot(const void** data, size_t* bytes, SlotKind /*kind: no LL ring*/) { return hostUse(); }
 Status IpcRecvConnection::releaseSlot() { return hostUse(); }
 
 Status IpcSendConnection::open(const IpcBlob& blob, int selfDevice, int peerRank,
@@ -112,7 +112,7 @@ IpcSendConnection::~IpcSendConnection() {
   (void)cudaIpcCloseMemHandle(mapped_);
 }
 
-Status IpcSendConnection::tryAcquireSlot(void** slot) { return hostUse(); }
+Status IpcSendConnection::tryAcquireSlot(void** slot, SlotKind /*kind: no LL ring*/) { return hostUse(); }
 Status IpcSendConnection::postSlot(size_t bytes) { return hostUse(); }
 Status IpcSendConnection::tryFlush(bool* done) {
   *done = true;  // the kernels have moved everything by the time the host asks

@@ -21,7 +21,7 @@ class IpcRecvConnection final : public RecvConnection {
   static Status create(size_t slotBytes, int slotCount, std::unique_ptr<IpcRecvConnection>* out, IpcBlob* blob);
   ~IpcRecvConnection() override;
 
-  Status tryPeekSlot(const void** data, size_t* bytes) override;
+  Status tryPeekSlot(const void** data, size_t* bytes, SlotKind kind) override;
   Status releaseSlot() override;
   size_t slotBytes() const override { return end_.slotBytes; }
   const DeviceEnd* deviceEnd() const override { return &end_; }
@@ -39,7 +39,7 @@ class IpcSendConnection final : public SendConnection {
   static Status open(const IpcBlob& blob, int selfDevice, int peerRank, std::unique_ptr<IpcSendConnection>* out);
   ~IpcSendConnection() override;
 
-  Status tryAcquireSlot(void** slot) override;
+  Status tryAcquireSlot(void** slot, SlotKind kind) override;
   Status postSlot(size_t bytes) override;
   Status tryFlush(bool* done) override;
   size_t slotBytes() const override { return end_.slotBytes; }

@@ -108,7 +108,7 @@ bool IbSendConnection::slotFree(uint64_t released) const {
                      [&](uint64_t completed) { return posted_ - completed < slotCount_; });
 }
 
-Status IbSendConnection::tryAcquireSlot(void** slot) {
+Status IbSendConnection::tryAcquireSlot(void** slot, SlotKind /*kind: no LL ring*/) {
   *slot = nullptr;
   if (!error_.isOk()) return error_;
   WEFT_RETURN_IF_ERROR(pollCompletions());
@@ -260,7 +260,7 @@ Status IbRecvConnection::writeCredit() {
   return Status::ok();
 }
 
-Status IbRecvConnection::tryPeekSlot(const void** data, size_t* bytes) {
+Status IbRecvConnection::tryPeekSlot(const void** data, size_t* bytes, SlotKind /*kind: no LL ring*/) {
   *data = nullptr;
   *bytes = 0;
   if (!error_.isOk()) return error_;

@@ -39,7 +39,7 @@ class IbSendConnection final : public SendConnection {
   static Status create(const ConnectionParams& params, const IbPort& port, const IbBlob& blob,
                        std::unique_ptr<IbSendConnection>* connection);
 
-  Status tryAcquireSlot(void** slot) override;
+  Status tryAcquireSlot(void** slot, SlotKind kind) override;
   Status postSlot(size_t bytes) override;
   Status tryFlush(bool* done) override;
   size_t slotBytes() const override { return slotBytes_; }
@@ -74,7 +74,7 @@ class IbRecvConnection final : public RecvConnection {
                        IbBlob* blob);
 
   /// Until the sender has connected, also finishes the setup (see the file comment).
-  Status tryPeekSlot(const void** data, size_t* bytes) override;
+  Status tryPeekSlot(const void** data, size_t* bytes, SlotKind kind) override;
   Status releaseSlot() override;
   size_t slotBytes() const override { return slotBytes_; }
 

@@ -6,7 +6,7 @@ namespace weft::transport::shm {
 namespace {
 
 constexpr uint32_t kBlobMagic = 0x424d4853;  // "SHMB"
-constexpr uint32_t kBlobVersion = 1;
+constexpr uint32_t kBlobVersion = 2;
 constexpr size_t kMaxPath = 4096;
 
 struct BlobHead {
@@ -16,13 +16,15 @@ struct BlobHead {
   uint64_t slotBytes;
   uint32_t slotCount;
   uint32_t pathLength;
+  uint64_t llSlotBytes;
 };
 
 }  // namespace
 
 std::vector<uint8_t> encodeBlob(const ShmBlob& blob) {
   BlobHead head{kBlobMagic,     kBlobVersion,   blob.segmentBytes,
-                blob.slotBytes, blob.slotCount, static_cast<uint32_t>(blob.path.size())};
+                blob.slotBytes, blob.slotCount, static_cast<uint32_t>(blob.path.size()),
+                blob.llSlotBytes};
   std::vector<uint8_t> bytes(sizeof(head) + blob.path.size());
   memcpy(bytes.data(), &head, sizeof(head));
   memcpy(bytes.data() + sizeof(head), blob.path.data(), blob.path.size());
@@ -42,6 +44,7 @@ Status decodeBlob(std::span<const uint8_t> bytes, int peerRank, ShmBlob* blob) {
   blob->segmentBytes = head.segmentBytes;
   blob->slotBytes = head.slotBytes;
   blob->slotCount = head.slotCount;
+  blob->llSlotBytes = head.llSlotBytes;
   blob->path.assign(reinterpret_cast<const char*>(bytes.data() + sizeof(head)), head.pathLength);
   return Status::ok();
 }

@@ -15,6 +15,7 @@ struct ShmBlob {
   uint64_t segmentBytes = 0;
   uint64_t slotBytes = 0;
   uint32_t slotCount = 0;
+  uint64_t llSlotBytes = 0;
   std::string path;  // the segment file, directory included
 };
 

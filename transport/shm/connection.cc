@@ -1,5 +1,7 @@
 #include "transport/shm/connection.h"
 
+#include <atomic>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -9,6 +11,15 @@ namespace {
 uint8_t* at(const ShmSegment& segment, size_t offset) {
   return static_cast<uint8_t*>(segment.base()) + offset;
 }
+
+uint64_t* llSlotWords(uint8_t* slots, size_t slotBytes, uint64_t index) {
+  return reinterpret_cast<uint64_t*>(slots + index * slotBytes);
+}
+
+// Each LL word is one atomic store or load: its flag vouches for the data beside it, so relaxed
+// order suffices.
+void storeWord(uint64_t* word, uint64_t value) { std::atomic_ref<uint64_t>(*word).store(value, std::memory_order_relaxed); }
+uint64_t loadWord(uint64_t* word) { return std::atomic_ref<uint64_t>(*word).load(std::memory_order_relaxed); }
 
 }  // namespace
 
@@ -21,9 +32,27 @@ ShmSendConnection::ShmSendConnection(std::unique_ptr<ShmSegment> segment, const 
       slotBytes_(layout.slotBytes),
       slotCount_(static_cast<uint64_t>(layout.slotCount)),
       peerRank_(peerRank),
-      channel_(channel) {}
+      channel_(channel),
+      llSlots_(layout.llSlotBytes > 0 ? at(*segment_, layout.llSlotsOffset) : nullptr),
+      llSlotBytes_(layout.llSlotBytes),
+      llStaging_(layout.llSlotBytes > 0 ? new uint8_t[lowLatencyPayloadBytes(layout.llSlotBytes)] : nullptr) {}
 
-Status ShmSendConnection::tryAcquireSlot(void** slot) {
+Status ShmSendConnection::tryAcquireSlot(void** slot, SlotKind kind) {
+  if (kind == SlotKind::kLowLatency && llSlots_ != nullptr) {
+    if (llPosted_ - llReleasedSeen_ >= slotCount_) {
+      // Acquire: the receiver's reads of the slot we are about to overwrite happened before.
+      llReleasedSeen_ = header_->llReleased.load(std::memory_order_acquire);
+      if (llPosted_ - llReleasedSeen_ >= slotCount_) {
+        *slot = nullptr;
+        return Status::ok();
+      }
+    }
+    acquired_ = true;
+    llAcquired_ = true;
+    *slot = llStaging_.get();
+    return Status::ok();
+  }
+  llAcquired_ = false;
   if (posted_ - releasedSeen_ >= slotCount_) {
     // Acquire: the receiver's reads of the slot we are about to overwrite happened before.
     releasedSeen_ = header_->released.load(std::memory_order_acquire);
@@ -42,6 +71,7 @@ Status ShmSendConnection::postSlot(size_t bytes) {
     return invalidUsage("shm send to rank %d on channel %d: postSlot without a slot from tryAcquireSlot",
                         peerRank_, channel_);
   }
+  if (llAcquired_) return postLowLatency(bytes);
   if (bytes > slotBytes_) {
     return invalidUsage(
         "shm send to rank %d on channel %d: postSlot of %zu bytes exceeds the slot size of "
@@ -54,6 +84,34 @@ Status ShmSendConnection::postSlot(size_t bytes) {
   acquired_ = false;
   // Release: the payload and its byte count are visible before the new count of posted slots.
   header_->posted.store(posted_, std::memory_order_release);
+  return Status::ok();
+}
+
+Status ShmSendConnection::postLowLatency(size_t bytes) {
+  if (bytes > lowLatencyPayloadBytes(llSlotBytes_)) {
+    return invalidUsage("shm send to rank %d on channel %d: postSlot of %zu bytes exceeds the LL slot's %zu",
+                        peerRank_, channel_, bytes, lowLatencyPayloadBytes(llSlotBytes_));
+  }
+  uint64_t* words = llSlotWords(llSlots_, llSlotBytes_, llRingIndex_);
+  const uint32_t flag = llFlagOf(llPosted_);
+  const uint8_t* payload = llStaging_.get();
+  const size_t whole = bytes / 4;
+  for (size_t i = 0; i < whole; ++i) {
+    uint32_t data;
+    memcpy(&data, payload + 4 * i, 4);
+    storeWord(&words[1 + i], llWord(flag, data));
+  }
+  if (bytes % 4 != 0) {
+    uint32_t data = 0;
+    memcpy(&data, payload + 4 * whole, bytes % 4);
+    storeWord(&words[1 + whole], llWord(flag, data));
+  }
+  // The count last: a receiver that sees it mostly finds the payload there already.
+  storeWord(&words[0], llWord(flag, static_cast<uint32_t>(bytes)));
+  ++llPosted_;
+  if (++llRingIndex_ == slotCount_) llRingIndex_ = 0;
+  acquired_ = false;
+  llAcquired_ = false;
   return Status::ok();
 }
 
@@ -71,13 +129,18 @@ ShmRecvConnection::ShmRecvConnection(std::unique_ptr<ShmSegment> segment, const 
       slotBytes_(layout.slotBytes),
       slotCount_(static_cast<uint64_t>(layout.slotCount)),
       peerRank_(peerRank),
-      channel_(channel) {
+      channel_(channel),
+      llSlots_(layout.llSlotBytes > 0 ? at(*segment_, layout.llSlotsOffset) : nullptr),
+      llSlotBytes_(layout.llSlotBytes),
+      llUnpacked_(layout.llSlotBytes > 0 ? new uint8_t[lowLatencyPayloadBytes(layout.llSlotBytes)] : nullptr) {
   header_->magic = kRingMagic;
   header_->slotBytes = layout.slotBytes;
   header_->slotCount = slotCount_;
+  header_->llSlotBytes = layout.llSlotBytes;
 }
 
-Status ShmRecvConnection::tryPeekSlot(const void** data, size_t* bytes) {
+Status ShmRecvConnection::tryPeekSlot(const void** data, size_t* bytes, SlotKind kind) {
+  if (kind == SlotKind::kLowLatency && llSlots_ != nullptr) return peekLowLatency(data, bytes);
   if (postedSeen_ == released_) {
     // Acquire: the sender's payload and byte count are visible once we see its count.
     postedSeen_ = header_->posted.load(std::memory_order_acquire);
@@ -96,8 +159,40 @@ Status ShmRecvConnection::tryPeekSlot(const void** data, size_t* bytes) {
         peerRank_, channel_, size, slotBytes_);
   }
   peeked_ = true;
+  llPeeked_ = false;
   *data = slots_ + ringIndex_ * slotBytes_;
   *bytes = size;
+  return Status::ok();
+}
+
+Status ShmRecvConnection::peekLowLatency(const void** data, size_t* bytes) {
+  uint64_t* words = llSlotWords(llSlots_, llSlotBytes_, llRingIndex_);
+  const uint32_t flag = llFlagOf(llReleased_);
+  *data = nullptr;
+  *bytes = 0;
+  if (llWordsRead_ == 0) {
+    const uint64_t head = loadWord(&words[0]);
+    if (llFlag(head) != flag) return Status::ok();
+    llBytes_ = llData(head);
+    if (llBytes_ > lowLatencyPayloadBytes(llSlotBytes_)) {
+      return remoteError(
+          "shm receive from rank %d on channel %d: the sender posted %zu bytes in an LL slot of %zu: the peer's "
+          "memory is corrupt or it runs a different build; abort the communicator",
+          peerRank_, channel_, llBytes_, lowLatencyPayloadBytes(llSlotBytes_));
+    }
+    llWordsRead_ = 1;
+  }
+  const size_t wordCount = 1 + (llBytes_ + 3) / 4;
+  for (; llWordsRead_ < wordCount; ++llWordsRead_) {
+    const uint64_t word = loadWord(&words[llWordsRead_]);
+    if (llFlag(word) != flag) return Status::ok();  // not yet arrived: resume here next time
+    const uint32_t value = llData(word);
+    memcpy(llUnpacked_.get() + 4 * (llWordsRead_ - 1), &value, 4);
+  }
+  peeked_ = true;
+  llPeeked_ = true;
+  *data = llUnpacked_.get();
+  *bytes = llBytes_;
   return Status::ok();
 }
 
@@ -106,9 +201,17 @@ Status ShmRecvConnection::releaseSlot() {
     return invalidUsage("shm receive from rank %d on channel %d: releaseSlot without a slot from tryPeekSlot",
                         peerRank_, channel_);
   }
+  peeked_ = false;
+  if (llPeeked_) {
+    ++llReleased_;
+    if (++llRingIndex_ == slotCount_) llRingIndex_ = 0;
+    llWordsRead_ = 0;
+    // Release: our reads of the LL slot are done before the sender may reuse it.
+    header_->llReleased.store(llReleased_, std::memory_order_release);
+    return Status::ok();
+  }
   ++released_;
   if (++ringIndex_ == slotCount_) ringIndex_ = 0;
-  peeked_ = false;
   // Release: our reads of the slot are done before the sender may reuse it.
   header_->released.store(released_, std::memory_order_release);
   return Status::ok();

@@ -4,6 +4,10 @@
 // ring slot i % slotCount. Each end caches the last value it read of the other's counter, so a
 // poll that already knows a slot is free (or ready) touches no shared cache line. No call of the
 // data path makes a syscall, takes a lock or allocates (except to build an error message).
+//
+// LL pieces (layout.h) are written by the sender into a private buffer and packed into the LL slot
+// on postSlot; the receiver unpacks the words as their flags arrive into a private buffer, which
+// tryPeekSlot returns once the whole piece is there.
 
 #include <cstddef>
 #include <cstdint>
@@ -21,8 +25,9 @@ class ShmSendConnection final : public SendConnection {
   /// `layout`. `peerRank` and `channel` are for messages.
   ShmSendConnection(std::unique_ptr<ShmSegment> segment, const RingLayout& layout, int peerRank, int channel);
 
-  /// Non-blocking; nullptr while all slotCount slots are posted and not yet released.
-  Status tryAcquireSlot(void** slot) override;
+  /// Non-blocking; nullptr while all slotCount slots of `kind` are posted and not yet released.
+  /// LL pieces take Simple slots when the segment has no LL ring.
+  Status tryAcquireSlot(void** slot, SlotKind kind) override;
   /// kInvalidUsage without a prior successful tryAcquireSlot, or if bytes > slotBytes().
   Status postSlot(size_t bytes) override;
   /// Always done: a posted slot is already in the receiver's memory.
@@ -42,6 +47,15 @@ class ShmSendConnection final : public SendConnection {
   uint64_t releasedSeen_ = 0;  // last value read of the receiver's counter
   uint64_t ringIndex_ = 0;     // posted_ % slotCount_, kept without a division
   bool acquired_ = false;
+  // The LL ring (no LL ring: llSlots_ is nullptr).
+  Status postLowLatency(size_t bytes);
+  uint8_t* llSlots_;
+  size_t llSlotBytes_;
+  std::unique_ptr<uint8_t[]> llStaging_;  // the acquired LL piece, before packing
+  uint64_t llPosted_ = 0;
+  uint64_t llReleasedSeen_ = 0;
+  uint64_t llRingIndex_ = 0;
+  bool llAcquired_ = false;
 };
 
 class ShmRecvConnection final : public RecvConnection {
@@ -49,9 +63,10 @@ class ShmRecvConnection final : public RecvConnection {
   /// Takes over the receiver's segment and initializes its header for `layout`.
   ShmRecvConnection(std::unique_ptr<ShmSegment> segment, const RingLayout& layout, int peerRank, int channel);
 
-  /// Non-blocking; nullptr until the sender has posted a slot not yet released. kRemoteError if
-  /// the sender wrote a byte count larger than the slot.
-  Status tryPeekSlot(const void** data, size_t* bytes) override;
+  /// Non-blocking; nullptr until the sender has posted a slot of `kind` not yet released (for LL:
+  /// until every word of the piece has arrived). kRemoteError if the sender wrote a byte count
+  /// larger than the slot.
+  Status tryPeekSlot(const void** data, size_t* bytes, SlotKind kind) override;
   /// kInvalidUsage without a prior successful tryPeekSlot.
   Status releaseSlot() override;
   size_t slotBytes() const override { return slotBytes_; }
@@ -69,6 +84,16 @@ class ShmRecvConnection final : public RecvConnection {
   uint64_t postedSeen_ = 0;  // last value read of the sender's counter
   uint64_t ringIndex_ = 0;   // released_ % slotCount_
   bool peeked_ = false;
+  // The LL ring (no LL ring: llSlots_ is nullptr).
+  Status peekLowLatency(const void** data, size_t* bytes);
+  uint8_t* llSlots_;
+  size_t llSlotBytes_;
+  std::unique_ptr<uint8_t[]> llUnpacked_;  // the piece being received, unpacked
+  uint64_t llReleased_ = 0;
+  uint64_t llRingIndex_ = 0;
+  size_t llBytes_ = 0;        // the piece's byte count, once word 0 has arrived
+  size_t llWordsRead_ = 0;    // words of the piece unpacked so far (word 0 included)
+  bool llPeeked_ = false;     // which ring the peeked slot is in
 };
 
 }  // namespace weft::transport::shm

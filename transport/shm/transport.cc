@@ -31,7 +31,7 @@ class ShmTransport final : public Transport {
   Status listen(const ConnectionParams& params, std::unique_ptr<RecvConnection>* connection,
                 std::vector<uint8_t>* blob) override {
     RingLayout layout;
-    WEFT_RETURN_IF_ERROR(RingLayout::compute(params.slotBytes, params.slotCount, &layout));
+    WEFT_RETURN_IF_ERROR(RingLayout::compute(params.slotBytes, params.slotCount, params.llSlotBytes, &layout));
     char names[96];
     snprintf(names, sizeof(names), "%d-%d-c%d-", params.self.pid, params.peer.pid, params.channel);
     std::string prefix = segmentNamePrefix(params.commHash) + names;
@@ -40,12 +40,12 @@ class ShmTransport final : public Transport {
         ShmSegment::create(shmFolder(), prefix, layout.totalBytes, params.peer.rank, &segment));
 
     ShmBlob description{layout.totalBytes, layout.slotBytes, static_cast<uint32_t>(layout.slotCount),
-                        segment->path()};
+                        layout.llSlotBytes, segment->path()};
     WEFT_INFO(log::kShm,
-              "shm: rank %d receives from rank %d on channel %d through %s (%d slots of %zu bytes, "
+              "shm: rank %d receives from rank %d on channel %d through %s (%d slots of %zu bytes, LL %zu, "
               "%zu bytes)",
               params.self.rank, params.peer.rank, params.channel, segment->path().c_str(), layout.slotCount,
-              layout.slotBytes, layout.totalBytes);
+              layout.slotBytes, layout.llSlotBytes, layout.totalBytes);
     *blob = encodeBlob(description);
     *connection =
         std::make_unique<ShmRecvConnection>(std::move(segment), layout, params.peer.rank, params.channel);
@@ -55,16 +55,18 @@ class ShmTransport final : public Transport {
   Status connect(const ConnectionParams& params, std::span<const uint8_t> blob,
                  std::unique_ptr<SendConnection>* connection) override {
     RingLayout layout;
-    WEFT_RETURN_IF_ERROR(RingLayout::compute(params.slotBytes, params.slotCount, &layout));
+    WEFT_RETURN_IF_ERROR(RingLayout::compute(params.slotBytes, params.slotCount, params.llSlotBytes, &layout));
     ShmBlob description;
     WEFT_RETURN_IF_ERROR(decodeBlob(blob, params.peer.rank, &description));
     if (description.segmentBytes != layout.totalBytes || description.slotBytes != layout.slotBytes ||
-        description.slotCount != static_cast<uint32_t>(layout.slotCount)) {
-      return invalidArgument("rank %d set up channel %d with %u slots of %" PRIu64
-                             " bytes, rank %d expects %d "
-                             "of %zu: all ranks must use the same NCCL_BUFFSIZE and build",
+        description.slotCount != static_cast<uint32_t>(layout.slotCount) ||
+        description.llSlotBytes != layout.llSlotBytes) {
+      return invalidArgument("rank %d set up channel %d with %u slots of %" PRIu64 " bytes (LL: %" PRIu64
+                             "), rank %d expects %d of %zu (LL: %zu): all ranks must use the same NCCL_BUFFSIZE, "
+                             "NCCL_LL_BUFFSIZE and build",
                              params.peer.rank, params.channel, description.slotCount, description.slotBytes,
-                             params.self.rank, layout.slotCount, layout.slotBytes);
+                             description.llSlotBytes, params.self.rank, layout.slotCount, layout.slotBytes,
+                             layout.llSlotBytes);
     }
     std::unique_ptr<ShmSegment> segment;
     WEFT_RETURN_IF_ERROR(ShmSegment::open(description.path, layout.totalBytes, params.peer.rank, &segment));
@@ -72,7 +74,7 @@ class ShmTransport final : public Transport {
 
     const auto* header = static_cast<const RingHeader*>(segment->base());
     if (header->magic != kRingMagic || header->slotBytes != layout.slotBytes ||
-        header->slotCount != static_cast<uint64_t>(layout.slotCount)) {
+        header->slotCount != static_cast<uint64_t>(layout.slotCount) || header->llSlotBytes != layout.llSlotBytes) {
       return internalError(
           "shared-memory segment %s of rank %d does not hold a ring of %d slots of %zu bytes: "
           "it was not written by this Weft build",

@@ -59,7 +59,7 @@ Status SocketSendConnection::peerClosed(int err) const {
                      strerror(err));
 }
 
-Status SocketSendConnection::tryAcquireSlot(void** slot) {
+Status SocketSendConnection::tryAcquireSlot(void** slot, SlotKind /*kind: no LL ring*/) {
   *slot = nullptr;
   if (!error_.isOk()) return error_;
   if (sent_ < posted_) WEFT_RETURN_IF_ERROR(fail(pushFrames()));
@@ -179,7 +179,7 @@ Status SocketRecvConnection::tryAcceptSender() {
   return Status::ok();
 }
 
-Status SocketRecvConnection::tryPeekSlot(const void** data, size_t* bytes) {
+Status SocketRecvConnection::tryPeekSlot(const void** data, size_t* bytes, SlotKind /*kind: no LL ring*/) {
   *data = nullptr;
   *bytes = 0;
   if (complete_ == released_) {

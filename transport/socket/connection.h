@@ -27,7 +27,7 @@ class SocketSendConnection final : public SendConnection {
                        std::unique_ptr<SocketSendConnection>* connection);
 
   /// Also pushes pending frames to the kernel; a slot is free once its frame was fully handed over.
-  Status tryAcquireSlot(void** slot) override;
+  Status tryAcquireSlot(void** slot, SlotKind kind) override;
   /// Queues the slot's frame and writes as much of it as the kernel takes now.
   Status postSlot(size_t bytes) override;
   Status tryFlush(bool* done) override;
@@ -68,7 +68,7 @@ class SocketRecvConnection final : public RecvConnection {
   /// complete frame is buffered, reads as much as the free slots allow.
   /// Fails with kRemoteError when the sender closed the connection or sent a corrupted stream,
   /// after every frame that arrived complete was returned.
-  Status tryPeekSlot(const void** data, size_t* bytes) override;
+  Status tryPeekSlot(const void** data, size_t* bytes, SlotKind kind) override;
   Status releaseSlot() override;
   size_t slotBytes() const override { return slotBytes_; }
 
