@@ -53,7 +53,9 @@ Status parseTuneFile(const std::string& text, const std::string& path, CostModel
   WEFT_RETURN_IF_ERROR(readHop(root, "network", path, &loaded.network));
   // A file without LL measurements costs LL as Simple, so that the tuner (Simple on a tie) keeps Simple.
   loaded.sharedMemoryLL = loaded.sharedMemory;
-  if (root.contains("shared_memory_ll")) WEFT_RETURN_IF_ERROR(readHop(root, "shared_memory_ll", path, &loaded.sharedMemoryLL));
+  if (root.contains("shared_memory_ll")) {
+    WEFT_RETURN_IF_ERROR(readHop(root, "shared_memory_ll", path, &loaded.sharedMemoryLL));
+  }
   *model = loaded;
   return Status::ok();
 }

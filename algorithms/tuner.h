@@ -23,10 +23,13 @@
 //
 // Each algorithm runs with either protocol: Simple, or LL (data and flag in one word,
 // transport/shm/layout.h), whose shared-memory hops cost `sharedMemoryLL` in place of
-// `sharedMemory`: a shorter step, a lower bandwidth (half of every LL word is its flag, and the
-// piece is packed and unpacked). Hops over the network carry LL pieces in Simple slots, at the
-// network's cost. The constants are defaults measured on a small host (2 cores, 2 to 8 ranks);
-// the choice depends on their ratios.
+// `sharedMemory`: a step that may be shorter (one cache line changes hands rather than a count,
+// a size and the data), a lower bandwidth (half of every LL word is its flag, and the piece is
+// packed and unpacked). Hops over the network carry LL pieces in Simple slots, at the network's
+// cost. The constants are defaults measured on a small host (2 cores, 2 to 8 ranks), where an LL
+// step measured no shorter than a Simple one (docs/PERFORMANCE.md), so by default Simple wins
+// every tie and LL is chosen only where a tune file (weft tune --calibrate) measured it faster.
+// The choice depends on the constants' ratios.
 
 #include <cstddef>
 
@@ -43,7 +46,7 @@ struct HopCost {
 
 struct CostModel {
   HopCost sharedMemory{4, 5};
-  HopCost sharedMemoryLL{3, 0.9};
+  HopCost sharedMemoryLL{4, 0.9};
   HopCost network{60, 0.5};
 };
 

@@ -12,6 +12,7 @@ namespace {
 TEST(TuneFile, WhatIsWrittenReadsBack) {
   CostModel model;
   model.sharedMemory = {2.5, 3.25};
+  model.sharedMemoryLL = {1.5, 1.25};
   model.network = {41, 0.75};
   const std::string text = tuneFileText(model, R"({"measured_on": "host1", "ranks": 4})");
   EXPECT_NE(text.find("\"measured_on\": \"host1\""), std::string::npos) << text;
@@ -21,6 +22,8 @@ TEST(TuneFile, WhatIsWrittenReadsBack) {
   EXPECT_EQ(read.sharedMemory.bandwidthGBps, 3.25);
   EXPECT_EQ(read.network.latencyUs, 41);
   EXPECT_EQ(read.network.bandwidthGBps, 0.75);
+  EXPECT_EQ(read.sharedMemoryLL.latencyUs, 1.5);
+  EXPECT_EQ(read.sharedMemoryLL.bandwidthGBps, 1.25);
 }
 
 void expectRefused(const std::string& text, const std::string& saying) {
@@ -46,6 +49,19 @@ TEST(TuneFile, MalformedFilesAreRefusedNamingWhat) {
   expectRefused(head + R"({"latency_us": -1, "bandwidth_gbps": 1}})",
                 "\"network\".\"latency_us\" must be a positive number");
   expectRefused(head + R"({"latency_us": "9", "bandwidth_gbps": 1}})", "\"network\".\"latency_us\"");
+}
+
+TEST(TuneFile, WithoutLowLatencyConstantsLowLatencyCostsAsSimple) {
+  const std::string text = R"({"weft_tune_file": 1, "shared_memory": {"latency_us": 4, "bandwidth_gbps": 5},
+                               "network": {"latency_us": 40, "bandwidth_gbps": 1}})";
+  CostModel read;
+  ASSERT_TRUE(parseTuneFile(text, "old.json", &read).isOk());
+  EXPECT_EQ(read.sharedMemoryLL.latencyUs, 4);
+  EXPECT_EQ(read.sharedMemoryLL.bandwidthGBps, 5);
+  const std::string badLl = R"({"weft_tune_file": 1, "shared_memory": {"latency_us": 4, "bandwidth_gbps": 5},
+                                "shared_memory_ll": {"latency_us": 0, "bandwidth_gbps": 5},
+                                "network": {"latency_us": 40, "bandwidth_gbps": 1}})";
+  expectRefused(badLl, "\"shared_memory_ll\".\"latency_us\" must be a positive number");
 }
 
 TEST(TuneFile, AMissingFileIsNamed) {

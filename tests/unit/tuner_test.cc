@@ -12,6 +12,8 @@
 namespace weft::algorithms {
 namespace {
 
+constexpr Protocol kSimple = Protocol::kSimple;
+
 TuneShape allReduce(size_t bytes, int nranks, bool network = false, int channels = 1) {
   TuneShape shape;
   shape.collective = Collective::kAllReduce;
@@ -50,17 +52,17 @@ TEST(Tuner, PredictionsFollowTheModel) {
   CostModel model;
   model.sharedMemory = {2, 4};  // 2 us per step, 4 GB/s: 4000 bytes per us
   const TuneShape shape = allReduce(40000, 4);
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, Protocol::kSimple, shape, model), 6 * 2 + 1.5 * 10);
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, Protocol::kSimple, shape, model), 4 * 2 + 2.5 * 10);
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, Protocol::kSimple, allReduce(40000, 4, false, 2), model), 4 * 2 + 2 * 10);
-  EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kPat, Protocol::kSimple, shape, model)));
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, kSimple, shape, model), 6 * 2 + 1.5 * 10);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, kSimple, shape, model), 4 * 2 + 2.5 * 10);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, kSimple, allReduce(40000, 4, false, 2), model), 4 * 2 + 2 * 10);
+  EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kPat, kSimple, shape, model)));
   TuneShape broadcast = shape;
   broadcast.collective = Collective::kBroadcast;
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, Protocol::kSimple, broadcast, model), 2 * 2 + 2 * 10);
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, Protocol::kSimple, broadcast, model), 3 * 2 + 0.75 * 10);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, kSimple, broadcast, model), 2 * 2 + 2 * 10);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, kSimple, broadcast, model), 3 * 2 + 0.75 * 10);
   TuneShape gather = shape;
   gather.collective = Collective::kAllGather;
-  EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kTree, Protocol::kSimple, gather, model)));
+  EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kTree, kSimple, gather, model)));
 }
 
 TEST(Tuner, OverSeveralHostsEachKindOfHopCostsItsOwn) {
@@ -72,10 +74,10 @@ TEST(Tuner, OverSeveralHostsEachKindOfHopCostsItsOwn) {
   shape.localRingHops = 6;
   shape.hostTreeDepth = 1;
   shape.localTreeDepth = 3;
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, Protocol::kSimple, shape, model), 14 * (2 * 50 + 6 * 2) / 8.0 + 1.75 * 8);
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, Protocol::kSimple, shape, model), 2 * (1 * 50 + 3 * 2) + 2.5 * 8);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, kSimple, shape, model), 14 * (2 * 50 + 6 * 2) / 8.0 + 1.75 * 8);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, kSimple, shape, model), 2 * (1 * 50 + 3 * 2) + 2.5 * 8);
   // Every hop over the network (every rank its own host): as before.
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, Protocol::kSimple, allReduce(8000, 8, true), model), 14 * 50 + 1.75 * 8);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, kSimple, allReduce(8000, 8, true), model), 14 * 50 + 1.75 * 8);
 }
 
 TEST(Tuner, SmallAllReducesOverManyRanksTakeTheTreeLargeOnesTheRing) {
@@ -117,15 +119,29 @@ TEST(Tuner, LowLatencyHopsCostTheirOwnConstants) {
   // Over the network LL pieces take Simple slots: the same cost as Simple.
   const TuneShape network = allReduce(40000, 4, true);
   EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, Protocol::kLL, network, model),
-                   predictMicroseconds(Algorithm::kRing, Protocol::kSimple, network, model));
+                   predictMicroseconds(Algorithm::kRing, kSimple, network, model));
 }
 
-TEST(Tuner, SmallOperationsOnSharedMemoryTakeLowLatencyLargeOnesSimple) {
-  EXPECT_EQ(choice(allReduce(8, 2)).protocol, Protocol::kLL);
-  EXPECT_EQ(choice(allReduce(8, 8)).protocol, Protocol::kLL);
-  EXPECT_EQ(choice(allReduce(64 << 20, 2)).protocol, Protocol::kSimple);
-  EXPECT_EQ(choice(allReduce(64 << 20, 8)).protocol, Protocol::kSimple);
-  EXPECT_EQ(choice(allReduce(8, 8, true)).protocol, Protocol::kSimple) << "no gain over the network: Simple on a tie";
+TEST(Tuner, LowLatencyWinsSmallOperationsOnlyWhereItsStepIsShorter) {
+  AlgorithmFilter algorithms = AlgorithmFilter::all();
+  ProtocolFilter protocols = ProtocolFilter::all();
+  CostModel model;
+  model.sharedMemory = {4, 5};
+  model.sharedMemoryLL = {2, 1};  // a machine where the LL step measured shorter
+  auto protocolFor = [&](const TuneShape& shape) {
+    TuneChoice chosen;
+    EXPECT_TRUE(chooseAlgorithm(shape, algorithms, protocols, model, &chosen));
+    return chosen.protocol;
+  };
+  EXPECT_EQ(protocolFor(allReduce(8, 2)), Protocol::kLL);
+  EXPECT_EQ(protocolFor(allReduce(8, 8)), Protocol::kLL);
+  EXPECT_EQ(protocolFor(allReduce(64 << 20, 2)), Protocol::kSimple);
+  EXPECT_EQ(protocolFor(allReduce(64 << 20, 8)), Protocol::kSimple);
+  EXPECT_EQ(protocolFor(allReduce(8, 8, true)), Protocol::kSimple) << "no gain over the network: Simple on a tie";
+  // The built-in constants: an LL step as long as a Simple one, so Simple at every size.
+  for (size_t bytes : {size_t{8}, size_t{4096}, size_t{64} << 20}) {
+    EXPECT_EQ(choice(allReduce(bytes, 8)).protocol, Protocol::kSimple) << bytes;
+  }
 }
 
 TEST(Tuner, OnlyWhatNcclProtoAllowsIsChosen) {

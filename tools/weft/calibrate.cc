@@ -195,7 +195,9 @@ int runCalibration(const CalibrationOptions& options) {
   details["measured_on"] = host;
   details["cpus"] = sysconf(_SC_NPROCESSORS_ONLN);
   details["ranks"] = options.ranks;
-  details["how"] = "weft tune --calibrate: all_reduce_perf, NCCL_ALGO=ring, NCCL_PROTO simple and ll, fitted to 2(n-1) a + 2(n-1)/n S / b";
+  details["how"] =
+      "weft tune --calibrate: all_reduce_perf, NCCL_ALGO=ring, NCCL_PROTO simple and ll, fitted to 2(n-1) a + "
+      "2(n-1)/n S / b";
   std::ofstream file(options.output);
   file << algorithms::tuneFileText(model, details.dump());
   if (!file.good()) {

@@ -1,5 +1,6 @@
 #include "transport/shm/connection.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <new>
@@ -18,7 +19,9 @@ uint64_t* llSlotWords(uint8_t* slots, size_t slotBytes, uint64_t index) {
 
 // Each LL word is one atomic store or load: its flag vouches for the data beside it, so relaxed
 // order suffices.
-void storeWord(uint64_t* word, uint64_t value) { std::atomic_ref<uint64_t>(*word).store(value, std::memory_order_relaxed); }
+void storeWord(uint64_t* word, uint64_t value) {
+  std::atomic_ref<uint64_t>(*word).store(value, std::memory_order_relaxed);
+}
 uint64_t loadWord(uint64_t* word) { return std::atomic_ref<uint64_t>(*word).load(std::memory_order_relaxed); }
 
 }  // namespace
@@ -95,18 +98,25 @@ Status ShmSendConnection::postLowLatency(size_t bytes) {
   uint64_t* words = llSlotWords(llSlots_, llSlotBytes_, llRingIndex_);
   const uint32_t flag = llFlagOf(llPosted_);
   const uint8_t* payload = llStaging_.get();
-  const size_t whole = bytes / 4;
-  for (size_t i = 0; i < whole; ++i) {
-    uint32_t data;
-    memcpy(&data, payload + 4 * i, 4);
-    storeWord(&words[1 + i], llWord(flag, data));
-  }
+  const size_t wholeWords = bytes / 4;
+  auto storeWholeWords = [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      uint32_t data;
+      memcpy(&data, payload + 4 * i, 4);
+      storeWord(&words[1 + i], llWord(flag, data));
+    }
+  };
+  // The receiver polls the first cache line (the count and 7 payload words): it is written last,
+  // in one burst, so that it changes hands once; the lines after it are complete by then.
+  constexpr size_t kFirstLineWords = kCacheLine / sizeof(uint64_t) - 1;
+  const size_t firstLineWords = std::min(wholeWords, kFirstLineWords);
+  storeWholeWords(firstLineWords, wholeWords);
   if (bytes % 4 != 0) {
     uint32_t data = 0;
-    memcpy(&data, payload + 4 * whole, bytes % 4);
-    storeWord(&words[1 + whole], llWord(flag, data));
+    memcpy(&data, payload + 4 * wholeWords, bytes % 4);
+    storeWord(&words[1 + wholeWords], llWord(flag, data));
   }
-  // The count last: a receiver that sees it mostly finds the payload there already.
+  storeWholeWords(0, firstLineWords);
   storeWord(&words[0], llWord(flag, static_cast<uint32_t>(bytes)));
   ++llPosted_;
   if (++llRingIndex_ == slotCount_) llRingIndex_ = 0;
