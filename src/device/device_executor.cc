@@ -273,6 +273,12 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
                           "allow ring",
                           algorithms::collectiveName(op.collective));
     }
+    if (algorithms::governedByAlgo(op.collective) &&
+        !op.comm->protocolFilter().allows(op.collective, algorithms::Protocol::kSimple)) {
+      return invalidUsage("NCCL_PROTO excludes Simple for %s, the only protocol Weft has on GPU buffers so far; "
+                          "allow simple",
+                          algorithms::collectiveName(op.collective));
+    }
     WEFT_RETURN_IF_ERROR(commDevice(*op.comm, &devices[i]));
     const algorithms::OpShape shape{op.collective, op.count, op.root, op.comm->nranks(), op.comm->rank()};
     algorithms::buildRingProgram(shape, op.comm->gpuRings(), &programs[i]);
