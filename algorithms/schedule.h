@@ -49,6 +49,10 @@ void buildTreeAllReduceOnTrees(const OpShape& shape, std::span<const TreePlace> 
 /// positions of rings[0] as topology::doubleBinaryTreeLinks lays them, tree t on channel t.
 void buildTreeAllReduce(const OpShape& shape, std::span<const Ring> rings, TreeLanes lanes, Program* program);
 
+/// AllGather in ceil(log2 n) steps (Bruck's; NCCL_ALGO=pat), on channel 0 between ranks i and
+/// i +- 2^k in rank order; any size (algorithms/bruck_schedule.cc).
+void buildBruckAllGather(const OpShape& shape, Program* program);
+
 /// Broadcast down up to two binary trees (one per channel, each with part of the data), turned so
 /// that the broadcast's root is each tree's root (algorithms/tree_schedule.cc).
 void buildTreeBroadcast(const OpShape& shape, std::span<const Ring> rings, Program* program);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -29,6 +30,10 @@ int treeDepth(int nranks) {
 
 namespace {
 
+// Bruck's steps move the ring's bytes, but half of them in one step from one peer: measured 14-20%
+// slower than the ring at 2 MiB on 4 and 8 ranks (docs/PERFORMANCE.md).
+constexpr double kBruckBytesFactor = 1.2;
+
 // The prediction with `model`'s shared-memory hop as the protocol's.
 double predictWithHops(Algorithm algorithm, const TuneShape& shape, const CostModel& model) {
   const HopCost& hop = shape.networkHops ? model.network : model.sharedMemory;
@@ -41,6 +46,8 @@ double predictWithHops(Algorithm algorithm, const TuneShape& shape, const CostMo
     const double stepUs = ((n - local) * hop.latencyUs + local * model.sharedMemory.latencyUs) / n;
     switch (shape.collective) {
       case Collective::kAllReduce: return 2 * (n - 1) * stepUs + 2 * (n - 1) / n * bytesUs;
+      case Collective::kAllGather:
+      case Collective::kReduceScatter: return (n - 1) * stepUs + (n - 1) * bytesUs;  // S: one rank's block
       default: return (n - 1) * stepUs + (n - 1) / n * bytesUs;
     }
   }
@@ -50,6 +57,10 @@ double predictWithHops(Algorithm algorithm, const TuneShape& shape, const CostMo
                                ? shape.hostTreeDepth * hop.latencyUs + shape.localTreeDepth * model.sharedMemory.latencyUs
                                : shape.treeDepth * hop.latencyUs;
     return 2 * depthUs + (trees == 1 ? 2.5 : 2) * bytesUs;
+  }
+  if (algorithm == Algorithm::kPat && shape.collective == Collective::kAllGather) {
+    const double steps = std::ceil(std::log2(n));
+    return steps * hop.latencyUs + kBruckBytesFactor * (n - 1) * bytesUs;
   }
   if (algorithm == Algorithm::kTree && shape.collective == Collective::kBroadcast) {
     // Down only; an inner rank sends its part to two children.
@@ -76,7 +87,7 @@ double predictMicroseconds(Algorithm algorithm, Protocol protocol, const TuneSha
 bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& algorithms, const ProtocolFilter& protocols,
                      const CostModel& model, TuneChoice* chosen) {
   double best = std::numeric_limits<double>::infinity();
-  for (Algorithm algorithm : {Algorithm::kRing, Algorithm::kTree}) {
+  for (Algorithm algorithm : kWeftAlgorithms) {
     if (!algorithms.allows(shape.collective, algorithm)) continue;
     for (Protocol protocol : kWeftProtocols) {
       if (!protocols.allows(shape.collective, protocol)) continue;

@@ -19,6 +19,10 @@
 // network's.
 // A Broadcast (ring: n-1 steps, S / b pipelined) over the trees goes down only, an inner rank
 // sending its part to two children:                           d a + (T == 1 ? 2 : 1) S / b
+// An AllGather or ReduceScatter of blocks of S bytes (one per rank) takes the ring n-1 steps,
+// each rank moving (n-1) S:                                    (n-1) a + (n-1) S / b
+// and an AllGather with Bruck's schedule (pat) ceil(log2 n) steps for the same bytes, half of them
+// in its last step from one peer, which measures 1.2x slower:  ceil(log2 n) a + 1.2 (n-1) S / b
 // Other collectives have only the ring.
 //
 // Each algorithm runs with either protocol: Simple, or LL (data and flag in one word,
@@ -56,6 +60,9 @@ struct TuneChoice {
   Protocol protocol = Protocol::kSimple;
 };
 
+/// The algorithms Weft has on host memory, in the order the tuner tries them (the first wins a tie).
+inline constexpr Algorithm kWeftAlgorithms[] = {Algorithm::kRing, Algorithm::kTree, Algorithm::kPat};
+
 /// The protocols Weft has, in the order the tuner tries them (the first wins a tie).
 inline constexpr Protocol kWeftProtocols[] = {Protocol::kSimple, Protocol::kLL};
 
@@ -80,8 +87,8 @@ struct TuneShape {
 int treeDepth(int nranks);
 
 /// Predicted microseconds of `algorithm` with `protocol` for `shape` under `model`; infinity for
-/// what Weft does not have (an algorithm other than ring, and tree for AllReduce and Broadcast;
-/// LL128).
+/// what Weft does not have (an algorithm other than ring, tree for AllReduce and Broadcast, and pat
+/// for AllGather; LL128).
 double predictMicroseconds(Algorithm algorithm, Protocol protocol, const TuneShape& shape, const CostModel& model);
 
 /// The (algorithm, protocol) the filters allow with the least predicted time (ring and Simple win

@@ -126,7 +126,7 @@ void logPredictions(const algorithms::TuneShape& shape, const algorithms::CostMo
                     const algorithms::TuneChoice& choice) {
   char predictions[192];
   int used = 0;
-  for (algorithms::Algorithm algorithm : {algorithms::Algorithm::kRing, algorithms::Algorithm::kTree}) {
+  for (algorithms::Algorithm algorithm : algorithms::kWeftAlgorithms) {
     for (algorithms::Protocol protocol : algorithms::kWeftProtocols) {
       const double us = algorithms::predictMicroseconds(algorithm, protocol, shape, model);
       if (us == std::numeric_limits<double>::infinity() || used >= static_cast<int>(sizeof(predictions))) continue;
@@ -153,11 +153,11 @@ Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
     if (log::enabled(log::Level::kInfo, log::kTuning)) logPredictions(shape, model, *choice);
     return Status::ok();
   }
+  const bool hasTree = op.collective == Collective::kAllReduce || op.collective == Collective::kBroadcast;
   return invalidUsage("NCCL_ALGO and NCCL_PROTO leave %s nothing that Weft has for it on host memory (algorithms: "
                       "ring%s; protocols: Simple and LL); allow one of each",
                       algorithms::collectiveName(op.collective),
-                      op.collective == Collective::kAllReduce || op.collective == Collective::kBroadcast ? ", tree"
-                                                                                                          : "");
+                      hasTree ? ", tree" : op.collective == Collective::kAllGather ? ", pat" : "");
 }
 
 }  // namespace
@@ -206,6 +206,10 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
     const transport::SlotKind slotKind =
         choice.protocol == algorithms::Protocol::kLL ? transport::SlotKind::kLowLatency : transport::SlotKind::kSimple;
     slotKinds_[i] = slotKind;
+    if (choice.algorithm == algorithms::Algorithm::kPat) {
+      algorithms::buildBruckAllGather(shapeOf(ops[i]), &programs_[i]);
+      continue;
+    }
     if (choice.algorithm == algorithms::Algorithm::kTree) {
       if (ops[i].collective == Collective::kBroadcast) {
         algorithms::buildTreeBroadcast(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);

@@ -8,7 +8,8 @@
 // run AllReduce and Broadcast the same way with NCCL_ALGO=tree, on one channel (one tree) and two
 // (two trees), on one host and on hosts simulated with NCCL_HOSTID. LowLatency/... run the
 // collectives NCCL_ALGO governs with NCCL_PROTO=LL: on the ring and the trees, over shared memory
-// (the LL ring) and across simulated hosts (LL pieces in the sockets' Simple slots).
+// (the LL ring) and across simulated hosts (LL pieces in the sockets' Simple slots). Pat/... run
+// AllGather with Bruck's schedule (NCCL_ALGO=pat) the same ways.
 
 #include <gtest/gtest.h>
 
@@ -220,6 +221,21 @@ std::vector<CollectiveCase> lowLatencyCases(const std::vector<int>& rankCounts, 
   return all;
 }
 
+// AllGather with Bruck's schedule (NCCL_ALGO=pat): over shared memory and sockets, with Simple
+// and LL, and over `hosts` simulated hosts.
+std::vector<CollectiveCase> patCases(const std::vector<int>& rankCounts, int hosts, Coverage coverage) {
+  std::vector<CollectiveCase> all;
+  for (int nranks : rankCounts) {
+    for (Transport transport : {Transport::kShm, Transport::kSocket}) {
+      for (const char* protocol : {"Simple", "LL"}) {
+        if (hosts > 1 && transport == Transport::kSocket) continue;
+        all.push_back({Collective::kAllGather, nranks, transport, coverage, kDeadline, "pat", 0, hosts, protocol});
+      }
+    }
+  }
+  return all;
+}
+
 std::vector<CollectiveCase> concat(std::vector<CollectiveCase> a, const std::vector<CollectiveCase>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
@@ -267,6 +283,12 @@ INSTANTIATE_TEST_SUITE_P(LowLatency, ExactCollective,
                                                     lowLatencyCases({4}, 2, Coverage::kFull))),
                          caseName);
 INSTANTIATE_TEST_SUITE_P(LowLatency, LargeCollective, ::testing::ValuesIn(lowLatencyCases({3}, 0, Coverage::kLarge)),
+                         caseName);
+INSTANTIATE_TEST_SUITE_P(Pat, ExactCollective,
+                         ::testing::ValuesIn(concat(patCases({1, 2, 3, 4, 5, 7, 8}, 0, Coverage::kFull),
+                                                    patCases({5}, 2, Coverage::kFull))),
+                         caseName);
+INSTANTIATE_TEST_SUITE_P(Pat, LargeCollective, ::testing::ValuesIn(patCases({3, 6}, 0, Coverage::kLarge)),
                          caseName);
 INSTANTIATE_TEST_SUITE_P(Exhaustive, ExactCollective,
                          ::testing::ValuesIn(cases({8}, Coverage::kFull, kExhaustiveDeadline)),

@@ -107,6 +107,29 @@ TEST(Tuner, OnlyWhatNcclAlgoAllowsIsChosen) {
   EXPECT_FALSE(chooseAlgorithm(allGather, filter, ProtocolFilter::all(), CostModel{}, &unused));  // no tree allgather
 }
 
+TEST(Tuner, BruckAllGatherTakesLogarithmicStepsForTheRingsBytes) {
+  CostModel model;
+  model.sharedMemory = {2, 4};  // 4000 bytes per us
+  TuneShape shape = allReduce(4000, 8);  // one rank's block: 1 us at the bandwidth
+  shape.collective = Collective::kAllGather;
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, kSimple, shape, model), 7 * 2 + 7 * 1.0);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kPat, kSimple, shape, model), 3 * 2 + 1.2 * 7 * 1.0);
+  shape.nranks = 5;  // ceil(log2 5) = 3 steps
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kPat, kSimple, shape, model), 3 * 2 + 1.2 * 4 * 1.0);
+  EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kPat, kSimple, allReduce(4000, 8), model)));
+  // Small blocks over 8 ranks take pat, large ones the ring; two ranks the ring (one step either way).
+  TuneShape small = allReduce(1024, 8);
+  small.collective = Collective::kAllGather;
+  EXPECT_EQ(chosen(small), Algorithm::kPat);
+  TuneShape large = small;
+  large.bytes = 4 << 20;
+  EXPECT_EQ(chosen(large), Algorithm::kRing);
+  TuneShape two = small;
+  two.nranks = 2;
+  EXPECT_EQ(chosen(two), Algorithm::kRing);
+  EXPECT_EQ(chosen(small, "^pat"), Algorithm::kRing);
+}
+
 TEST(Tuner, LowLatencyHopsCostTheirOwnConstants) {
   CostModel model;
   model.sharedMemory = {2, 4};

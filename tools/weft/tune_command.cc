@@ -90,9 +90,17 @@ int runTune(const TuneOptions& options) {
   } else {
     std::printf("# tree depth %d\n", shape.treeDepth);
   }
-  const algorithms::Algorithm kShown[] = {algorithms::Algorithm::kRing, algorithms::Algorithm::kTree};
+  // The algorithms Weft has for the collective.
+  std::vector<algorithms::Algorithm> shown;
+  for (algorithms::Algorithm algorithm : algorithms::kWeftAlgorithms) {
+    shape.bytes = 1;
+    if (algorithms::predictMicroseconds(algorithm, algorithms::Protocol::kSimple, shape, model) !=
+        std::numeric_limits<double>::infinity()) {
+      shown.push_back(algorithm);
+    }
+  }
   std::printf("%14s", "bytes");
-  for (algorithms::Algorithm algorithm : kShown) {
+  for (algorithms::Algorithm algorithm : shown) {
     for (algorithms::Protocol protocol : algorithms::kWeftProtocols) {
       const std::string name = std::string(algorithms::algorithmName(algorithm)) + "/" +
                                algorithms::protocolName(protocol);
@@ -105,7 +113,7 @@ int runTune(const TuneOptions& options) {
     algorithms::TuneChoice chosen;
     const bool any = algorithms::chooseAlgorithm(shape, algorithmFilter, protocolFilter, model, &chosen);
     std::printf("%14zu", bytes);
-    for (algorithms::Algorithm algorithm : kShown) {
+    for (algorithms::Algorithm algorithm : shown) {
       for (algorithms::Protocol protocol : algorithms::kWeftProtocols) {
         const double predicted = algorithms::predictMicroseconds(algorithm, protocol, shape, model);
         if (!algorithmFilter.allows(shape.collective, algorithm) || !protocolFilter.allows(shape.collective, protocol) ||
