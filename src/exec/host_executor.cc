@@ -118,7 +118,8 @@ bool usesPairExchange(const core::Op& op, transport::SlotKind slotKind) {
     return false;
   }
   const core::ConnectionTable& table = op.comm->connections();
-  return op.count * algorithms::dataTypeSize(op.type) <= table.pieceBytes(slotKind) * static_cast<size_t>(table.slotCount());
+  const size_t buffered = table.pieceBytes(slotKind) * static_cast<size_t>(table.slotCount());
+  return op.count * algorithms::dataTypeSize(op.type) <= buffered;
 }
 
 // The TUNING line of one choice: every candidate's predicted time.
@@ -216,7 +217,8 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
       } else {
         // Two lanes per tree rank pay off once a tree's part spans several pieces (PERFORMANCE.md).
         const std::vector<algorithms::TreePlace>& trees = ops[i].comm->treePlaces();
-        const size_t slotElements = ops[i].comm->connections().pieceBytes(slotKind) / algorithms::dataTypeSize(ops[i].type);
+        const size_t slotElements =
+            ops[i].comm->connections().pieceBytes(slotKind) / algorithms::dataTypeSize(ops[i].type);
         const algorithms::TreeLanes lanes =
             ops[i].count / trees.size() > slotElements ? algorithms::TreeLanes::kTwo : algorithms::TreeLanes::kOne;
         algorithms::buildTreeAllReduceOnTrees(shapeOf(ops[i]), trees, lanes, &programs_[i]);
