@@ -83,6 +83,10 @@ class RecvConnection {
   virtual Status tryPeekSlot(const void** data, size_t* bytes, SlotKind kind) = 0;
   /// Returns the peeked slot to the sender. Non-blocking.
   virtual Status releaseSlot() = 0;
+  /// Non-blocking. Moves on the end's own work without taking a slot (ib: finishing its setup,
+  /// which lets the sender start). Callers call it on every receiving end they will use while
+  /// they wait, so that no sender waits on an end that nobody peeks yet. Default: nothing to do.
+  virtual Status progress() { return Status::ok(); }
   virtual size_t slotBytes() const = 0;
   /// For a connection driven by GPU kernels: where a kernel finds it; nullptr for host connections.
   virtual const DeviceEnd* deviceEnd() const { return nullptr; }

@@ -59,6 +59,7 @@ struct HostExecutor::LaneState {
 struct HostExecutor::EndpointQueue {
   const void* endpoint = nullptr;
   transport::SendConnection* send = nullptr;  // set when the end is a sending end
+  transport::RecvConnection* recv = nullptr;  // set when the end is a receiving end
   std::vector<int> lanes;
   size_t head = 0;
 };
@@ -253,18 +254,20 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
   for (EndpointQueue& queue : queues_) {
     queue.endpoint = nullptr;
     queue.send = nullptr;
+    queue.recv = nullptr;
     queue.lanes.clear();
     queue.head = 0;
   }
   size_t queuesUsed = 0;
   laneQueues_.clear();
-  auto queueFor = [&](const void* endpoint, transport::SendConnection* send) -> int {
+  auto queueFor = [&](const void* endpoint, transport::SendConnection* send, transport::RecvConnection* recv) -> int {
     for (size_t q = 0; q < queuesUsed; ++q) {
       if (queues_[q].endpoint == endpoint) return static_cast<int>(q);
     }
     if (queuesUsed == queues_.size()) queues_.emplace_back();
     queues_[queuesUsed].endpoint = endpoint;
     queues_[queuesUsed].send = send;
+    queues_[queuesUsed].recv = recv;
     return static_cast<int>(queuesUsed++);
   };
   // Adds the lane `lane` of `op`, queued on the connection ends it uses; returns its index.
@@ -285,8 +288,8 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
     state.dependsOn = dependsOn;
     state.firstQueue = static_cast<int>(laneQueues_.size());
     const int laneIndex = static_cast<int>(lanes_.size());
-    auto use = [&](const void* endpoint, transport::SendConnection* send) {
-      int queue = queueFor(endpoint, send);
+    auto use = [&](const void* endpoint, transport::SendConnection* send, transport::RecvConnection* recv) {
+      int queue = queueFor(endpoint, send, recv);
       for (int k = state.firstQueue; k < static_cast<int>(laneQueues_.size()); ++k) {
         if (laneQueues_[k] == queue) return;
       }
@@ -294,8 +297,12 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
       queues_[queue].lanes.push_back(laneIndex);
     };
     for (const Step& step : lane.steps) {
-      if (step.sendPeer >= 0) use(table.send(lane.channel, step.sendPeer), table.send(lane.channel, step.sendPeer));
-      if (step.recvPeer >= 0) use(table.recv(lane.channel, step.recvPeer), nullptr);
+      if (step.sendPeer >= 0) {
+        use(table.send(lane.channel, step.sendPeer), table.send(lane.channel, step.sendPeer), nullptr);
+      }
+      if (step.recvPeer >= 0) {
+        use(table.recv(lane.channel, step.recvPeer), nullptr, table.recv(lane.channel, step.recvPeer));
+      }
     }
     state.queueCount = static_cast<int>(laneQueues_.size()) - state.firstQueue;
     lanes_.push_back(state);
@@ -468,9 +475,10 @@ std::string HostExecutor::describeWaits() const {
   return report;
 }
 
-Status HostExecutor::pushSends() {
+Status HostExecutor::pushConnections() {
   for (const EndpointQueue& queue : queues_) {
     if (queue.endpoint == nullptr) break;
+    if (queue.recv != nullptr) WEFT_RETURN_IF_ERROR(queue.recv->progress());
     if (queue.send == nullptr) continue;
     bool done = false;
     WEFT_RETURN_IF_ERROR(queue.send->tryFlush(&done));
@@ -524,8 +532,10 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
         if (lane.finished) --remaining;
       }
       // A lane that has posted its last piece no longer drives its sending ends; a network end may
-      // still hold frames that a peer needs before it can finish, so idle turns push them on.
-      if (!progressed) WEFT_RETURN_IF_ERROR(pushSends());
+      // still hold frames that a peer needs before it can finish, and a receiving end that no lane
+      // has reached yet may have to finish its setup before its sender can start (Bruck's steps
+      // send to one peer before they receive from another): idle turns move both on.
+      if (!progressed) WEFT_RETURN_IF_ERROR(pushConnections());
       if (progressed) {
         waiter.progressed();
         published = false;

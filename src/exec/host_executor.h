@@ -45,8 +45,9 @@ class HostExecutor {
   void buildQueues(std::span<const core::Op> ops);
   /// Moves `lane` as far as it can without waiting. Sets *progressed if anything moved.
   Status advance(LaneState& lane, bool* progressed);
-  /// Pushes pending data of every sending end the plan uses, without waiting.
-  Status pushSends();
+  /// Pushes pending data of every sending end the plan uses and moves on the setup of its
+  /// receiving ends (RecvConnection::progress), without waiting.
+  Status pushConnections();
   /// Waits until every sending end used by the plan has handed its data on.
   Status flushSends(const WaitContext& context);
   /// Writes what the operations are doing into their communicators' progress records.

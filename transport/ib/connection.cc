@@ -281,6 +281,12 @@ Status IbRecvConnection::tryPeekSlot(const void** data, size_t* bytes, SlotKind 
   return Status::ok();
 }
 
+Status IbRecvConnection::progress() {
+  if (!error_.isOk()) return error_;
+  if (!connected_) return trySetup();
+  return creditPending_ ? writeCredit() : Status::ok();
+}
+
 Status IbRecvConnection::releaseSlot() {
   if (!error_.isOk()) return error_;
   if (arrived_ == released_) {

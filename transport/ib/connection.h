@@ -76,6 +76,8 @@ class IbRecvConnection final : public RecvConnection {
   /// Until the sender has connected, also finishes the setup (see the file comment).
   Status tryPeekSlot(const void** data, size_t* bytes, SlotKind kind) override;
   Status releaseSlot() override;
+  /// Finishes the setup and writes a pending credit, so that the sender may post before the first peek.
+  Status progress() override;
   size_t slotBytes() const override { return slotBytes_; }
 
  private:
