@@ -16,7 +16,6 @@ namespace weft::algorithms {
 namespace {
 
 using tests::describe;
-using tests::Interleaving;
 using tests::Participant;
 using tests::ProgramSimulator;
 using tests::SimulationResult;
@@ -57,20 +56,13 @@ TEST(BruckSchedule, StepsGrowWithTheLogarithmOfTheRanks) {
 }
 
 TEST(BruckScheduleSimulated, EveryRankCountUpTo64IsExact) {
-  const Interleaving kInterleavings[] = {Interleaving::kRoundRobin, Interleaving::kRandom, Interleaving::kGreedy};
   std::mt19937 draw(11);
   ProgramSimulator simulator;
   int failures = 0;
   for (int nranks = 1; nranks <= 64; ++nranks) {
     for (size_t count : {size_t{1}, size_t{3}, size_t{100}}) {
       for (bool inPlace : {false, true}) {
-        SimulatorOptions options;
-        options.slotElements = std::vector<size_t>{1, 7, 64}[draw() % 3];
-        options.slotCount = 2;
-        options.pieceMajor = true;
-        options.inPlace = inPlace;
-        options.interleaving = kInterleavings[draw() % 3];
-        options.seed = draw();
+        const SimulatorOptions options = tests::drawnPipelinedOptions(draw, inPlace, 1);
         std::vector<Participant> parts;
         for (int rank = 0; rank < nranks; ++rank) {
           parts.push_back({{Collective::kAllGather, count, 0, nranks, rank}, bruckProgram(nranks, rank, count)});

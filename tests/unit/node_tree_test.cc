@@ -69,7 +69,6 @@ std::vector<std::vector<std::vector<int>>> channelChains(int nodes, int perNode,
 }
 
 TEST(NodeTreeSimulated, EveryLayoutUpTo64RanksIsExact) {
-  const Interleaving kInterleavings[] = {Interleaving::kRoundRobin, Interleaving::kRandom, Interleaving::kGreedy};
   std::mt19937 draw(77);
   ProgramSimulator simulator;
   int failures = 0;
@@ -90,13 +89,7 @@ TEST(NodeTreeSimulated, EveryLayoutUpTo64RanksIsExact) {
           buildTreeAllReduceOnTrees(shape, places, lanes, &part.program);
           parts.push_back(part);
         }
-        SimulatorOptions options;
-        options.slotElements = std::vector<size_t>{1, 7, 64}[draw() % 3];
-        options.slotCount = 2;
-        options.pieceMajor = true;
-        options.interleaving = kInterleavings[draw() % 3];
-        options.seed = draw();
-        options.nChannels = channels;
+        const SimulatorOptions options = tests::drawnPipelinedOptions(draw, false, channels);
         const SimulationResult result = simulator.run(parts, options);
         if (result.ok()) continue;
         ADD_FAILURE() << nodes << " nodes of " << perNode << " ranks, " << channels << " channels, count " << count

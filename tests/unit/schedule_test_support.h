@@ -84,6 +84,22 @@ inline SimulationResult simulateOp(ProgramSimulator& simulator, Collective colle
   return simulator.run(participantsFor(collective, nranks, root, count, rings), options);
 }
 
+/// Options for a pipelined simulated run as an executor makes it: pieces of 1, 7 or 64 elements,
+/// two per connection, round after round, in an interleaving and with a seed drawn from `draw`.
+inline SimulatorOptions drawnPipelinedOptions(std::mt19937& draw, bool inPlace, int nChannels) {
+  constexpr Interleaving kInterleavings[] = {Interleaving::kRoundRobin, Interleaving::kRandom, Interleaving::kGreedy};
+  constexpr size_t kSlotElements[] = {1, 7, 64};
+  SimulatorOptions options;
+  options.slotElements = kSlotElements[draw() % 3];
+  options.slotCount = 2;
+  options.pieceMajor = true;
+  options.inPlace = inPlace;
+  options.interleaving = kInterleavings[draw() % 3];
+  options.seed = draw();
+  options.nChannels = nChannels;
+  return options;
+}
+
 inline std::string describeSlice(const BufferSlice& slice) {
   const char* name = slice.buffer == BufferKind::kSend ? "s@" : slice.buffer == BufferKind::kScratch ? "x@" : "r@";
   return name + std::to_string(slice.offset);

@@ -17,7 +17,6 @@ namespace weft::algorithms {
 namespace {
 
 using tests::describe;
-using tests::Interleaving;
 using tests::Participant;
 using tests::ProgramSimulator;
 using tests::SimulationResult;
@@ -101,7 +100,6 @@ TEST(TreeSchedule, OneRankFinalizesItsOwnInputAndNothingGivesNoLane) {
 }
 
 TEST(TreeScheduleSimulated, EveryRankCountUpTo64IsExact) {
-  const Interleaving kInterleavings[] = {Interleaving::kRoundRobin, Interleaving::kRandom, Interleaving::kGreedy};
   std::mt19937 draw(2024);
   ProgramSimulator simulator;
   int failures = 0;
@@ -110,14 +108,7 @@ TEST(TreeScheduleSimulated, EveryRankCountUpTo64IsExact) {
     for (size_t count : {size_t{1}, size_t{2}, n + 1, size_t{100}, size_t{1031}}) {
       for (int nChannels : {1, 2, 3}) {
         for (bool inPlace : {false, true}) {
-          SimulatorOptions options;
-          options.slotElements = std::vector<size_t>{1, 7, 64}[draw() % 3];
-          options.slotCount = 2;  // pipelined: each connection holds two pieces
-          options.pieceMajor = true;
-          options.inPlace = inPlace;
-          options.interleaving = kInterleavings[draw() % 3];
-          options.seed = draw();
-          options.nChannels = nChannels;
+          const SimulatorOptions options = tests::drawnPipelinedOptions(draw, inPlace, nChannels);
           const TreeLanes lanes = draw() % 2 == 0 ? TreeLanes::kOne : TreeLanes::kTwo;
           const SimulationResult result =
               simulator.run(treeParticipants(nranks, count, shuffledRings(nranks, nChannels), lanes), options);
@@ -176,7 +167,6 @@ TEST(TreeBroadcast, TheTreeIsTurnedToStartAtTheRoot) {
 }
 
 TEST(TreeBroadcastSimulated, EveryRankCountAndRootIsExact) {
-  const Interleaving kInterleavings[] = {Interleaving::kRoundRobin, Interleaving::kRandom, Interleaving::kGreedy};
   std::mt19937 draw(7);
   ProgramSimulator simulator;
   int failures = 0;
@@ -189,14 +179,8 @@ TEST(TreeBroadcastSimulated, EveryRankCountAndRootIsExact) {
     for (int root : roots) {
       for (size_t count : {size_t{1}, static_cast<size_t>(nranks) + 1, size_t{1031}}) {
         for (int nChannels : {1, 2}) {
-          SimulatorOptions options;
-          options.slotElements = std::vector<size_t>{1, 7, 64}[draw() % 3];
-          options.slotCount = 2;
-          options.pieceMajor = true;
-          options.inPlace = draw() % 2 == 0;
-          options.interleaving = kInterleavings[draw() % 3];
-          options.seed = draw();
-          options.nChannels = nChannels;
+          const bool inPlace = draw() % 2 == 0;
+          const SimulatorOptions options = tests::drawnPipelinedOptions(draw, inPlace, nChannels);
           const SimulationResult result =
               simulator.run(broadcastParticipants(nranks, root, count, shuffledRings(nranks, nChannels)), options);
           if (result.ok()) continue;
