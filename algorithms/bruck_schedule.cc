@@ -1,5 +1,5 @@
-// Bruck's AllGather (NCCL_ALGO=pat): ceil(log2 n) steps instead of the ring's n-1, for small
-// sizes, where a step's hand-off costs more than its bytes.
+// Bruck's AllGather and ReduceScatter (NCCL_ALGO=pat): ceil(log2 n) steps instead of the ring's
+// n-1, for small sizes, where a step's hand-off costs more than its bytes.
 //
 // Rank i keeps a window of blocks: window place w holds the block of rank (i + w) mod n. It starts
 // with its own block (w = 0); in step k (d = 2^k) it sends its first c = min(d, n - d) places to
@@ -12,6 +12,13 @@
 // Every step starts at a place at or after where the data it sends was received, so a piece of a
 // send never needs a later piece of a receive: the executor may run the steps piece by piece
 // (round after round) at any size.
+//
+// Bruck's ReduceScatter is the same exchange run backwards: distances from the largest power of
+// two below n down to 1; in the step of distance d rank i sends its places [d, d + c) to rank
+// i + d and reduces what rank i - d sends into its places [0, c). A place is sent once, after all
+// it receives, and place 0 (the rank's own block) receives in every step, last with distance 1.
+// Partial sums live in scratch, indexed by place. Here a send reads sums that any piece of an
+// earlier receive may write, so each exchange is a phase of its own (Step::startsPhase).
 
 #include <algorithm>
 #include <cassert>
@@ -37,7 +44,80 @@ void addWindowSteps(int rank, int nranks, int first, int last, size_t blockCount
   }
 }
 
+// The element offset of window place `place` of `rank` in a buffer laid out by blocks.
+size_t blockOffset(int rank, int nranks, int place, size_t blockCount) {
+  return static_cast<size_t>((rank + place) % nranks) * blockCount;
+}
+
 }  // namespace
+
+void buildBruckReduceScatter(const OpShape& shape, Program* program) {
+  assert(shape.collective == Collective::kReduceScatter);
+  ProgramBuilder builder(program);
+  if (shape.count == 0) return;
+  const int n = shape.nranks;
+  const int rank = shape.rank;
+  const size_t blockCount = shape.count;
+  std::vector<Step>& steps = builder.startLane(0);
+  if (n == 1) {
+    steps.push_back(singleRankReduction(blockCount));
+    return;
+  }
+  // Which places hold a partial sum in scratch (at place x blockCount) rather than only this
+  // rank's input in the send buffer; the same on every rank at every step.
+  std::vector<bool> partial(n, false);
+  int distance = 1;
+  while (distance * 2 < n) distance *= 2;
+  for (; distance >= 1; distance /= 2) {
+    const int places = std::min(distance, n - distance);
+    const int to = (rank + distance) % n;
+    const int from = (rank - distance + n) % n;
+    // Sender (places [distance, distance + places)) and receiver (places [0, places)) cut an
+    // exchange alike, at the offsets into it where either side's places change between send
+    // buffer and scratch, and where the blocks reach block 0 (the same blocks at both ends).
+    auto cutsFrom = [&](int firstBlock) {
+      std::vector<int> cuts{0};
+      for (int u = 1; u < places; ++u) {
+        const bool wraps = (firstBlock + u) % n == 0;
+        if (wraps || partial[distance + u] != partial[distance + u - 1] || partial[u] != partial[u - 1]) {
+          cuts.push_back(u);
+        }
+      }
+      cuts.push_back(places);
+      return cuts;
+    };
+    const size_t phase = steps.size();
+    std::vector<int> cuts = cutsFrom((rank + distance) % n);
+    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+      const int place = distance + cuts[k];
+      Step send;
+      send.count = static_cast<size_t>(cuts[k + 1] - cuts[k]) * blockCount;
+      send.sendPeer = to;
+      send.contribute = !partial[place];
+      send.src = partial[place] ? BufferSlice{BufferKind::kScratch, static_cast<size_t>(place) * blockCount}
+                                : BufferSlice{BufferKind::kSend, blockOffset(rank, n, place, blockCount)};
+      steps.push_back(send);
+    }
+    cuts = cutsFrom(rank);
+    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+      const int place = cuts[k];
+      Step receive;
+      receive.count = static_cast<size_t>(cuts[k + 1] - cuts[k]) * blockCount;
+      receive.recvPeer = from;
+      receive.contribute = true;
+      receive.srcIsPartial = partial[place];
+      receive.src = partial[place] ? BufferSlice{BufferKind::kScratch, static_cast<size_t>(place) * blockCount}
+                                   : BufferSlice{BufferKind::kSend, blockOffset(rank, n, place, blockCount)};
+      // The last exchange completes place 0, this rank's own block.
+      receive.finalize = distance == 1;
+      receive.dst = distance == 1 ? BufferSlice{BufferKind::kRecv, 0}
+                                  : BufferSlice{BufferKind::kScratch, static_cast<size_t>(place) * blockCount};
+      steps.push_back(receive);
+    }
+    markPhaseStart(steps, phase);
+    for (int place = 0; place < places; ++place) partial[place] = true;
+  }
+}
 
 void buildBruckAllGather(const OpShape& shape, Program* program) {
   assert(shape.collective == Collective::kAllGather);

@@ -8,6 +8,24 @@
 
 namespace weft::algorithms {
 
+/// Marks the first of the steps appended since `first` (steps[first]) as starting a phase
+/// (Step::startsPhase), if any was appended.
+inline void markPhaseStart(std::vector<Step>& steps, size_t first) {
+  if (first < steps.size()) steps[first].startsPhase = true;
+}
+
+/// The one step of a reduction on a single rank: its input, scaled and finalized, into the
+/// receive buffer.
+inline Step singleRankReduction(size_t count) {
+  Step own;
+  own.count = count;
+  own.src = {BufferKind::kSend, 0};
+  own.contribute = true;
+  own.finalize = true;
+  own.dst = {BufferKind::kRecv, 0};
+  return own;
+}
+
 class ProgramBuilder {
  public:
   /// Empties `program` (keeping its lanes' storage); `program` must outlive the builder.

@@ -53,6 +53,18 @@ void buildTreeAllReduce(const OpShape& shape, std::span<const Ring> rings, TreeL
 /// i +- 2^k in rank order; any size (algorithms/bruck_schedule.cc).
 void buildBruckAllGather(const OpShape& shape, Program* program);
 
+/// ReduceScatter in ceil(log2 n) exchanges (Bruck's run backwards; NCCL_ALGO=pat), on channel 0
+/// between ranks i and i +- 2^k, each exchange a phase; partial sums in scratch (at most n/2
+/// blocks).
+void buildBruckReduceScatter(const OpShape& shape, Program* program);
+
+/// AllReduce by recursive halving and doubling (Rabenseifner's; NCCL_ALGO=rhd), on channel 0: for
+/// p the largest power of two up to n, the first 2(n - p) ranks fold in pairs (each even rank
+/// hands its input to the odd one after it), p ranks reduce-scatter by halving and all-gather by
+/// doubling in log2(p) exchanges each with partners 2^k apart, then the folded ranks get the
+/// result; each exchange is a phase (algorithms/rhd_schedule.cc).
+void buildRhdAllReduce(const OpShape& shape, Program* program);
+
 /// Broadcast down up to two binary trees (one per channel, each with part of the data), turned so
 /// that the broadcast's root is each tree's root (algorithms/tree_schedule.cc).
 void buildTreeBroadcast(const OpShape& shape, std::span<const Ring> rings, Program* program);

@@ -5,7 +5,10 @@
 //
 // The executor streams each step through the connection's slots in pieces of at most
 // `slotElements`; sender and receiver cut a step the same way, so piece i of a send matches
-// piece i of the corresponding receive.
+// piece i of the corresponding receive. A lane runs its steps in rounds (piece k of every step,
+// then piece k + 1), so that a step may send what an earlier step of its lane is still receiving;
+// a step marked `startsPhase` begins a new phase, whose rounds start only once every piece of the
+// steps before it has run.
 
 #include <cstddef>
 #include <cstdint>
@@ -14,8 +17,8 @@
 namespace weft::algorithms {
 
 /// Which buffer a slice refers to: the user's send or receive buffer, or the operation's scratch:
-/// memory the executor gives it, as many elements as its receive buffer, for partial results
-/// that must not sit in the output (host executor only).
+/// memory the executor gives it, at most as many elements as the larger of its two buffers, for
+/// partial results that must not sit in the output (host executor only).
 enum class BufferKind : uint8_t { kNone, kSend, kRecv, kScratch };
 
 /// A range of a user buffer, in elements from the buffer's start.
@@ -41,6 +44,11 @@ struct Step {
   bool srcIsPartial = false;
   /// Apply the op's final transform (integer average division) to the result of this step.
   bool finalize = false;
+  /// This step and the ones after it wait until every piece of the steps before it has run: for
+  /// log-step schedules (recursive halving, Bruck's reduce-scatter), whose sends read results that
+  /// any piece of an earlier receive may write. Each phase must itself be free of deadlock when
+  /// run in rounds (a send and the receive it exchanges with one peer in the same phase).
+  bool startsPhase = false;
 };
 
 /// A sequence of steps run in order. Lanes of one program progress independently of each other
@@ -50,6 +58,14 @@ struct Lane {
   int channel = 0;
   std::vector<Step> steps;
 };
+
+/// The end of the phase that starts at step `begin` of `steps`: the next step that starts a phase,
+/// or steps.size().
+inline size_t phaseEnd(const std::vector<Step>& steps, size_t begin) {
+  size_t end = begin + 1;
+  while (end < steps.size() && !steps[end].startsPhase) ++end;
+  return end;
+}
 
 /// The program of one rank for one operation.
 struct Program {

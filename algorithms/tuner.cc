@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -34,6 +35,15 @@ namespace {
 // slower than the ring at 2 MiB on 4 and 8 ranks (docs/PERFORMANCE.md).
 constexpr double kBruckBytesFactor = 1.2;
 
+// Recursive halving-doubling's exchanges do not overlap (each is a phase), and its first moves
+// half of the data to one peer.
+constexpr double kRhdBytesFactor = 1.2;
+// An exchange ends only when both partners have sent and received, and every rank works in every
+// exchange where a tree's step leaves most ranks idle: at 8 ranks on 2 cores an exchange measured
+// 1.1 tree steps over shared memory and 1.7 over sockets (docs/PERFORMANCE.md).
+constexpr double kRhdExchangeSteps = 1.1;
+constexpr double kRhdNetworkExchangeSteps = 1.7;
+
 // The prediction with `model`'s shared-memory hop as the protocol's.
 double predictWithHops(Algorithm algorithm, const TuneShape& shape, const CostModel& model) {
   const HopCost& hop = shape.networkHops ? model.network : model.sharedMemory;
@@ -58,9 +68,17 @@ double predictWithHops(Algorithm algorithm, const TuneShape& shape, const CostMo
                                : shape.treeDepth * hop.latencyUs;
     return 2 * depthUs + (trees == 1 ? 2.5 : 2) * bytesUs;
   }
-  if (algorithm == Algorithm::kPat && shape.collective == Collective::kAllGather) {
+  if (algorithm == Algorithm::kPat &&
+      (shape.collective == Collective::kAllGather || shape.collective == Collective::kReduceScatter)) {
     const double steps = std::ceil(std::log2(n));
     return steps * hop.latencyUs + kBruckBytesFactor * (n - 1) * bytesUs;
+  }
+  if (algorithm == Algorithm::kRhd && shape.collective == Collective::kAllReduce) {
+    if (shape.nranks <= 1) return bytesUs;
+    const double p = std::bit_floor(static_cast<unsigned>(shape.nranks));
+    const double folds = p < n ? 2 : 0;  // the folded pairs' hand-over and hand-back, S each
+    const double exchangeUs = (shape.networkHops ? kRhdNetworkExchangeSteps : kRhdExchangeSteps) * hop.latencyUs;
+    return (2 * std::log2(p) + folds) * exchangeUs + kRhdBytesFactor * (2 * (p - 1) / p + folds) * bytesUs;
   }
   if (algorithm == Algorithm::kTree && shape.collective == Collective::kBroadcast) {
     // Down only; an inner rank sends its part to two children.

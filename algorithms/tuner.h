@@ -21,8 +21,12 @@
 // sending its part to two children:                           d a + (T == 1 ? 2 : 1) S / b
 // An AllGather or ReduceScatter of blocks of S bytes (one per rank) takes the ring n-1 steps,
 // each rank moving (n-1) S:                                    (n-1) a + (n-1) S / b
-// and an AllGather with Bruck's schedule (pat) ceil(log2 n) steps for the same bytes, half of them
-// in its last step from one peer, which measures 1.2x slower:  ceil(log2 n) a + 1.2 (n-1) S / b
+// and with Bruck's schedule (pat) ceil(log2 n) steps for the same bytes, half of them in one
+// step from one peer, which measures 1.2x slower:              ceil(log2 n) a + 1.2 (n-1) S / b
+// An AllReduce by recursive halving-doubling (rhd) over p = 2^floor(log2 n) ranks, the other
+// n - p folded into partners (f = 2 when n > p: the input handed over, the result handed back),
+// its exchanges one after another, each a step that both partners finish (measured as x = 1.1
+// steps on shared memory, 1.7 over the network):   (2 log2 p + f) x a + 1.2 (2(p-1)/p + f) S / b
 // Other collectives have only the ring.
 //
 // Each algorithm runs with either protocol: Simple, or LL (data and flag in one word,
@@ -61,7 +65,7 @@ struct TuneChoice {
 };
 
 /// The algorithms Weft has on host memory, in the order the tuner tries them (the first wins a tie).
-inline constexpr Algorithm kWeftAlgorithms[] = {Algorithm::kRing, Algorithm::kTree, Algorithm::kPat};
+inline constexpr Algorithm kWeftAlgorithms[] = {Algorithm::kRing, Algorithm::kTree, Algorithm::kPat, Algorithm::kRhd};
 
 /// The protocols Weft has, in the order the tuner tries them (the first wins a tie).
 inline constexpr Protocol kWeftProtocols[] = {Protocol::kSimple, Protocol::kLL};
@@ -87,8 +91,8 @@ struct TuneShape {
 int treeDepth(int nranks);
 
 /// Predicted microseconds of `algorithm` with `protocol` for `shape` under `model`; infinity for
-/// what Weft does not have (an algorithm other than ring, tree for AllReduce and Broadcast, and pat
-/// for AllGather; LL128).
+/// what Weft does not have (an algorithm other than ring, tree for AllReduce and Broadcast, pat for
+/// AllGather and ReduceScatter, and rhd for AllReduce; LL128).
 double predictMicroseconds(Algorithm algorithm, Protocol protocol, const TuneShape& shape, const CostModel& model);
 
 /// The (algorithm, protocol) the filters allow with the least predicted time (ring and Simple win

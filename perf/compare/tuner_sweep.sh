@@ -9,8 +9,8 @@
 #                               [--hostids | --hosts H] [--max BYTES]
 #
 #   --build DIR     the build whose perf binaries run (default build/, made by scripts/setup.sh)
-#   --collective C  all_reduce (default), broadcast (both with ring and tree), all_gather (ring
-#                   and pat), reduce_scatter, reduce (ring only)
+#   --collective C  all_reduce (default; ring, tree and rhd), broadcast (ring and tree),
+#                   all_gather and reduce_scatter (ring and pat), reduce (ring only)
 #   --ranks         rank counts (default "4 8"), each a run of mpirun on this machine
 #   --runs N        runs of each choice (default 5); the medians are compared
 #   --hostids       every rank gets an NCCL_HOSTID of its own: hosts simulated, sockets between all
@@ -49,7 +49,11 @@ results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
 algorithms=(ring)
-case "$collective" in all_reduce|broadcast) algorithms+=(tree) ;; all_gather) algorithms+=(pat) ;; esac
+case "$collective" in
+  all_reduce) algorithms+=(tree rhd) ;;
+  broadcast) algorithms+=(tree) ;;
+  all_gather|reduce_scatter) algorithms+=(pat) ;;
+esac
 choices=(default)
 for algorithm in "${algorithms[@]}"; do
   for proto in $protos; do choices+=("$algorithm/$proto"); done

@@ -30,9 +30,13 @@ struct HostExecutor::LaneState {
   transport::SlotKind slotKind = transport::SlotKind::kSimple;  // the op's protocol
   size_t slotElements = 0;  // elements of one piece: what one slot of slotKind holds
   algorithms::Reduction partialReduction;  // combines partial results (steps with srcIsPartial)
-  size_t round = 0;      // pieces run in rounds: piece k of every step, then piece k + 1
-  size_t step = 0;       // index of the current step within the round
-  size_t rounds = 0;     // pieces of the lane's longest step
+  // Pieces run in rounds within a phase (algorithms/step.h): piece k of every step of steps
+  // [phaseBegin, phaseEnd), then piece k + 1; the next phase starts after the last round.
+  size_t phaseBegin = 0;
+  size_t phaseEnd = 0;
+  size_t round = 0;
+  size_t step = 0;    // the current step, in [phaseBegin, phaseEnd)
+  size_t rounds = 0;  // pieces of the phase's longest step
   bool started = false;  // holds the head of every connection queue it uses
   bool finished = false;
   int firstQueue = 0;    // this lane's entries in laneQueues__ are [firstQueue, firstQueue + queueCount)
@@ -52,6 +56,17 @@ struct HostExecutor::LaneState {
     blockedPeer = peer;
     blockedDirection = direction;
     return Status::ok();
+  }
+
+  /// Starts the phase whose first step is `begin` (a lane without steps has one empty phase).
+  void startPhase(size_t begin) {
+    const std::vector<Step>& steps = lane->steps;
+    phaseBegin = step = begin;
+    phaseEnd = begin < steps.size() ? algorithms::phaseEnd(steps, begin) : begin;
+    round = rounds = 0;
+    for (size_t s = phaseBegin; s < phaseEnd; ++s) {
+      rounds = std::max(rounds, (steps[s].count + slotElements - 1) / slotElements);
+    }
   }
 };
 
@@ -155,11 +170,17 @@ Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
     if (log::enabled(log::Level::kInfo, log::kTuning)) logPredictions(shape, model, *choice);
     return Status::ok();
   }
-  const bool hasTree = op.collective == Collective::kAllReduce || op.collective == Collective::kBroadcast;
+  std::string names;  // the algorithms Weft has for the collective: those with a prediction
+  for (algorithms::Algorithm algorithm : algorithms::kWeftAlgorithms) {
+    if (algorithms::predictMicroseconds(algorithm, algorithms::Protocol::kSimple, shape, model) ==
+        std::numeric_limits<double>::infinity()) {
+      continue;
+    }
+    names += std::string(names.empty() ? "" : ", ") + algorithms::algorithmName(algorithm);
+  }
   return invalidUsage("NCCL_ALGO and NCCL_PROTO leave %s nothing that Weft has for it on host memory (algorithms: "
-                      "ring%s; protocols: Simple and LL); allow one of each",
-                      algorithms::collectiveName(op.collective),
-                      hasTree ? ", tree" : op.collective == Collective::kAllGather ? ", pat" : "");
+                      "%s; protocols: Simple and LL); allow one of each",
+                      algorithms::collectiveName(op.collective), names.c_str());
 }
 
 }  // namespace
@@ -209,7 +230,15 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
         choice.protocol == algorithms::Protocol::kLL ? transport::SlotKind::kLowLatency : transport::SlotKind::kSimple;
     slotKinds_[i] = slotKind;
     if (choice.algorithm == algorithms::Algorithm::kPat) {
-      algorithms::buildBruckAllGather(shapeOf(ops[i]), &programs_[i]);
+      if (ops[i].collective == Collective::kAllGather) {
+        algorithms::buildBruckAllGather(shapeOf(ops[i]), &programs_[i]);
+      } else {
+        algorithms::buildBruckReduceScatter(shapeOf(ops[i]), &programs_[i]);
+      }
+      continue;
+    }
+    if (choice.algorithm == algorithms::Algorithm::kRhd) {
+      algorithms::buildRhdAllReduce(shapeOf(ops[i]), &programs_[i]);
       continue;
     }
     if (choice.algorithm == algorithms::Algorithm::kTree) {
@@ -281,9 +310,7 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
     state.slotKind = slotKind;
     state.slotElements = table.pieceBytes(slotKind) / state.elementSize;
     state.partialReduction = algorithms::combiningPartials(op.reduction);
-    for (const Step& step : lane.steps) {
-      state.rounds = std::max(state.rounds, (step.count + state.slotElements - 1) / state.slotElements);
-    }
+    state.startPhase(0);
     state.sequence = sequence;
     state.dependsOn = dependsOn;
     state.firstQueue = static_cast<int>(laneQueues_.size());
@@ -362,9 +389,13 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
   const std::vector<Step>& steps = state.lane->steps;
   // Rounds keep a ring from deadlocking on full connections: every rank's first step only sends,
   // so step-by-step execution would need a whole step's pieces to fit in the slots.
-  while (state.round < state.rounds) {
-    if (state.step == steps.size()) {
-      state.step = 0;
+  while (state.round < state.rounds || state.phaseEnd < steps.size()) {
+    if (state.round == state.rounds) {
+      state.startPhase(state.phaseEnd);
+      continue;
+    }
+    if (state.step == state.phaseEnd) {
+      state.step = state.phaseBegin;
       ++state.round;
       continue;
     }

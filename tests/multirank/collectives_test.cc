@@ -9,7 +9,8 @@
 // (two trees), on one host and on hosts simulated with NCCL_HOSTID. LowLatency/... run the
 // collectives NCCL_ALGO governs with NCCL_PROTO=LL: on the ring and the trees, over shared memory
 // (the LL ring) and across simulated hosts (LL pieces in the sockets' Simple slots). Pat/... run
-// AllGather with Bruck's schedule (NCCL_ALGO=pat) the same ways.
+// AllGather and ReduceScatter with Bruck's schedules (NCCL_ALGO=pat), Rhd/... AllReduce by
+// recursive halving-doubling (NCCL_ALGO=rhd), the same ways.
 
 #include <gtest/gtest.h>
 
@@ -221,15 +222,21 @@ std::vector<CollectiveCase> lowLatencyCases(const std::vector<int>& rankCounts, 
   return all;
 }
 
-// AllGather with Bruck's schedule (NCCL_ALGO=pat): over shared memory and sockets, with Simple
-// and LL, and over `hosts` simulated hosts.
-std::vector<CollectiveCase> patCases(const std::vector<int>& rankCounts, int hosts, Coverage coverage) {
+// The log-step schedules: AllGather and ReduceScatter with Bruck's (NCCL_ALGO=pat), AllReduce by
+// recursive halving-doubling (rhd); over shared memory and sockets, with Simple and LL, and over
+// `hosts` simulated hosts.
+std::vector<CollectiveCase> logStepCases(const char* algorithm, const std::vector<int>& rankCounts, int hosts,
+                                         Coverage coverage) {
+  const bool pat = std::string(algorithm) == "pat";
   std::vector<CollectiveCase> all;
   for (int nranks : rankCounts) {
-    for (Transport transport : {Transport::kShm, Transport::kSocket}) {
-      for (const char* protocol : {"Simple", "LL"}) {
-        if (hosts > 1 && transport == Transport::kSocket) continue;
-        all.push_back({Collective::kAllGather, nranks, transport, coverage, kDeadline, "pat", 0, hosts, protocol});
+    for (Collective collective : pat ? std::vector{Collective::kAllGather, Collective::kReduceScatter}
+                                     : std::vector{Collective::kAllReduce}) {
+      for (Transport transport : {Transport::kShm, Transport::kSocket}) {
+        for (const char* protocol : {"Simple", "LL"}) {
+          if (hosts > 1 && transport == Transport::kSocket) continue;
+          all.push_back({collective, nranks, transport, coverage, kDeadline, algorithm, 0, hosts, protocol});
+        }
       }
     }
   }
@@ -285,10 +292,16 @@ INSTANTIATE_TEST_SUITE_P(LowLatency, ExactCollective,
 INSTANTIATE_TEST_SUITE_P(LowLatency, LargeCollective, ::testing::ValuesIn(lowLatencyCases({3}, 0, Coverage::kLarge)),
                          caseName);
 INSTANTIATE_TEST_SUITE_P(Pat, ExactCollective,
-                         ::testing::ValuesIn(concat(patCases({1, 2, 3, 4, 5, 7, 8}, 0, Coverage::kFull),
-                                                    patCases({5}, 2, Coverage::kFull))),
+                         ::testing::ValuesIn(concat(logStepCases("pat", {1, 2, 3, 4, 5, 7, 8}, 0, Coverage::kFull),
+                                                    logStepCases("pat", {5}, 2, Coverage::kFull))),
                          caseName);
-INSTANTIATE_TEST_SUITE_P(Pat, LargeCollective, ::testing::ValuesIn(patCases({3, 6}, 0, Coverage::kLarge)),
+INSTANTIATE_TEST_SUITE_P(Pat, LargeCollective, ::testing::ValuesIn(logStepCases("pat", {3, 6}, 0, Coverage::kLarge)),
+                         caseName);
+INSTANTIATE_TEST_SUITE_P(Rhd, ExactCollective,
+                         ::testing::ValuesIn(concat(logStepCases("rhd", {1, 2, 3, 4, 5, 6, 8}, 0, Coverage::kFull),
+                                                    logStepCases("rhd", {6}, 2, Coverage::kFull))),
+                         caseName);
+INSTANTIATE_TEST_SUITE_P(Rhd, LargeCollective, ::testing::ValuesIn(logStepCases("rhd", {3, 4}, 0, Coverage::kLarge)),
                          caseName);
 INSTANTIATE_TEST_SUITE_P(Exhaustive, ExactCollective,
                          ::testing::ValuesIn(cases({8}, Coverage::kFull, kExhaustiveDeadline)),

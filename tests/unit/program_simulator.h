@@ -7,7 +7,7 @@
 // Connections are FIFO queues per (channel, src rank, dst rank) carrying pieces of at most
 // slotElements; a bounded queue holds slotCount pieces. Each step is cut into pieces the way the
 // executor cuts it; a lane runs its pieces step after step, or round after round (piece k of every
-// step before piece k+1 of any, as a pipelining executor does). Ranks and lanes interleave round
+// step of a phase before piece k+1 of any, as a pipelining executor does; algorithms/step.h). Ranks and lanes interleave round
 // robin, greedily or in a seeded random order.
 //
 // Lanes of one rank may not share memory where one of them writes, with one exception that data
@@ -129,6 +129,8 @@ class ProgramSimulator {
     size_t step = 0;
     size_t piece = 0;
     bool done = false;
+    size_t phaseBegin = 0;  // piece-major runs go round after round within steps [phaseBegin, phaseEnd)
+    size_t phaseEnd = 0;
   };
   struct Access {
     int16_t writer = -1;  // lane id that wrote the element, -1 none
@@ -235,7 +237,9 @@ class ProgramSimulator {
         memory.values[memory.layout.sendBase + i] = initialSend(part.shape, i);
       }
       for (size_t l = 0; l < part.program.lanes.size(); ++l) {
-        LaneState state{p, l, 0, 0, part.program.lanes[l].steps.empty()};
+        const std::vector<Step>& steps = part.program.lanes[l].steps;
+        LaneState state{p, l, 0, 0, steps.empty()};
+        state.phaseEnd = steps.empty() ? 0 : algorithms::phaseEnd(steps, 0);
         lanes_.push_back(state);
       }
     }
@@ -271,21 +275,28 @@ class ProgramSimulator {
       }
       return;
     }
-    // Next step of this round that has a piece `state.piece`; else the first of the next round.
-    for (size_t s = state.step + 1; s < steps.size(); ++s) {
+    // Next step of this round that has a piece `state.piece`; else the first of the next round;
+    // else the first step of the next phase.
+    for (size_t s = state.step + 1; s < state.phaseEnd; ++s) {
       if (pieceCount(steps[s].count) > state.piece) {
         state.step = s;
         return;
       }
     }
     ++state.piece;
-    for (size_t s = 0; s < steps.size(); ++s) {
+    for (size_t s = state.phaseBegin; s < state.phaseEnd; ++s) {
       if (pieceCount(steps[s].count) > state.piece) {
         state.step = s;
         return;
       }
     }
-    state.done = true;
+    if (state.phaseEnd == steps.size()) {
+      state.done = true;
+      return;
+    }
+    state.phaseBegin = state.step = state.phaseEnd;
+    state.phaseEnd = algorithms::phaseEnd(steps, state.phaseBegin);
+    state.piece = 0;
   }
 
   // `received`: the value written came from a peer (only for writes).

@@ -4,6 +4,7 @@
 // (scale the local input when it contributes, reduce it with the received value, finalize), so a
 // result shows which contributions it holds, how many were scaled and how often it was finalized.
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -72,8 +73,8 @@ struct BufferLayout {
   size_t sendSize = 0;
   size_t recvBase = 0;
   size_t recvSize = 0;
-  size_t scratchBase = 0;  // the operation's scratch (BufferKind::kScratch): recvSize elements after
-  size_t scratchSize = 0;  // both buffers, never shared with them
+  size_t scratchBase = 0;  // the operation's scratch (BufferKind::kScratch): as many elements as the
+  size_t scratchSize = 0;  // larger buffer, after both, never shared with them
 };
 
 inline BufferLayout bufferLayout(const OpShape& shape, bool inPlace) {
@@ -129,7 +130,7 @@ inline BufferLayout bufferLayout(const OpShape& shape, bool inPlace) {
     layout.memory = layout.sendSize + layout.recvSize;
   }
   layout.scratchBase = layout.memory;
-  layout.scratchSize = layout.recvSize;
+  layout.scratchSize = std::max(layout.sendSize, layout.recvSize);
   layout.memory += layout.scratchSize;
   return layout;
 }

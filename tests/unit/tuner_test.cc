@@ -93,7 +93,8 @@ TEST(Tuner, SmallAllReducesOverManyRanksTakeTheTreeLargeOnesTheRing) {
 TEST(Tuner, OnlyWhatNcclAlgoAllowsIsChosen) {
   EXPECT_EQ(chosen(allReduce(8, 8), "ring"), Algorithm::kRing);
   EXPECT_EQ(chosen(allReduce(64 << 20, 8), "tree"), Algorithm::kTree);
-  EXPECT_EQ(chosen(allReduce(8, 8), "allreduce:^tree"), Algorithm::kRing);
+  EXPECT_EQ(chosen(allReduce(8, 8), "allreduce:^tree"), Algorithm::kRhd);
+  EXPECT_EQ(chosen(allReduce(8, 8), "allreduce:^tree,rhd"), Algorithm::kRing);
   TuneShape broadcast = allReduce(8, 8);
   broadcast.collective = Collective::kBroadcast;
   EXPECT_EQ(chosen(broadcast), Algorithm::kTree);  // 3 steps down instead of 7 around
@@ -128,6 +129,41 @@ TEST(Tuner, BruckAllGatherTakesLogarithmicStepsForTheRingsBytes) {
   two.nranks = 2;
   EXPECT_EQ(chosen(two), Algorithm::kRing);
   EXPECT_EQ(chosen(small, "^pat"), Algorithm::kRing);
+}
+
+TEST(Tuner, BruckReduceScatterCostsAsItsAllGather) {
+  CostModel model;
+  model.sharedMemory = {2, 4};
+  TuneShape shape = allReduce(4000, 8);
+  shape.collective = Collective::kReduceScatter;
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, kSimple, shape, model), 7 * 2 + 7 * 1.0);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kPat, kSimple, shape, model), 3 * 2 + 1.2 * 7 * 1.0);
+  TuneShape small = allReduce(1024, 8);
+  small.collective = Collective::kReduceScatter;
+  EXPECT_EQ(chosen(small), Algorithm::kPat);
+  small.bytes = 4 << 20;
+  EXPECT_EQ(chosen(small), Algorithm::kRing);
+}
+
+TEST(Tuner, RecursiveHalvingDoublingTakesMidSizesOnOneHost) {
+  CostModel model;
+  model.sharedMemory = {2, 4};
+  model.network = {50, 1};
+  // 8 ranks: 6 exchanges of 1.1 steps, 1.2 x 2(7/8) S / b.
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRhd, kSimple, allReduce(8000, 8), model), 6 * 1.1 * 2 + 1.2 * 1.75 * 2);
+  // 6 ranks fold into 4: 4 exchanges and the hand-over and hand-back, which move S each.
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRhd, kSimple, allReduce(8000, 6), model),
+                   6 * 1.1 * 2 + 1.2 * 3.5 * 2);
+  // Over the network an exchange costs 1.7 steps.
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRhd, kSimple, allReduce(8000, 8, true), model),
+                   6 * 1.7 * 50 + 1.2 * 1.75 * 8);
+  EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kRhd, kSimple, TuneShape{Collective::kBroadcast, 8, 8}, model)));
+  // With the built-in constants: the tree below a few KiB, rhd at 128 KiB, the ring from 2 MiB;
+  // over the network the tree keeps the mid sizes.
+  EXPECT_EQ(chosen(allReduce(8, 8)), Algorithm::kTree);
+  EXPECT_EQ(chosen(allReduce(128 << 10, 8)), Algorithm::kRhd);
+  EXPECT_EQ(chosen(allReduce(2 << 20, 8)), Algorithm::kRing);
+  EXPECT_EQ(chosen(allReduce(128 << 10, 8, true)), Algorithm::kTree);
 }
 
 TEST(Tuner, LowLatencyHopsCostTheirOwnConstants) {
