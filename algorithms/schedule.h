@@ -69,4 +69,8 @@ void buildRhdAllReduce(const OpShape& shape, Program* program);
 /// that the broadcast's root is each tree's root (algorithms/tree_schedule.cc).
 void buildTreeBroadcast(const OpShape& shape, std::span<const Ring> rings, Program* program);
 
+/// Reduce up the same turned trees as buildTreeBroadcast: each rank combines its children's
+/// partial results (in scratch) with its input and sends them to its parent; the root finalizes.
+void buildTreeReduce(const OpShape& shape, std::span<const Ring> rings, Program* program);
+
 }  // namespace weft::algorithms

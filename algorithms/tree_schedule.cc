@@ -1,4 +1,4 @@
-// AllReduce and Broadcast over binary trees, for latency.
+// AllReduce, Broadcast and Reduce over binary trees, for latency.
 //
 // AllReduce: a part of the data goes up a tree (each node combines
 // its children's partial results with its own input and passes the result to its parent; the root
@@ -15,6 +15,7 @@
 // Broadcast: the root's data goes down the trees (d hand-offs instead of the ring's n-1). Each
 // tree is turned around the first ring so that its root is the broadcast's root: tree t's
 // position of rank p is p - p(root) + p(tree t's root), modulo n; its shape is unchanged.
+// Reduce: up the same turned trees, as an AllReduce's way up, finalized at the root.
 
 #include <algorithm>
 #include <array>
@@ -113,31 +114,48 @@ int positionOf(const Ring& ring, int rank) {
   return static_cast<int>(found - ring.begin());
 }
 
+// This rank's place in tree t (of the double binary tree over rings[0]'s positions) turned so that
+// the operation's root sits at the tree's root: position p becomes p - p(root) + p(tree t's root),
+// modulo n.
+TreePlace rootedTreePlace(const OpShape& shape, const Ring& ring, size_t t) {
+  const int n = shape.nranks;
+  const int position = positionOf(ring, shape.rank);
+  const int rootPosition = positionOf(ring, shape.root);
+  int treeRoot = 0;
+  while (topology::doubleBinaryTreeLinks(n, treeRoot)[t].parent >= 0) ++treeRoot;
+  auto turned = [&](int p) { return ((p - rootPosition + treeRoot) % n + n) % n; };
+  auto unturned = [&](int v) { return ((v - treeRoot + rootPosition) % n + n) % n; };
+  topology::TreeLinks links = topology::doubleBinaryTreeLinks(n, turned(position))[t];
+  if (links.parent >= 0) links.parent = unturned(links.parent);
+  for (int& child : links.children) {
+    if (child >= 0) child = unturned(child);
+  }
+  return placeOnRing(ring, links);
+}
+
 }  // namespace
 
 void buildTreeBroadcast(const OpShape& shape, std::span<const Ring> rings, Program* program) {
   assert(shape.collective == Collective::kBroadcast && !rings.empty());
   ProgramBuilder builder(program);
   if (shape.count == 0) return;
-  const Ring& ring = rings[0];
-  const int n = shape.nranks;
-  const int position = positionOf(ring, shape.rank);
-  const int rootPosition = positionOf(ring, shape.root);
   const size_t trees = std::min<size_t>(2, rings.size());
   for (size_t t = 0; t < trees; ++t) {
     const ElementRange part = evenPart(shape.count, trees, t);
     if (part.count == 0) continue;
-    int treeRoot = 0;
-    while (topology::doubleBinaryTreeLinks(n, treeRoot)[t].parent >= 0) ++treeRoot;
-    // Positions turned so that the broadcast's root sits at the tree's root, and back.
-    auto turned = [&](int p) { return ((p - rootPosition + treeRoot) % n + n) % n; };
-    auto unturned = [&](int v) { return ((v - treeRoot + rootPosition) % n + n) % n; };
-    topology::TreeLinks links = topology::doubleBinaryTreeLinks(n, turned(position))[t];
-    if (links.parent >= 0) links.parent = unturned(links.parent);
-    for (int& child : links.children) {
-      if (child >= 0) child = unturned(child);
-    }
-    addTreeBroadcastSteps(placeOnRing(ring, links), part, builder.startLane(static_cast<int>(t)));
+    addTreeBroadcastSteps(rootedTreePlace(shape, rings[0], t), part, builder.startLane(static_cast<int>(t)));
+  }
+}
+
+void buildTreeReduce(const OpShape& shape, std::span<const Ring> rings, Program* program) {
+  assert(shape.collective == Collective::kReduce && !rings.empty());
+  ProgramBuilder builder(program);
+  if (shape.count == 0) return;
+  const size_t trees = std::min<size_t>(2, rings.size());
+  for (size_t t = 0; t < trees; ++t) {
+    const ElementRange part = evenPart(shape.count, trees, t);
+    if (part.count == 0) continue;
+    addUpSteps(rootedTreePlace(shape, rings[0], t), part, builder.startLane(static_cast<int>(t)));
   }
 }
 

@@ -80,8 +80,9 @@ double predictWithHops(Algorithm algorithm, const TuneShape& shape, const CostMo
     const double exchangeUs = (shape.networkHops ? kRhdNetworkExchangeSteps : kRhdExchangeSteps) * hop.latencyUs;
     return (2 * std::log2(p) + folds) * exchangeUs + kRhdBytesFactor * (2 * (p - 1) / p + folds) * bytesUs;
   }
-  if (algorithm == Algorithm::kTree && shape.collective == Collective::kBroadcast) {
-    // Down only; an inner rank sends its part to two children.
+  if (algorithm == Algorithm::kTree &&
+      (shape.collective == Collective::kBroadcast || shape.collective == Collective::kReduce)) {
+    // One way only; an inner rank sends its part to two children, or receives it from two.
     return shape.treeDepth * hop.latencyUs + (trees == 1 ? 2 : 1) * bytesUs;
   }
   return std::numeric_limits<double>::infinity();

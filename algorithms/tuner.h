@@ -18,7 +18,8 @@
 // ring pay each kind in that proportion (NCCL's model does the same); its bandwidth is the
 // network's.
 // A Broadcast (ring: n-1 steps, S / b pipelined) over the trees goes down only, an inner rank
-// sending its part to two children:                           d a + (T == 1 ? 2 : 1) S / b
+// sending its part to two children, and a Reduce up only, the mirror image:
+//                                                             d a + (T == 1 ? 2 : 1) S / b
 // An AllGather or ReduceScatter of blocks of S bytes (one per rank) takes the ring n-1 steps,
 // each rank moving (n-1) S:                                    (n-1) a + (n-1) S / b
 // and with Bruck's schedule (pat) ceil(log2 n) steps for the same bytes, half of them in one
@@ -76,7 +77,7 @@ struct TuneShape {
   size_t bytes = 0;           // the whole buffer (AllReduce, Broadcast, Reduce) or per rank
   int nranks = 1;
   bool networkHops = false;   // some hop goes over the network
-  int treeDepth = 0;          // treeDepth(nranks): the flat trees (Broadcast; AllReduce on one host)
+  int treeDepth = 0;          // treeDepth(nranks): the flat trees (Broadcast, Reduce; AllReduce on one host)
   /// AllReduce's trees over several hosts (communicatorTreeDepths): hops along a host's chain,
   /// costed as shared memory, and between hosts; both 0 on one host.
   int localTreeDepth = 0;
@@ -91,8 +92,8 @@ struct TuneShape {
 int treeDepth(int nranks);
 
 /// Predicted microseconds of `algorithm` with `protocol` for `shape` under `model`; infinity for
-/// what Weft does not have (an algorithm other than ring, tree for AllReduce and Broadcast, pat for
-/// AllGather and ReduceScatter, and rhd for AllReduce; LL128).
+/// what Weft does not have (an algorithm other than ring, tree for AllReduce, Broadcast and Reduce,
+/// pat for AllGather and ReduceScatter, and rhd for AllReduce; LL128).
 double predictMicroseconds(Algorithm algorithm, Protocol protocol, const TuneShape& shape, const CostModel& model);
 
 /// The (algorithm, protocol) the filters allow with the least predicted time (ring and Simple win

@@ -244,6 +244,8 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
     if (choice.algorithm == algorithms::Algorithm::kTree) {
       if (ops[i].collective == Collective::kBroadcast) {
         algorithms::buildTreeBroadcast(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
+      } else if (ops[i].collective == Collective::kReduce) {
+        algorithms::buildTreeReduce(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
       } else {
         // Two lanes per tree rank pay off once a tree's part spans several pieces (PERFORMANCE.md).
         const std::vector<algorithms::TreePlace>& trees = ops[i].comm->treePlaces();

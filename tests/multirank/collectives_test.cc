@@ -5,8 +5,8 @@
 // (tests/multirank/collective_run.h). The Large tests run 1M+3 elements of int8, bfloat16,
 // float32 and float64 with sum, avg and PreMulSum. Tests named Exhaustive/... (ctest label
 // `exhaustive`) run the whole product at 8 ranks and the large runs at more rank counts. Trees/...
-// run AllReduce and Broadcast the same way with NCCL_ALGO=tree, on one channel (one tree) and two
-// (two trees), on one host and on hosts simulated with NCCL_HOSTID. LowLatency/... run the
+// run AllReduce, Broadcast and Reduce the same way with NCCL_ALGO=tree, on one channel (one tree)
+// and two (two trees), on one host and on hosts simulated with NCCL_HOSTID. LowLatency/... run the
 // collectives NCCL_ALGO governs with NCCL_PROTO=LL: on the ring and the trees, over shared memory
 // (the LL ring) and across simulated hosts (LL pieces in the sockets' Simple slots). Pat/... run
 // AllGather and ReduceScatter with Bruck's schedules (NCCL_ALGO=pat), Rhd/... AllReduce by
@@ -177,13 +177,17 @@ std::vector<CollectiveCase> cases(const std::vector<int>& rankCounts, Coverage c
   return all;
 }
 
-// AllReduce over trees (NCCL_ALGO=tree): one tree on one channel, two trees on two.
+// The collectives Weft has trees for.
+constexpr Collective kTreeCollectives[] = {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce};
+
+// AllReduce, Broadcast and Reduce over trees (NCCL_ALGO=tree): one tree on one channel, two trees
+// on two.
 std::vector<CollectiveCase> treeCases(const std::vector<int>& rankCounts, Coverage coverage) {
   std::vector<CollectiveCase> all;
   for (int nranks : rankCounts) {
     for (Transport transport : {Transport::kShm, Transport::kSocket}) {
       for (int channels : {1, 2}) {
-        for (Collective collective : {Collective::kAllReduce, Collective::kBroadcast}) {
+        for (Collective collective : kTreeCollectives) {
           all.push_back({collective, nranks, transport, coverage, kDeadline, "tree", channels});
         }
       }
@@ -198,7 +202,7 @@ std::vector<CollectiveCase> treeCasesOverHosts(const std::vector<int>& rankCount
   std::vector<CollectiveCase> all;
   for (int nranks : rankCounts) {
     for (int channels : {1, 2}) {
-      for (Collective collective : {Collective::kAllReduce, Collective::kBroadcast}) {
+      for (Collective collective : kTreeCollectives) {
         all.push_back({collective, nranks, Transport::kShm, coverage, kDeadline, "tree", channels, hosts});
       }
     }
@@ -214,7 +218,7 @@ std::vector<CollectiveCase> lowLatencyCases(const std::vector<int>& rankCounts, 
     for (Collective collective : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
                                   Collective::kBroadcast, Collective::kReduce}) {
       all.push_back({collective, nranks, Transport::kShm, coverage, kDeadline, "ring", 0, hosts, "LL"});
-      if (collective == Collective::kAllReduce || collective == Collective::kBroadcast) {
+      if (collective != Collective::kAllGather && collective != Collective::kReduceScatter) {
         all.push_back({collective, nranks, Transport::kShm, coverage, kDeadline, "tree", 0, hosts, "LL"});
       }
     }

@@ -1,5 +1,6 @@
-// The tree AllReduce and Broadcast (algorithms/tree_schedule.cc): their programs on small trees,
-// and simulated runs at every rank count up to 64 (Broadcast: every root up to 16 ranks), one to
+// The tree AllReduce, Broadcast and Reduce (algorithms/tree_schedule.cc): their programs on small
+// trees, and simulated runs at every rank count up to 64 (Broadcast and Reduce: every root up to
+// 16 ranks), one to
 // three channels, in and out of place, pipelined over two slots, in every interleaving, that must
 // give every rank the exact result and never deadlock.
 
@@ -137,24 +138,38 @@ TEST(TreeScheduleSimulated, StepAfterStepWithUnboundedSlotsIsExactToo) {
   }
 }
 
-std::vector<Participant> broadcastParticipants(int nranks, int root, size_t count, const std::vector<Ring>& rings) {
+// Broadcast or Reduce over the trees turned to start at the root.
+void buildRootedTreeProgram(const OpShape& shape, const std::vector<Ring>& rings, Program* program) {
+  if (shape.collective == Collective::kBroadcast) {
+    buildTreeBroadcast(shape, rings, program);
+  } else {
+    buildTreeReduce(shape, rings, program);
+  }
+}
+
+std::vector<Participant> rootedParticipants(Collective collective, int nranks, int root, size_t count,
+                                            const std::vector<Ring>& rings) {
   std::vector<Participant> parts;
   for (int rank = 0; rank < nranks; ++rank) {
-    OpShape shape{Collective::kBroadcast, count, root, nranks, rank};
+    OpShape shape{collective, count, root, nranks, rank};
     Participant part{shape, {}};
-    buildTreeBroadcast(shape, rings, &part.program);
+    buildRootedTreeProgram(shape, rings, &part.program);
     parts.push_back(part);
   }
   return parts;
 }
 
-Program broadcastProgram(int nranks, int rank, int root, size_t count) {
+Program rootedProgram(Collective collective, int nranks, int rank, int root, size_t count) {
   Ring ring(nranks);
   std::iota(ring.begin(), ring.end(), 0);
   const std::vector<Ring> rings = {ring};
   Program program;
-  buildTreeBroadcast({Collective::kBroadcast, count, root, nranks, rank}, rings, &program);
+  buildRootedTreeProgram({collective, count, root, nranks, rank}, rings, &program);
   return program;
+}
+
+Program broadcastProgram(int nranks, int rank, int root, size_t count) {
+  return rootedProgram(Collective::kBroadcast, nranks, rank, root, count);
 }
 
 TEST(TreeBroadcast, TheTreeIsTurnedToStartAtTheRoot) {
@@ -166,27 +181,40 @@ TEST(TreeBroadcast, TheTreeIsTurnedToStartAtTheRoot) {
   EXPECT_TRUE(broadcastProgram(4, 2, 1, 0).lanes.empty());
 }
 
-TEST(TreeBroadcastSimulated, EveryRankCountAndRootIsExact) {
+TEST(TreeReduce, TheTreeIsTurnedToEndAtTheRoot) {
+  // Up the broadcast's turned tree 1 -> 3 -> {2, 0}: rank 3 adds its children's data into scratch
+  // and sends the sum to the root, which finalizes it.
+  EXPECT_EQ(describe(rootedProgram(Collective::kReduce, 4, 3, 1, 6)), "c0: <2 s@0+ =>x@0 #6 | <0 x@0+ >1 #6\n");
+  EXPECT_EQ(describe(rootedProgram(Collective::kReduce, 4, 1, 1, 6)), "c0: <3 s@0+ ! =>r@0 #6\n");
+  EXPECT_EQ(describe(rootedProgram(Collective::kReduce, 4, 0, 1, 6)), "c0: s@0+ >3 #6\n");
+  EXPECT_EQ(describe(rootedProgram(Collective::kReduce, 1, 0, 0, 5)), "c0: s@0+ ! =>r@0 #5\n");
+  EXPECT_TRUE(rootedProgram(Collective::kReduce, 4, 2, 1, 0).lanes.empty());
+}
+
+TEST(TreeRootedSimulated, EveryRankCountAndRootIsExact) {
   std::mt19937 draw(7);
   ProgramSimulator simulator;
   int failures = 0;
-  for (int nranks = 1; nranks <= 64; ++nranks) {
-    std::vector<int> roots = {0, nranks / 2, nranks - 1};
-    if (nranks <= 16) {
-      roots.resize(nranks);
-      std::iota(roots.begin(), roots.end(), 0);
-    }
-    for (int root : roots) {
-      for (size_t count : {size_t{1}, static_cast<size_t>(nranks) + 1, size_t{1031}}) {
-        for (int nChannels : {1, 2}) {
-          const bool inPlace = draw() % 2 == 0;
-          const SimulatorOptions options = tests::drawnPipelinedOptions(draw, inPlace, nChannels);
-          const SimulationResult result =
-              simulator.run(broadcastParticipants(nranks, root, count, shuffledRings(nranks, nChannels)), options);
-          if (result.ok()) continue;
-          ADD_FAILURE() << "nranks " << nranks << " root " << root << " count " << count << " channels " << nChannels
-                        << (options.inPlace ? " in place" : "") << ": " << result.message;
-          if (++failures == 5) return;
+  for (Collective collective : {Collective::kBroadcast, Collective::kReduce}) {
+    for (int nranks = 1; nranks <= 64; ++nranks) {
+      std::vector<int> roots = {0, nranks / 2, nranks - 1};
+      if (nranks <= 16) {
+        roots.resize(nranks);
+        std::iota(roots.begin(), roots.end(), 0);
+      }
+      for (int root : roots) {
+        for (size_t count : {size_t{1}, static_cast<size_t>(nranks) + 1, size_t{1031}}) {
+          for (int nChannels : {1, 2}) {
+            const bool inPlace = draw() % 2 == 0;
+            const SimulatorOptions options = tests::drawnPipelinedOptions(draw, inPlace, nChannels);
+            const SimulationResult result = simulator.run(
+                rootedParticipants(collective, nranks, root, count, shuffledRings(nranks, nChannels)), options);
+            if (result.ok()) continue;
+            ADD_FAILURE() << collectiveName(collective) << " nranks " << nranks << " root " << root << " count "
+                          << count << " channels " << nChannels << (options.inPlace ? " in place" : "") << ": "
+                          << result.message;
+            if (++failures == 5) return;
+          }
         }
       }
     }

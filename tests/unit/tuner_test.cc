@@ -100,6 +100,15 @@ TEST(Tuner, OnlyWhatNcclAlgoAllowsIsChosen) {
   EXPECT_EQ(chosen(broadcast), Algorithm::kTree);  // 3 steps down instead of 7 around
   broadcast.bytes = 64 << 20;
   EXPECT_EQ(chosen(broadcast), Algorithm::kRing);  // one tree sends twice what the ring does
+  TuneShape reduce = allReduce(8, 8);  // the broadcast's mirror image
+  reduce.collective = Collective::kReduce;
+  EXPECT_EQ(chosen(reduce), Algorithm::kTree);
+  TuneShape mirrored = reduce;
+  mirrored.collective = Collective::kBroadcast;
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, kSimple, reduce, CostModel{}),
+                   predictMicroseconds(Algorithm::kTree, kSimple, mirrored, CostModel{}));
+  reduce.bytes = 64 << 20;
+  EXPECT_EQ(chosen(reduce), Algorithm::kRing);
   TuneShape allGather = allReduce(8, 8);
   allGather.collective = Collective::kAllGather;
   AlgorithmFilter filter;

@@ -84,7 +84,7 @@ int runTune(const TuneOptions& options) {
               tuneFile.empty() ? "built-in constants" : ("from " + tuneFile).c_str());
   if (shape.hostTreeDepth > 0) {
     std::printf("# the ring's hops: %d between nodes, %d within; allreduce trees: %d hops between nodes, %d along a "
-                "node's chain; broadcast trees: depth %d\n",
+                "node's chain; broadcast and reduce trees: depth %d\n",
                 shape.nranks - shape.localRingHops, shape.localRingHops, shape.hostTreeDepth, shape.localTreeDepth,
                 shape.treeDepth);
   } else {
