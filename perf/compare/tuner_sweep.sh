@@ -9,8 +9,8 @@
 #                               [--hostids | --hosts H] [--max BYTES]
 #
 #   --build DIR     the build whose perf binaries run (default build/, made by scripts/setup.sh)
-#   --collective C  all_reduce (default; ring, tree and rhd), broadcast (ring and tree),
-#                   all_gather and reduce_scatter (ring and pat), reduce (ring only)
+#   --collective C  all_reduce (default; ring, tree and rhd), broadcast and reduce (ring and
+#                   tree), all_gather and reduce_scatter (ring and pat)
 #   --ranks         rank counts (default "4 8"), each a run of mpirun on this machine
 #   --runs N        runs of each choice (default 5); the medians are compared
 #   --hostids       every rank gets an NCCL_HOSTID of its own: hosts simulated, sockets between all
@@ -51,7 +51,7 @@ trap 'rm -f "$results"' EXIT
 algorithms=(ring)
 case "$collective" in
   all_reduce) algorithms+=(tree rhd) ;;
-  broadcast) algorithms+=(tree) ;;
+  broadcast|reduce) algorithms+=(tree) ;;
   all_gather|reduce_scatter) algorithms+=(pat) ;;
 esac
 choices=(default)
