@@ -133,30 +133,31 @@ TreePlace rootedTreePlace(const OpShape& shape, const Ring& ring, size_t t) {
   return placeOnRing(ring, links);
 }
 
-}  // namespace
-
-void buildTreeBroadcast(const OpShape& shape, std::span<const Ring> rings, Program* program) {
-  assert(shape.collective == Collective::kBroadcast && !rings.empty());
+// Up to two trees (one per channel, each with an even part of the data) turned to the root; each
+// tree's lane from `addSteps`.
+void buildOnRootedTrees(const OpShape& shape, std::span<const Ring> rings,
+                        void (*addSteps)(const TreePlace&, ElementRange, std::vector<Step>&), Program* program) {
+  assert(!rings.empty());
   ProgramBuilder builder(program);
   if (shape.count == 0) return;
   const size_t trees = std::min<size_t>(2, rings.size());
   for (size_t t = 0; t < trees; ++t) {
     const ElementRange part = evenPart(shape.count, trees, t);
     if (part.count == 0) continue;
-    addTreeBroadcastSteps(rootedTreePlace(shape, rings[0], t), part, builder.startLane(static_cast<int>(t)));
+    addSteps(rootedTreePlace(shape, rings[0], t), part, builder.startLane(static_cast<int>(t)));
   }
 }
 
+}  // namespace
+
+void buildTreeBroadcast(const OpShape& shape, std::span<const Ring> rings, Program* program) {
+  assert(shape.collective == Collective::kBroadcast);
+  buildOnRootedTrees(shape, rings, addTreeBroadcastSteps, program);
+}
+
 void buildTreeReduce(const OpShape& shape, std::span<const Ring> rings, Program* program) {
-  assert(shape.collective == Collective::kReduce && !rings.empty());
-  ProgramBuilder builder(program);
-  if (shape.count == 0) return;
-  const size_t trees = std::min<size_t>(2, rings.size());
-  for (size_t t = 0; t < trees; ++t) {
-    const ElementRange part = evenPart(shape.count, trees, t);
-    if (part.count == 0) continue;
-    addUpSteps(rootedTreePlace(shape, rings[0], t), part, builder.startLane(static_cast<int>(t)));
-  }
+  assert(shape.collective == Collective::kReduce);
+  buildOnRootedTrees(shape, rings, addUpSteps, program);
 }
 
 void buildTreeAllReduceOnTrees(const OpShape& shape, std::span<const TreePlace> trees, TreeLanes lanes,
