@@ -86,6 +86,11 @@ void buildBruckReduceScatter(const OpShape& shape, Program* program) {
       cuts.push_back(places);
       return cuts;
     };
+    // Where a place's value is: its partial sum in scratch, or this rank's input.
+    auto valueOf = [&](int place) {
+      return partial[place] ? BufferSlice{BufferKind::kScratch, static_cast<size_t>(place) * blockCount}
+                            : BufferSlice{BufferKind::kSend, blockOffset(rank, n, place, blockCount)};
+    };
     const size_t phase = steps.size();
     std::vector<int> cuts = cutsFrom((rank + distance) % n);
     for (size_t k = 0; k + 1 < cuts.size(); ++k) {
@@ -94,8 +99,7 @@ void buildBruckReduceScatter(const OpShape& shape, Program* program) {
       send.count = static_cast<size_t>(cuts[k + 1] - cuts[k]) * blockCount;
       send.sendPeer = to;
       send.contribute = !partial[place];
-      send.src = partial[place] ? BufferSlice{BufferKind::kScratch, static_cast<size_t>(place) * blockCount}
-                                : BufferSlice{BufferKind::kSend, blockOffset(rank, n, place, blockCount)};
+      send.src = valueOf(place);
       steps.push_back(send);
     }
     cuts = cutsFrom(rank);
@@ -106,8 +110,7 @@ void buildBruckReduceScatter(const OpShape& shape, Program* program) {
       receive.recvPeer = from;
       receive.contribute = true;
       receive.srcIsPartial = partial[place];
-      receive.src = partial[place] ? BufferSlice{BufferKind::kScratch, static_cast<size_t>(place) * blockCount}
-                                   : BufferSlice{BufferKind::kSend, blockOffset(rank, n, place, blockCount)};
+      receive.src = valueOf(place);
       // The last exchange completes place 0, this rank's own block.
       receive.finalize = distance == 1;
       receive.dst = distance == 1 ? BufferSlice{BufferKind::kRecv, 0}
