@@ -74,10 +74,11 @@ forked_ranks='^Collectives/|^ApiErrors\.|^RankRunnerProcesses\.|/Processes$'
 forked_ranks+='|^BootstrapTest\.RanksAsForkedProcesses$|^ShmTransport\.ForkedSenderProcessStreamsToParent$'
 forked_ranks+="|^compare_(visible_allreduce|tcp_loopback)_bound_|$mpi_runs"
 
-# CI's share of the multirank suite: every collective (and the tree allreduce) at 2 and 3 ranks over
-# both transports, and all the rest of the suite; the 1-, 4- and 8-rank and large collectives add
-# time more than code paths.
+# CI's share of the multirank suite: every collective (and the trees) at 2 and 3 ranks over both
+# transports, the trees at 5 ranks and over hosts, LL, pat and rhd at 2 and 3 ranks, and all the rest
+# of the suite; the other rank counts and the large collectives add time more than code paths.
 ci_skipped='^(Collectives|Trees)/(LargeCollective\.|ExactCollective\.MatchesReference/[A-Za-z]+_[148]ranks_)'
+ci_skipped+='|^(LowLatency|Pat|Rhd)/(LargeCollective\.|ExactCollective\.MatchesReference/[A-Za-z]+_[145678]ranks_)'
 
 # The tests of build-asan/ with the given labels, but for those matching `skipped`; the mpirun ones
 # without leak checks.
