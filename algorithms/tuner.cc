@@ -103,6 +103,13 @@ double predictMicroseconds(Algorithm algorithm, Protocol protocol, const TuneSha
   return std::numeric_limits<double>::infinity();
 }
 
+bool hasAlgorithm(Algorithm algorithm, Collective collective) {
+  TuneShape shape;
+  shape.collective = collective;
+  shape.nranks = 2;
+  return predictMicroseconds(algorithm, Protocol::kSimple, shape, CostModel{}) != std::numeric_limits<double>::infinity();
+}
+
 bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& algorithms, const ProtocolFilter& protocols,
                      const CostModel& model, TuneChoice* chosen) {
   double best = std::numeric_limits<double>::infinity();

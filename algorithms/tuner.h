@@ -96,6 +96,9 @@ int treeDepth(int nranks);
 /// pat for AllGather and ReduceScatter, and rhd for AllReduce; LL128).
 double predictMicroseconds(Algorithm algorithm, Protocol protocol, const TuneShape& shape, const CostModel& model);
 
+/// Whether Weft has `algorithm` for `collective` on host memory: predictMicroseconds gives it a time.
+bool hasAlgorithm(Algorithm algorithm, Collective collective);
+
 /// The (algorithm, protocol) the filters allow with the least predicted time (ring and Simple win
 /// ties); false when they allow none that Weft has for the collective.
 bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& algorithms, const ProtocolFilter& protocols,

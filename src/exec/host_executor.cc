@@ -170,12 +170,9 @@ Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
     if (log::enabled(log::Level::kInfo, log::kTuning)) logPredictions(shape, model, *choice);
     return Status::ok();
   }
-  std::string names;  // the algorithms Weft has for the collective: those with a prediction
+  std::string names;  // the algorithms Weft has for the collective
   for (algorithms::Algorithm algorithm : algorithms::kWeftAlgorithms) {
-    if (algorithms::predictMicroseconds(algorithm, algorithms::Protocol::kSimple, shape, model) ==
-        std::numeric_limits<double>::infinity()) {
-      continue;
-    }
+    if (!algorithms::hasAlgorithm(algorithm, op.collective)) continue;
     names += std::string(names.empty() ? "" : ", ") + algorithms::algorithmName(algorithm);
   }
   return invalidUsage("NCCL_ALGO and NCCL_PROTO leave %s nothing that Weft has for it on host memory (algorithms: "

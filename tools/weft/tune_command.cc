@@ -93,11 +93,7 @@ int runTune(const TuneOptions& options) {
   // The algorithms Weft has for the collective.
   std::vector<algorithms::Algorithm> shown;
   for (algorithms::Algorithm algorithm : algorithms::kWeftAlgorithms) {
-    shape.bytes = 1;
-    if (algorithms::predictMicroseconds(algorithm, algorithms::Protocol::kSimple, shape, model) !=
-        std::numeric_limits<double>::infinity()) {
-      shown.push_back(algorithm);
-    }
+    if (algorithms::hasAlgorithm(algorithm, shape.collective)) shown.push_back(algorithm);
   }
   std::printf("%14s", "bytes");
   for (algorithms::Algorithm algorithm : shown) {
