@@ -39,6 +39,18 @@ LaneOp laneOpFor(RedOpKind kind) {
   return LaneOp::kSum;
 }
 
+// Copies with non-temporal stores into `out`, as bytes through the best kernel.
+void streamCopy(const unsigned char* source, unsigned char* out, size_t bytes) {
+  static const unsigned char kNoScalar[8] = {};
+  KernelArgs args;
+  args.local = source;
+  args.out = out;
+  args.count = bytes;
+  args.scalar = kNoScalar;
+  args.streamOut = true;
+  runKernel(bestReduceIsa(), DataType::kUint8, LaneOp::kCopy, args);
+}
+
 }  // namespace
 
 const char* reduceIsaName(ReduceIsa isa) {
@@ -75,7 +87,7 @@ void reduceWithIsa(ReduceIsa isa, const Reduction& reduction, const ReduceArgs& 
   const bool divides = args.finalize && reduction.divisor > 1 && !isFloatingPoint(reduction.type);
   const bool copies = args.peer == nullptr && reduction.kind != RedOpKind::kPreMulSum;
   if (copies && !divides) {
-    copyTo(args.local, args.out, args.out2, args.count * elementBytes);
+    copyTo(args.local, args.out, args.out2, args.count * elementBytes, args.streamOut);
     return;
   }
   KernelArgs kernelArgs;
@@ -85,6 +97,7 @@ void reduceWithIsa(ReduceIsa isa, const Reduction& reduction, const ReduceArgs& 
   kernelArgs.out2 = static_cast<unsigned char*>(args.out2);
   kernelArgs.count = args.count;
   kernelArgs.scalar = reduction.scalar;
+  kernelArgs.streamOut = args.streamOut;
   const LaneOp op = args.peer == nullptr ? LaneOp::kScale : laneOpFor(reduction.kind);
   if (!divides) {
     runKernel(isa, reduction.type, op, kernelArgs);
@@ -106,6 +119,7 @@ void reduceWithIsa(ReduceIsa isa, const Reduction& reduction, const ReduceArgs& 
       block.out = out;
       block.out2 = nullptr;
       block.count = count;
+      block.streamOut = false;  // divideIntegers reads the block back
       runKernel(isa, reduction.type, op, block);
     }
     divideIntegers(reduction.type, out, count, reduction.divisor);
@@ -119,7 +133,7 @@ void reduce(const Reduction& reduction, const ReduceArgs& args) {
   reduceWithIsa(bestReduceIsa(), reduction, args);
 }
 
-void copyTo(const void* src, void* out, void* out2, size_t bytes) {
+void copyTo(const void* src, void* out, void* out2, size_t bytes, bool streamOut) {
   if (bytes == 0) return;
   const auto* source = static_cast<const unsigned char*>(src);
   auto* first = static_cast<unsigned char*>(out);
@@ -128,14 +142,18 @@ void copyTo(const void* src, void* out, void* out2, size_t bytes) {
     if (second != nullptr) std::memcpy(second, source, bytes);
     return;
   }
-  if (second == nullptr) {
+  if (second == nullptr && !streamOut) {
     std::memcpy(first, source, bytes);
     return;
   }
   for (size_t offset = 0; offset < bytes; offset += kCopyBlockBytes) {
     const size_t length = std::min(kCopyBlockBytes, bytes - offset);
-    std::memcpy(first + offset, source + offset, length);
-    std::memcpy(second + offset, source + offset, length);
+    if (streamOut) {
+      streamCopy(source + offset, first + offset, length);
+    } else {
+      std::memcpy(first + offset, source + offset, length);
+    }
+    if (second != nullptr) std::memcpy(second + offset, source + offset, length);
   }
 }
 

@@ -29,7 +29,10 @@ namespace weft::algorithms {
 ///   v = peer  ⊕ scaled(local)                          otherwise
 ///   v = v / divisor  (integers, truncating)            if finalize and divisor > 1
 ///   out[i] = v; out2[i] = v (if out2)
-/// `local` must not be null. `out` may be the same address as `local` or `peer` (partial overlap is
+/// With `streamOut`, `out` is written with non-temporal stores that bypass the caches: for an
+/// output nobody reads again soon (the user's buffer in a large operation), it saves reading each
+/// line before it is overwritten and keeps the caches for the slots. `out2` always goes through
+/// the caches. `local` must not be null. `out` may be the same address as `local` or `peer` (partial overlap is
 /// not supported); `out2` must not overlap the inputs or `out`. Blocks the calling thread; any
 /// thread may call it.
 struct ReduceArgs {
@@ -39,13 +42,15 @@ struct ReduceArgs {
   void* out2 = nullptr;
   size_t count = 0;
   bool finalize = false;
+  bool streamOut = false;
 };
 
 void reduce(const Reduction& reduction, const ReduceArgs& args);
 
 /// Copies `bytes` from `src` to `out` and, if not null, `out2` (`out` may equal `src`). Uses the C
-/// library's memcpy, itself chosen for the CPU; with two outputs it goes block by block, so that
-/// `src` is read from memory once.
-void copyTo(const void* src, void* out, void* out2, size_t bytes);
+/// library's memcpy, itself chosen for the CPU, or with `streamOut` the kernels' non-temporal
+/// stores into `out` (as in ReduceArgs); with two outputs it goes block by block, so that `src` is
+/// read from memory once.
+void copyTo(const void* src, void* out, void* out2, size_t bytes, bool streamOut = false);
 
 }  // namespace weft::algorithms

@@ -28,10 +28,12 @@ ReduceIsa bestReduceIsa();
 /// reduce() with a chosen level, which must be supported.
 void reduceWithIsa(ReduceIsa isa, const Reduction& reduction, const ReduceArgs& args);
 
-/// What one kernel loop computes per element: `peer op local`, or for kScale `local * scalar`.
-enum class LaneOp : int { kSum, kProd, kMax, kMin, kPreMulSum, kScale };
+/// What one kernel loop computes per element: `peer op local`, for kScale `local * scalar`, for
+/// kCopy `local`.
+enum class LaneOp : int { kSum, kProd, kMax, kMin, kPreMulSum, kScale, kCopy };
 
-/// One kernel call. `peer` is unused by kScale; `out2` may be null; `scalar` is the Reduction's.
+/// One kernel call. `peer` is unused by kScale and kCopy; `out2` may be null; `scalar` is the
+/// Reduction's; `streamOut` as in ReduceArgs.
 struct KernelArgs {
   const unsigned char* local = nullptr;
   const unsigned char* peer = nullptr;
@@ -39,6 +41,7 @@ struct KernelArgs {
   unsigned char* out2 = nullptr;
   size_t count = 0;
   const unsigned char* scalar = nullptr;
+  bool streamOut = false;
 };
 
 void runReduceKernelBaseline(DataType type, LaneOp op, const KernelArgs& args);

@@ -11,6 +11,10 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__x86_64__)
+#include <immintrin.h>  // declares the ia32 builtins of every instruction set
+#endif
+
 namespace weft::algorithms {
 
 template <class T, int N>
@@ -78,6 +82,36 @@ template <class V>
 template <class V>
 [[gnu::always_inline]] inline void storeLanes(unsigned char* destination, const V& value) {
   std::memcpy(destination, &value, sizeof(V));
+}
+
+/// Whether streamLanes can write V without the caches on this target (x86-64, 16, 32 or 64 bytes).
+template <class V>
+constexpr bool kCanStreamLanes =
+#if defined(__x86_64__)
+    sizeof(V) == 16 || sizeof(V) == 32 || sizeof(V) == 64;
+#else
+    false;
+#endif
+
+/// A non-temporal store of `value` to `destination`, which must be aligned to sizeof(V); only
+/// where kCanStreamLanes<V>. The builtins expand in the kernel function this is inlined into,
+/// which is compiled for the instruction set they need.
+template <class V>
+[[gnu::always_inline]] inline void streamLanes(unsigned char* destination, const V& value) {
+#if defined(__x86_64__)
+  typedef long long Words16 __attribute__((vector_size(16)));
+  typedef long long Words32 __attribute__((vector_size(32)));
+  typedef long long Words64 __attribute__((vector_size(64)));
+  if constexpr (sizeof(V) == 64) {
+    __builtin_ia32_movntdq512(reinterpret_cast<Words64*>(destination), std::bit_cast<Words64>(value));
+  } else if constexpr (sizeof(V) == 32) {
+    __builtin_ia32_movntdq256(reinterpret_cast<Words32*>(destination), std::bit_cast<Words32>(value));
+  } else if constexpr (sizeof(V) == 16) {
+    __builtin_ia32_movntdq(reinterpret_cast<Words16*>(destination), std::bit_cast<Words16>(value));
+  }
+#else
+  storeLanes(destination, value);
+#endif
 }
 
 }  // namespace weft::algorithms

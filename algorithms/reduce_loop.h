@@ -5,6 +5,7 @@
 // is staged through zero-padded copies so that it runs the very same lane code.
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 #include "algorithms/datatype.h"
@@ -23,38 +24,83 @@ template <class E, LaneOp kOp>
   if constexpr (kOp == LaneOp::kMin) return E::min(p, l);
   if constexpr (kOp == LaneOp::kPreMulSum) return E::preMulSum(p, l, s);
   if constexpr (kOp == LaneOp::kScale) return E::scale(l, s);
+  if constexpr (kOp == LaneOp::kCopy) return l;
 }
 
+/// Orders earlier non-temporal stores before later stores (they are weakly ordered on x86).
+[[gnu::always_inline]] inline void storeFence() {
+#if defined(__x86_64__)
+  __builtin_ia32_sfence();
+#else
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/// One partial vector, [offset, offset + bytes) with bytes < the vector size, staged through
+/// zero-padded copies so that it runs the very same lane code as the full vectors.
 template <class E, LaneOp kOp>
-[[gnu::always_inline]] inline void reduceLoop(const KernelArgs& args) {
+[[gnu::always_inline]] inline void reducePartial(const KernelArgs& args, const typename E::Factor& factor,
+                                                 size_t offset, size_t bytes) {
   using Raw = typename E::Raw;
-  constexpr bool kReadsPeer = kOp != LaneOp::kScale;
+  Raw l{};
+  Raw p{};
+  std::memcpy(&l, args.local + offset, bytes);
+  if (kOp != LaneOp::kScale && kOp != LaneOp::kCopy) std::memcpy(&p, args.peer + offset, bytes);
+  Raw v = combineLanes<E, kOp>(l, p, factor);
+  std::memcpy(args.out + offset, &v, bytes);
+  if (args.out2 != nullptr) std::memcpy(args.out2 + offset, &v, bytes);
+}
+
+/// Full vectors over [begin, end); `kStream` writes `out` with non-temporal stores, which needs
+/// `out + begin` aligned to the vector size.
+template <class E, LaneOp kOp, bool kStream>
+[[gnu::always_inline]] inline void reduceVectors(const KernelArgs& args, const typename E::Factor& factor,
+                                                 size_t begin, size_t end) {
+  using Raw = typename E::Raw;
+  constexpr bool kReadsPeer = kOp != LaneOp::kScale && kOp != LaneOp::kCopy;
   constexpr size_t kStep = sizeof(Raw);
-  const size_t bytes = args.count * sizeof(LaneElement<Raw>);
-  const size_t fullBytes = bytes / kStep * kStep;
-  const typename E::Factor factor = E::factor(args.scalar);
   // Local copies: the stores below go through byte pointers, which could alias `args`.
   const unsigned char* const local = args.local;
   const unsigned char* const peer = args.peer;
   unsigned char* const out = args.out;
   unsigned char* const out2 = args.out2;
-
-  for (size_t offset = 0; offset < fullBytes; offset += kStep) {
+  for (size_t offset = begin; offset < end; offset += kStep) {
     Raw l = loadLanes<Raw>(local + offset);
     Raw p = kReadsPeer ? loadLanes<Raw>(peer + offset) : Raw{};
     Raw v = combineLanes<E, kOp>(l, p, factor);
-    storeLanes(out + offset, v);
+    if constexpr (kStream) {
+      streamLanes(out + offset, v);
+    } else {
+      storeLanes(out + offset, v);
+    }
     if (out2 != nullptr) storeLanes(out2 + offset, v);
   }
-  if (fullBytes == bytes) return;
-  const size_t tailBytes = bytes - fullBytes;
-  Raw l{};
-  Raw p{};
-  std::memcpy(&l, local + fullBytes, tailBytes);
-  if (kReadsPeer) std::memcpy(&p, peer + fullBytes, tailBytes);
-  Raw v = combineLanes<E, kOp>(l, p, factor);
-  std::memcpy(out + fullBytes, &v, tailBytes);
-  if (out2 != nullptr) std::memcpy(out2 + fullBytes, &v, tailBytes);
+}
+
+template <class E, LaneOp kOp>
+[[gnu::always_inline]] inline void reduceLoop(const KernelArgs& args) {
+  using Raw = typename E::Raw;
+  constexpr size_t kStep = sizeof(Raw);
+  const size_t bytes = args.count * sizeof(LaneElement<Raw>);
+  const typename E::Factor factor = E::factor(args.scalar);
+  // Streaming needs `out` aligned to the vector: a partial vector first brings it there, when the
+  // element size allows (an element never straddles the boundary).
+  size_t head = 0;
+  bool stream = false;
+  if (args.streamOut && kCanStreamLanes<Raw>) {
+    head = (kStep - reinterpret_cast<uintptr_t>(args.out) % kStep) % kStep;
+    stream = head % sizeof(LaneElement<Raw>) == 0 && bytes >= head + kStep;
+  }
+  if (!stream) head = 0;
+  if (head > 0) reducePartial<E, kOp>(args, factor, 0, head);
+  const size_t fullEnd = head + (bytes - head) / kStep * kStep;
+  if (stream) {
+    reduceVectors<E, kOp, true>(args, factor, head, fullEnd);
+    storeFence();
+  } else {
+    reduceVectors<E, kOp, false>(args, factor, head, fullEnd);
+  }
+  if (fullEnd < bytes) reducePartial<E, kOp>(args, factor, fullEnd, bytes - fullEnd);
 }
 
 template <class E>
@@ -66,6 +112,7 @@ template <class E>
     case LaneOp::kMin: return reduceLoop<E, LaneOp::kMin>(args);
     case LaneOp::kPreMulSum: return reduceLoop<E, LaneOp::kPreMulSum>(args);
     case LaneOp::kScale: return reduceLoop<E, LaneOp::kScale>(args);
+    case LaneOp::kCopy: return reduceLoop<E, LaneOp::kCopy>(args);
   }
 }
 

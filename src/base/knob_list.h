@@ -70,6 +70,9 @@
   X(CmaMinBytes, "WEFT_CMA_MIN_BYTES", Int, "0",                                                  \
     "allreduces on host memory of at least this many bytes read and write the peers' buffers "     \
     "directly (process_vm_readv/writev) where the kernel allows; 0 (default): never; rank 0's value is used") \
+  X(StreamMinBytes, "WEFT_STREAM_MIN_BYTES", Int, "8388608",                                      \
+    "host-memory operations of at least this many bytes (count times element size) write the "     \
+    "user's buffers with non-temporal stores, which bypass the caches; 0: never")                   \
   X(SocketTimeout, "WEFT_SOCKET_TIMEOUT", Int, "20",                                             \
     "seconds without acknowledgement (of sent data or keepalive probes) before a TCP connection "  \
     "fails: the peer's host is unreachable; the kernel answers for a live peer however busy; 0: "  \

@@ -267,6 +267,7 @@ struct Case {
   Aliasing aliasing;
   bool withOut2;
   size_t misalign;  // elements
+  bool streamOut;
 };
 
 std::string describe(const Case& c) {
@@ -275,7 +276,8 @@ std::string describe(const Case& c) {
          " divisor=" + std::to_string(c.reduction.divisor) + " count=" + std::to_string(c.count) +
          " peer=" + std::to_string(c.withPeer) + " finalize=" + std::to_string(c.finalize) +
          " aliasing=" + std::to_string(static_cast<int>(c.aliasing)) +
-         " out2=" + std::to_string(c.withOut2) + " misalign=" + std::to_string(c.misalign);
+         " out2=" + std::to_string(c.withOut2) + " misalign=" + std::to_string(c.misalign) +
+         " stream=" + std::to_string(c.streamOut);
 }
 
 // Runs one case on fresh random data and compares every element (and the guard elements around
@@ -306,6 +308,7 @@ std::string describe(const Case& c) {
   args.out2 = c.withOut2 ? out2.data() + c.misalign * size : nullptr;
   args.count = c.count;
   args.finalize = c.finalize;
+  args.streamOut = c.streamOut;
   reduceWithIsa(c.isa, c.reduction, args);
 
   const std::vector<unsigned char>& outBuffer = c.aliasing == Aliasing::kOutIsLocal  ? local
@@ -365,9 +368,13 @@ TEST_P(ReduceTypeTest, MatchesTheScalarReferenceEverywhere) {
               if (aliasing == Aliasing::kOutIsPeer && !withPeer) continue;
               for (bool withOut2 : {false, true}) {
                 for (size_t misalign : {size_t{0}, size_t{1}}) {
-                  Case c{isa, reduction, count, withPeer, finalize, aliasing, withOut2, misalign};
-                  ASSERT_TRUE(runCase(c, rng));
-                  ++cases;
+                  // Streaming needs whole vectors past the alignment head; one odd count covers head, body and tail.
+                  for (int streams = 0; streams < (count == 1003 ? 2 : 1); ++streams) {
+                    const bool streamOut = streams == 1;
+                    Case c{isa, reduction, count, withPeer, finalize, aliasing, withOut2, misalign, streamOut};
+                    ASSERT_TRUE(runCase(c, rng));
+                    ++cases;
+                  }
                 }
               }
             }
@@ -487,13 +494,13 @@ TEST(Reduce, IntegerAverageMatchesPlainDivisionForManyDivisors) {
                           DataType::kInt64, DataType::kUint64}) {
       Reduction avg = makeBuiltinReduction(type, 0, 1);
       avg.divisor = divisor;
-      const Case c{bestReduceIsa(), avg, 1000, true, true, Aliasing::kNone, true, 0};
+      const Case c{bestReduceIsa(), avg, 1000, true, true, Aliasing::kNone, true, 0, true};
       ASSERT_TRUE(runCase(c, rng));
       // A scaled input without a peer, divided too (a PreMulSum given a divisor by hand).
       const uint64_t three = 3;
       Reduction scaled = makePreMulSum(type, &three);
       scaled.divisor = divisor;
-      const Case alone{bestReduceIsa(), scaled, 5000, false, true, Aliasing::kOutIsLocal, true, 1};
+      const Case alone{bestReduceIsa(), scaled, 5000, false, true, Aliasing::kOutIsLocal, true, 1, false};
       ASSERT_TRUE(runCase(alone, rng));
     }
   }
@@ -541,6 +548,25 @@ TEST(CopyTo, CopiesToOneOrTwoOutputs) {
     EXPECT_TRUE(std::equal(src.begin() + 1, src.begin() + 1 + bytes, out2.begin() + 1)) << bytes;
     EXPECT_EQ(out2[0], 0xDD);
     EXPECT_EQ(out2[bytes + 1], 0xDD);
+  }
+}
+
+TEST(CopyTo, StreamsIntoAnyAlignment) {
+  // Every start offset within a vector, lengths around whole vectors: the non-temporal body starts
+  // at the first aligned address and partial vectors cover both ends.
+  for (size_t offset = 0; offset < 64; offset += 7) {
+    for (size_t bytes : {size_t{0}, size_t{5}, size_t{64}, size_t{127}, size_t{16 * 1024 + 5}, size_t{100000}}) {
+      std::vector<unsigned char> src(bytes + 2), out(bytes + offset + 2, 0xEE), out2(bytes + 2, 0xDD);
+      for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 31 + 7);
+      copyTo(src.data() + 1, out.data() + offset + 1, bytes % 2 ? out2.data() + 1 : nullptr, bytes, true);
+      EXPECT_TRUE(std::equal(src.begin() + 1, src.begin() + 1 + bytes, out.begin() + offset + 1))
+          << offset << " " << bytes;
+      EXPECT_EQ(out[offset], 0xEE);
+      EXPECT_EQ(out[offset + bytes + 1], 0xEE);
+      if (bytes % 2) {
+        EXPECT_TRUE(std::equal(src.begin() + 1, src.begin() + 1 + bytes, out2.begin() + 1));
+      }
+    }
   }
 }
 
