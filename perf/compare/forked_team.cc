@@ -52,6 +52,15 @@ struct ForkedTeam::Shared {
   alignas(64) double values[2][kMaxRanks] = {};
 };
 
+void idlePoll(int& spins) {
+  if (spins < kSpinsBeforeYield) {
+    ++spins;
+    cpuRelax();
+  } else {
+    sched_yield();
+  }
+}
+
 int ForkedTeam::run(int ranks, const std::function<int(ForkedTeam&)>& body) {
   if (ranks < 1 || ranks > kMaxRanks) {
     std::fprintf(stderr, "cannot run %d processes: 1 to %d are supported\n", ranks, kMaxRanks);
@@ -113,13 +122,7 @@ void ForkedTeam::barrier() {
     shared_->generation.store(generation + 1, std::memory_order_release);
     return;
   }
-  for (int spins = 0; shared_->generation.load(std::memory_order_acquire) == generation; ++spins) {
-    if (spins < kSpinsBeforeYield) {
-      cpuRelax();
-    } else {
-      sched_yield();
-    }
-  }
+  for (int spins = 0; shared_->generation.load(std::memory_order_acquire) == generation;) idlePoll(spins);
 }
 
 double ForkedTeam::sumOverRanks(double value) {

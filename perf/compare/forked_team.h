@@ -10,6 +10,10 @@
 
 namespace weft::perf::compare {
 
+/// One poll of a wait that found nothing new: spins a while, then gives the CPU away, so that more
+/// ranks than CPUs still make progress. `spins` counts the polls of the current wait (start at 0).
+void idlePoll(int& spins);
+
 class ForkedTeam {
  public:
   /// Forks `ranks` processes that each run body(team) and exit with what it returns. Waits for

@@ -15,12 +15,13 @@ set grid xtics ytics mxtics mytics lc rgb "#dddddd"
 set key font ",9"
 
 # The lines of each path: system, title, color and dash (bounds dashed).
-shm_systems = "weft weft-registered mpi visible-bound memcpy-bound"
-shm_titles = "Weft|Weft -R 1|OpenMPI MPI\\_Allreduce|bound: all buffers visible|bound: memcpy (1 thread)"
+shm_systems = "weft weft-registered mpi visible-bound staged-bound memcpy-bound"
+shm_titles = "Weft|Weft -R 1|OpenMPI MPI\\_Allreduce|bound: all buffers visible|bound: private buffers, staged|" \
+             . "bound: memcpy (1 thread)"
 socket_systems = "weft gloo mpi tcp-bound"
 socket_titles = "Weft (NCCL\\_SHM\\_DISABLE=1)|Gloo ring allreduce (tcp)|OpenMPI MPI\\_Allreduce (btl tcp)|" \
                 . "bound: TCP ring, all streams at once"
-colors = "#1f77b4 #17becf #d62728 #555555 #999999"
+colors = "#1f77b4 #17becf #d62728 #555555 #8c564b #999999"
 socket_colors = "#1f77b4 #2ca02c #d62728 #555555"
 
 # The n-th |-separated field of s.

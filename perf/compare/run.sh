@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures Weft's allreduce side by side with OpenMPI's MPI_Allreduce and Gloo's ring allreduce over
 # TCP, and with the machine's bounds (memcpy; an allreduce whose buffers are all directly visible;
-# a ring of TCP loopback streams), in one go on this machine: 2 and 4 ranks, shm and socket paths,
+# the same with private buffers, staged through shared slots; a ring of TCP loopback streams), in
+# one go on this machine: 2 and 4 ranks, shm and socket paths,
 # 8 B to 256 MiB, float sum, out of place.
 #
 #   perf/compare/run.sh [--quick] [--out DIR] [--build DIR]
@@ -49,7 +50,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 programs=(all_reduce_perf mpi_allreduce_perf gloo_allreduce_perf memcpy_bound visible_allreduce_bound
-          tcp_loopback_bound)
+          staged_allreduce_bound tcp_loopback_bound)
 if [ "$build" = build ]; then
   ./scripts/setup.sh
 else
@@ -149,6 +150,7 @@ for ranks in "${rank_counts[@]}"; do
   read -r -a mpirun <<< "$(mpirun_for "$ranks")"
   # shm path
   measure visible-bound shm "$ranks" "$bin/visible_allreduce_bound" -p "$ranks"
+  measure staged-bound shm "$ranks" "$bin/staged_allreduce_bound" -p "$ranks"
   measure weft shm "$ranks" "${mpirun[@]}" "$bin/all_reduce_perf"
   measure weft-registered shm "$ranks" "${mpirun[@]}" "$bin/all_reduce_perf" -R 1
   measure mpi shm "$ranks" "${mpirun[@]}" "$bin/mpi_allreduce_perf"
