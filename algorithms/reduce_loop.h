@@ -1,8 +1,9 @@
 #pragma once
 // The kernel loop, written once and compiled once per instruction-set level: each
 // reduce_kernel_*.cc calls runReduceKernel from a function built for its target, and everything
-// here is inlined into it. Full vectors go straight from memory to memory; the last partial vector
-// is staged through zero-padded copies so that it runs the very same lane code.
+// here is inlined into it. Full vectors go straight from memory to memory; a partial vector (the
+// last one, and with a streamed output the first, which aligns the rest) is staged through
+// zero-padded copies so that it runs the very same lane code.
 
 #include <cstddef>
 #include <cstdint>

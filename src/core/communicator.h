@@ -4,6 +4,7 @@
 // error state.
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -101,6 +102,16 @@ class Communicator {
   const algorithms::ProtocolFilter& protocolFilter() const { return protocols_; }
   /// The tuner's constants: rank 0's WEFT_TUNE_FILE, or the built-in defaults.
   const algorithms::CostModel& costModel() const { return costModel_; }
+  /// The tuner's latest choice on this communicator and what it was for. The choice depends only
+  /// on the collective and the bytes (everything else the tuner reads is fixed at init), so a loop
+  /// of one call reuses it instead of predicting every algorithm again (src/exec/host_executor.cc).
+  /// Like the communicator, used by one thread at a time.
+  struct TuneMemo {
+    algorithms::Collective collective = algorithms::Collective::kAllReduce;
+    size_t bytes = SIZE_MAX;  // no choice yet
+    algorithms::TuneChoice choice;
+  };
+  TuneMemo& tuneMemo() const { return tuneMemo_; }
   size_t slotBytes() const { return slotBytes_; }
   /// Host allreduces of at least this many bytes read the peers' buffers directly
   /// (src/exec/direct_allreduce.h); 0 when cross-memory attach is off or does not work here.
@@ -218,6 +229,7 @@ class Communicator {
   algorithms::AlgorithmFilter algorithms_ = algorithms::AlgorithmFilter::all();
   algorithms::ProtocolFilter protocols_ = algorithms::ProtocolFilter::all();
   algorithms::CostModel costModel_;
+  mutable TuneMemo tuneMemo_;
   bool networkHops_ = false;
   int treeDepth_ = 0;
   std::vector<algorithms::TreePlace> treePlaces_;

@@ -175,10 +175,18 @@ Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
   *choice = algorithms::TuneChoice{};
   if (!algorithms::governedByAlgo(op.collective)) return Status::ok();  // direct lanes
   const core::Communicator& comm = *op.comm;
+  const bool logs = log::enabled(log::Level::kInfo, log::kTuning);
+  core::Communicator::TuneMemo& memo = comm.tuneMemo();
+  const size_t bytes = op.count * algorithms::dataTypeSize(op.type);
+  if (memo.collective == op.collective && memo.bytes == bytes && !logs) {
+    *choice = memo.choice;
+    return Status::ok();
+  }
   const algorithms::TuneShape shape = core::tuneShapeOf(op);
   const algorithms::CostModel& model = comm.costModel();
   if (algorithms::chooseAlgorithm(shape, comm.algorithmFilter(), comm.protocolFilter(), model, choice)) {
-    if (log::enabled(log::Level::kInfo, log::kTuning)) logPredictions(shape, model, *choice);
+    if (logs) logPredictions(shape, model, *choice);
+    memo = {op.collective, bytes, *choice};
     return Status::ok();
   }
   std::string names;  // the algorithms Weft has for the collective
