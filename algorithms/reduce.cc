@@ -142,8 +142,12 @@ void copyTo(const void* src, void* out, void* out2, size_t bytes, bool streamOut
     if (second != nullptr) std::memcpy(second, source, bytes);
     return;
   }
-  if (second == nullptr && !streamOut) {
-    std::memcpy(first, source, bytes);
+  if (second == nullptr) {
+    if (streamOut) {
+      streamCopy(source, first, bytes);
+    } else {
+      std::memcpy(first, source, bytes);
+    }
     return;
   }
   for (size_t offset = 0; offset < bytes; offset += kCopyBlockBytes) {

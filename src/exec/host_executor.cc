@@ -101,8 +101,8 @@ const Lane kComputeLane{};
 
 // Whether `op` writes the user's buffers with non-temporal stores (WEFT_STREAM_MIN_BYTES): a
 // message this large is not read again before other data has pushed it out of the caches, and
-// streaming it saves reading every line before it is overwritten (8-16% on a 2-rank allreduce
-// of 1-256 MiB; docs/PERFORMANCE.md).
+// streaming it saves reading every line before it is overwritten (up to 19% on a 2-rank
+// allreduce of 64-256 MiB out of place; docs/PERFORMANCE.md, "What each change bought").
 bool streamsOutput(const core::Op& op) {
   static const size_t minBytes = static_cast<size_t>(std::max<int64_t>(knobs::getInt(knobs::KnobId::kStreamMinBytes), 0));
   return minBytes > 0 && op.count * algorithms::dataTypeSize(op.type) >= minBytes;
