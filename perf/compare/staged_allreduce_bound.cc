@@ -223,19 +223,20 @@ int main(int argc, char** argv) {
                          ExtraFlags{.ranks = true}, &options, &exitCode)) {
     return exitCode;
   }
-  const size_t mappingBytes = static_cast<size_t>(std::max(options.ranks, 1)) * connectionBytes(slotsFor(options.ranks));
+  if (options.ranks < 2) {
+    std::fprintf(stderr, "staged_allreduce_bound: a ring needs -p 2 or more\n");
+    return 2;
+  }
+  const size_t perConnection = connectionBytes(slotsFor(options.ranks));
+  const size_t mappingBytes = static_cast<size_t>(options.ranks) * perConnection;
   void* mapping = mmap(nullptr, mappingBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mapping == MAP_FAILED) {
     std::fprintf(stderr, "staged_allreduce_bound: cannot map %zu shared bytes: lower -p\n", mappingBytes);
     return 1;
   }
-  if (options.ranks < 2) {
-    std::fprintf(stderr, "staged_allreduce_bound: a ring needs -p 2 or more\n");
-    return 2;
-  }
   std::memset(mapping, 0, mappingBytes);  // every page exists before forking
   for (int rank = 0; rank < options.ranks; ++rank) {
-    new (static_cast<char*>(mapping) + static_cast<size_t>(rank) * connectionBytes(slotsFor(options.ranks))) Connection;
+    new (static_cast<char*>(mapping) + static_cast<size_t>(rank) * perConnection) Connection;
   }
   const int status = ForkedTeam::run(options.ranks, [&](ForkedTeam& team) {
     StagedAllReduce target(team, static_cast<char*>(mapping), options.maxBytes);
