@@ -39,21 +39,16 @@ int spinLimit() {
 
 Waiter::Waiter(const WaitContext* context)
     : context_(context),
-      spinLimit_(context != nullptr && context->spinLimit >= 0 ? context->spinLimit : spinLimit()),
-      lastProgress_(std::chrono::steady_clock::now()) {}
+      spinLimit_(context != nullptr && context->spinLimit >= 0 ? context->spinLimit : spinLimit()) {}
 
-void Waiter::progressed() {
-  idleCount_ = 0;
-  if (context_ && context_->timeoutSeconds > 0) lastProgress_ = std::chrono::steady_clock::now();
-}
+void Waiter::progressed() { idleCount_ = 0; }
 
 Status Waiter::idle() {
   ++idleCount_;
   if (context_ && context_->check) WEFT_RETURN_IF_ERROR(context_->check());
+  if (idleCount_ == 1) idleSince_ = std::chrono::steady_clock::now();
   if (idleCount_ <= spinLimit_) {
-    if (idleCount_ == 1) {
-      spinStart_ = std::chrono::steady_clock::now();
-    } else if (idleCount_ % kPollsPerClockRead == 0 && std::chrono::steady_clock::now() - spinStart_ > kMaxSpin) {
+    if (idleCount_ % kPollsPerClockRead == 0 && std::chrono::steady_clock::now() - idleSince_ > kMaxSpin) {
       idleCount_ = spinLimit_;  // spun long enough: yield from the next idle poll on
     }
     cpuRelax();
@@ -61,7 +56,7 @@ Status Waiter::idle() {
   }
   if (context_ && context_->timeoutSeconds > 0) {
     double idleSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - lastProgress_).count();
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - idleSince_).count();
     if (idleSeconds > context_->timeoutSeconds) {
       return remoteError("no progress for %.0f s while waiting for %s (WEFT_TIMEOUT=%.0f): a peer may be "
                          "stuck or not calling the same operation",

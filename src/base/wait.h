@@ -43,8 +43,10 @@ class Waiter {
   const WaitContext* context_;
   int idleCount_ = 0;
   int spinLimit_;
-  std::chrono::steady_clock::time_point lastProgress_;
-  std::chrono::steady_clock::time_point spinStart_;  // the first idle poll since progress
+  // The first idle poll since the last progress (or since the start): where the wait without
+  // progress began, within one poll. Progress itself reads no clock: on a busy path it happens
+  // on every turn, and a clock read costs as much as a small operation's hand-off.
+  std::chrono::steady_clock::time_point idleSince_;
 };
 
 /// Polls `ready` (a callable returning bool, or Status with out-param-free semantics) until it

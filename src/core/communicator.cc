@@ -179,6 +179,8 @@ Status Communicator::buildRings(int hostChannels, int gpuChannels) {
 
 Communicator::Communicator(int nranks, int rank, const CommOptions& options)
     : nranks_(nranks), rank_(rank), options_(options) {
+  static std::atomic<uint64_t> made{0};
+  instanceId_ = made.fetch_add(1, std::memory_order_relaxed) + 1;
   waitContext_.check = [this]() -> Status {
     if (options_.abortInit != nullptr && options_.abortInit->load(std::memory_order_acquire)) {
       return invalidUsage("the communicator was aborted by ncclCommAbort during its initialization");

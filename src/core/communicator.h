@@ -77,6 +77,9 @@ class Communicator {
   const PeerInfo& peer(int rank) const { return peers_[rank]; }
   const std::vector<PeerInfo>& peers() const { return peers_; }
   uint64_t commHash() const { return commHash_; }
+  /// Unique among the communicators this process ever made (1, 2, ...): names this one where its
+  /// address cannot, since a destroyed communicator's address may be a new one's.
+  uint64_t instanceId() const { return instanceId_; }
   const CommOptions& options() const { return options_; }
 
   Bootstrap& bootstrap() { return *bootstrap_; }
@@ -189,6 +192,7 @@ class Communicator {
   int rank_;
   int localRank_ = 0;
   uint64_t commHash_ = 0;
+  uint64_t instanceId_;
   CommOptions options_;
   /// During a shrink: whether every dead rank is one the shrink excludes.
   bool onlyExcludedRanksDied() const;

@@ -60,6 +60,18 @@ struct HostExecutor::LaneState {
     return Status::ok();
   }
 
+  /// Sets the lane back to its start for `op`, the operation it was built for called again
+  /// (HostExecutor::PlanKey): what differs between the calls is read from `op` when the lane runs.
+  void restart(const core::Op& newOp, uint64_t newSequence) {
+    op = &newOp;
+    sequence = newSequence;
+    partialReduction = algorithms::combiningPartials(newOp.reduction);
+    started = finished = false;
+    blockedPeer = -1;
+    blockedDirection = core::WaitDirection::kNone;
+    startPhase(0);
+  }
+
   /// Starts the phase whose first step is `begin` (a lane without steps has one empty phase).
   void startPhase(size_t begin) {
     const std::vector<Step>& steps = lane->steps;
@@ -204,6 +216,12 @@ Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
 HostExecutor::HostExecutor() = default;
 HostExecutor::~HostExecutor() = default;
 
+bool HostExecutor::PlanKey::operator==(const PlanKey& other) const {
+  return comm == other.comm && collective == other.collective && count == other.count && type == other.type &&
+         root == other.root && reduction == other.reduction && choice.algorithm == other.choice.algorithm &&
+         choice.protocol == other.choice.protocol;
+}
+
 HostExecutor& threadHostExecutor() {
   thread_local HostExecutor executor;
   return executor;
@@ -234,14 +252,40 @@ void HostExecutor::prepareDirectWork(const core::Op& op, DirectWork* work) {
   algorithms::buildRingProgram(shapeOf(work->doneOp), ring, &work->doneProgram);
 }
 
+Status HostExecutor::plan(std::span<const core::Op> ops) {
+  WEFT_RETURN_IF_ERROR(chooseAlgorithms(ops));
+  PlanKey key;
+  if (ops.size() == 1) {
+    const core::Op& op = ops[0];
+    key = {op.comm->instanceId(), op.collective, op.count, op.type, op.root, op.reduction.kind, choices_[0]};
+    if (key == lastPlan_) {
+      for (LaneState& lane : lanes_) lane.restart(op, sequences_[0]);
+      for (EndpointQueue& queue : queues_) queue.head = 0;
+      return Status::ok();
+    }
+  }
+  lastPlan_ = PlanKey{};
+  WEFT_RETURN_IF_ERROR(buildPrograms(ops));
+  WEFT_RETURN_IF_ERROR(connectMissing(ops));
+  buildQueues(ops);
+  // A direct allreduce's lanes depend on one another and on its buffers: it is built anew.
+  if (ops.size() == 1 && !runsDirect_[0]) lastPlan_ = key;
+  return Status::ok();
+}
+
+Status HostExecutor::chooseAlgorithms(std::span<const core::Op> ops) {
+  choices_.resize(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) WEFT_RETURN_IF_ERROR(pickAlgorithm(ops[i], &choices_[i]));
+  return Status::ok();
+}
+
 Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
   if (programs_.size() < ops.size()) programs_.resize(ops.size());
   directsUsed_ = 0;
   runsDirect_.assign(ops.size(), 0);
   slotKinds_.assign(ops.size(), transport::SlotKind::kSimple);
   for (size_t i = 0; i < ops.size(); ++i) {
-    algorithms::TuneChoice choice;
-    WEFT_RETURN_IF_ERROR(pickAlgorithm(ops[i], &choice));
+    const algorithms::TuneChoice& choice = choices_[i];
     const transport::SlotKind slotKind =
         choice.protocol == algorithms::Protocol::kLL ? transport::SlotKind::kLowLatency : transport::SlotKind::kSimple;
     slotKinds_[i] = slotKind;
@@ -560,9 +604,7 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
   }
   publishProgress(ops, core::ProgressState::kRunning);
   Status status = [&]() -> Status {
-    WEFT_RETURN_IF_ERROR(buildPrograms(ops));
-    WEFT_RETURN_IF_ERROR(connectMissing(ops));
-    buildQueues(ops);
+    WEFT_RETURN_IF_ERROR(plan(ops));
     WaitContext context;
     context.check = [ops]() -> Status {
       for (const core::Op& op : ops) WEFT_RETURN_IF_ERROR(op.comm->waitContext().check());
@@ -600,6 +642,7 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
     return flushSends(context);
   }();
   publishProgress(ops, core::ProgressState::kIdle);
+  if (!status.isOk()) lastPlan_ = PlanKey{};  // the lanes stopped midway
   if (!status.isOk() && status.code() != StatusCode::kInvalidArgument) {
     status = ops[0].comm->explainRemoteFailure(status);
     for (const core::Op& op : ops) op.comm->setAsyncError(status);

@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/datatype.h"
 #include "algorithms/step.h"
+#include "algorithms/tuner.h"
 #include "src/base/status.h"
 #include "src/base/wait.h"
 #include "src/core/connection_table.h"
@@ -36,7 +38,26 @@ class HostExecutor {
   struct LaneState;
   struct EndpointQueue;
   struct DirectWork;
+  // What one operation's plan (its program, lanes and queues) depends on beyond what is fixed at
+  // the communicator's init: a call with the same key runs the same plan, with only the buffers,
+  // the sequence number and the reduction's scalar new.
+  struct PlanKey {
+    uint64_t comm = 0;  // core::Communicator::instanceId(); 0: no plan
+    algorithms::Collective collective{};
+    size_t count = 0;
+    algorithms::DataType type{};
+    int root = 0;
+    algorithms::RedOpKind reduction{};
+    algorithms::TuneChoice choice;
+    bool operator==(const PlanKey& other) const;
+  };
 
+  /// Makes what `ops` run on: their programs, the connections those need, lanes and queues. A
+  /// call of one operation with the last call's PlanKey (a loop of the same call) reuses the last
+  /// plan instead, its lanes set back to their start.
+  Status plan(std::span<const core::Op> ops);
+  /// Fills choices_: each op's algorithm and protocol.
+  Status chooseAlgorithms(std::span<const core::Op> ops);
   Status buildPrograms(std::span<const core::Op> ops);
   /// Fills `work` with the allgathers and buffers of `op` as a direct allreduce
   /// (direct_allreduce.h), reusing its storage.
@@ -62,6 +83,8 @@ class HostExecutor {
   std::vector<EndpointQueue> queues_;
   std::vector<int> laneQueues_;  // lane i's queues are laneQueues_[first, first + count)
   std::vector<uint64_t> sequences_;  // op i's number on its communicator
+  std::vector<algorithms::TuneChoice> choices_;  // op i's algorithm and protocol
+  PlanKey lastPlan_;  // what lanes_ and queues_ hold, when they hold one op's plan that can run again
   std::vector<uint8_t> runsDirect_;  // op i runs as a direct allreduce (chosen by buildPrograms)
   std::vector<transport::SlotKind> slotKinds_;  // op i's protocol (chosen by buildPrograms)
   // The direct allreduces of the ops, in order: the first directsUsed_ are this call's; the rest
