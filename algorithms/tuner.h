@@ -63,6 +63,7 @@ struct CostModel {
 struct TuneChoice {
   Algorithm algorithm = Algorithm::kRing;
   Protocol protocol = Protocol::kSimple;
+  bool operator==(const TuneChoice&) const = default;
 };
 
 /// The algorithms Weft has on host memory, in the order the tuner tries them (the first wins a tie).

@@ -141,6 +141,11 @@ size_t scratchElements(const algorithms::Program& program) {
   return elements;
 }
 
+// The slots a protocol moves its pieces through.
+transport::SlotKind slotKindOf(const algorithms::TuneChoice& choice) {
+  return choice.protocol == algorithms::Protocol::kLL ? transport::SlotKind::kLowLatency : transport::SlotKind::kSimple;
+}
+
 algorithms::OpShape shapeOf(const core::Op& op) {
   return algorithms::OpShape{op.collective, op.count, op.root, op.comm->nranks(), op.comm->rank()};
 }
@@ -216,12 +221,6 @@ Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
 HostExecutor::HostExecutor() = default;
 HostExecutor::~HostExecutor() = default;
 
-bool HostExecutor::PlanKey::operator==(const PlanKey& other) const {
-  return comm == other.comm && collective == other.collective && count == other.count && type == other.type &&
-         root == other.root && reduction == other.reduction && choice.algorithm == other.choice.algorithm &&
-         choice.protocol == other.choice.protocol;
-}
-
 HostExecutor& threadHostExecutor() {
   thread_local HostExecutor executor;
   return executor;
@@ -283,12 +282,9 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
   if (programs_.size() < ops.size()) programs_.resize(ops.size());
   directsUsed_ = 0;
   runsDirect_.assign(ops.size(), 0);
-  slotKinds_.assign(ops.size(), transport::SlotKind::kSimple);
   for (size_t i = 0; i < ops.size(); ++i) {
     const algorithms::TuneChoice& choice = choices_[i];
-    const transport::SlotKind slotKind =
-        choice.protocol == algorithms::Protocol::kLL ? transport::SlotKind::kLowLatency : transport::SlotKind::kSimple;
-    slotKinds_[i] = slotKind;
+    const transport::SlotKind slotKind = slotKindOf(choice);
     if (choice.algorithm == algorithms::Algorithm::kPat) {
       if (ops[i].collective == Collective::kAllGather) {
         algorithms::buildBruckAllGather(shapeOf(ops[i]), &programs_[i]);
@@ -405,7 +401,7 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
       if (opScratch_.size() <= i) opScratch_.resize(i + 1);
       if (opScratch_[i].size() < scratchBytes) opScratch_[i].resize(scratchBytes);
       for (const Lane& lane : programs_[i].lanes) {
-        lanes_[addLane(ops[i], lane, sequences_[i], -1, slotKinds_[i])].scratch = opScratch_[i].data();
+        lanes_[addLane(ops[i], lane, sequences_[i], -1, slotKindOf(choices_[i]))].scratch = opScratch_[i].data();
       }
       continue;
     }

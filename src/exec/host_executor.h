@@ -49,7 +49,7 @@ class HostExecutor {
     int root = 0;
     algorithms::RedOpKind reduction{};
     algorithms::TuneChoice choice;
-    bool operator==(const PlanKey& other) const;
+    bool operator==(const PlanKey&) const = default;
   };
 
   /// Makes what `ops` run on: their programs, the connections those need, lanes and queues. A
@@ -86,7 +86,6 @@ class HostExecutor {
   std::vector<algorithms::TuneChoice> choices_;  // op i's algorithm and protocol
   PlanKey lastPlan_;  // what lanes_ and queues_ hold, when they hold one op's plan that can run again
   std::vector<uint8_t> runsDirect_;  // op i runs as a direct allreduce (chosen by buildPrograms)
-  std::vector<transport::SlotKind> slotKinds_;  // op i's protocol (chosen by buildPrograms)
   // The direct allreduces of the ops, in order: the first directsUsed_ are this call's; the rest
   // are kept for their storage.
   std::vector<std::unique_ptr<DirectWork>> directs_;
