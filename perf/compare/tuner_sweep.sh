@@ -58,14 +58,14 @@ trap 'rm -f "$results"' EXIT
 # bytes by factors of 4; the largest is added where they skip it.
 bands=()
 add_band() {  # first last iterations warmup, clipped to --max
-  [ "$1" -le "$max" ] && bands+=("$1 $(($2 < max ? $2 : max)) $3 $4")
+  if [ "$1" -le "$max" ]; then bands+=("$1 $(($2 < max ? $2 : max)) $3 $4"); fi
 }
 add_band 8 524288 50 10
 add_band 2097152 8388608 20 5
 add_band 33554432 "$max" 5 2
 last=8
 while [ $((last * 4)) -le "$max" ]; do last=$((last * 4)); done
-[ "$last" -lt "$max" ] && bands+=("$max $max 5 2")
+if [ "$last" -lt "$max" ]; then bands+=("$max $max 5 2"); fi
 small_max=524288
 
 # Runs ${collective}_perf once per band with NCCL_ALGO=$1 and NCCL_PROTO=$2 on $3 ranks and prints
