@@ -31,13 +31,13 @@ int treeDepth(int nranks) {
 
 namespace {
 
-// Bruck's steps move the ring's bytes, but half of them in one step from one peer: measured 14-20%
-// slower than the ring at 2 MiB on 4 and 8 ranks (docs/PERFORMANCE.md).
-constexpr double kBruckBytesFactor = 1.2;
-
-// Recursive halving-doubling's exchanges do not overlap (each is a phase), and its first moves
-// half of the data to one peer.
-constexpr double kRhdBytesFactor = 1.2;
+// What the bytes of a schedule of logarithmic steps (Bruck's, recursive halving-doubling) cost
+// against the ring's, by the largest exchange: one hand-off while it fits a slot; beyond, its
+// pieces pass through the slots one after another, the next step waits for the last, and the
+// ring, which streams them, is measured 14-20% faster at 2 MiB on 4 and 8 ranks (docs/PERFORMANCE.md).
+double logStepBytesFactor(double largestExchangeBytes, const TuneShape& shape) {
+  return largestExchangeBytes <= static_cast<double>(shape.slotBytes) ? 1.0 : 1.2;
+}
 // An exchange ends only when both partners have sent and received, and every rank works in every
 // exchange where a tree's step leaves most ranks idle: at 8 ranks on 2 cores an exchange measured
 // 1.1 tree steps over shared memory and 1.7 over sockets (docs/PERFORMANCE.md).
@@ -71,14 +71,18 @@ double predictWithHops(Algorithm algorithm, const TuneShape& shape, const CostMo
   if (algorithm == Algorithm::kPat &&
       (shape.collective == Collective::kAllGather || shape.collective == Collective::kReduceScatter)) {
     const double steps = std::ceil(std::log2(n));
-    return steps * hop.latencyUs + kBruckBytesFactor * (n - 1) * bytesUs;
+    // The last step: the blocks that the steps before it (2^(steps-1) blocks) did not bring.
+    const double lastStepBytes = (n - std::exp2(steps - 1)) * static_cast<double>(shape.bytes);
+    return steps * hop.latencyUs + logStepBytesFactor(lastStepBytes, shape) * (n - 1) * bytesUs;
   }
   if (algorithm == Algorithm::kRhd && shape.collective == Collective::kAllReduce) {
     if (shape.nranks <= 1) return bytesUs;
     const double p = std::bit_floor(static_cast<unsigned>(shape.nranks));
     const double folds = p < n ? 2 : 0;  // the folded pairs' hand-over and hand-back, S each
     const double exchangeUs = (shape.networkHops ? kRhdNetworkExchangeSteps : kRhdExchangeSteps) * hop.latencyUs;
-    return (2 * std::log2(p) + folds) * exchangeUs + kRhdBytesFactor * (2 * (p - 1) / p + folds) * bytesUs;
+    const double largestExchangeBytes = static_cast<double>(shape.bytes) / (folds > 0 ? 1 : 2);
+    return (2 * std::log2(p) + folds) * exchangeUs +
+           logStepBytesFactor(largestExchangeBytes, shape) * (2 * (p - 1) / p + folds) * bytesUs;
   }
   if (algorithm == Algorithm::kTree &&
       (shape.collective == Collective::kBroadcast || shape.collective == Collective::kReduce)) {

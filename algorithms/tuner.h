@@ -22,12 +22,18 @@
 //                                                             d a + (T == 1 ? 2 : 1) S / b
 // An AllGather or ReduceScatter of blocks of S bytes (one per rank) takes the ring n-1 steps,
 // each rank moving (n-1) S:                                    (n-1) a + (n-1) S / b
-// and with Bruck's schedule (pat) ceil(log2 n) steps for the same bytes, half of them in one
-// step from one peer, which measures 1.2x slower:              ceil(log2 n) a + 1.2 (n-1) S / b
+// and with Bruck's schedule (pat) ceil(log2 n) steps for the same bytes:
+//                                                              ceil(log2 n) a + L (n-1) S / b
 // An AllReduce by recursive halving-doubling (rhd) over p = 2^floor(log2 n) ranks, the other
 // n - p folded into partners (f = 2 when n > p: the input handed over, the result handed back),
 // its exchanges one after another, each a step that both partners finish (measured as x = 1.1
-// steps on shared memory, 1.7 over the network):   (2 log2 p + f) x a + 1.2 (2(p-1)/p + f) S / b
+// steps on shared memory, 1.7 over the network):   (2 log2 p + f) x a + L (2(p-1)/p + f) S / b
+// L is what their exchanges' bytes cost against the ring's: 1 while the largest exchange (Bruck's
+// last step, about half of what a rank receives; rhd's first halving, S/2, or its hand-over, S)
+// fits one slot, so that each step is one hand-off; 1.2 beyond, where a step's pieces follow one
+// another through the slots and the next step waits for the last, while the ring streams them.
+// Measured on 4 and 8 ranks (docs/PERFORMANCE.md): pat and rhd take 0.6-0.95x the ring's time up
+// to 512 KiB, 1.1-1.6x from 2 MiB.
 // Other collectives have only the ring.
 //
 // Each algorithm runs with either protocol: Simple, or LL (data and flag in one word,
@@ -72,6 +78,10 @@ inline constexpr Algorithm kWeftAlgorithms[] = {Algorithm::kRing, Algorithm::kTr
 /// The protocols Weft has, in the order the tuner tries them (the first wins a tie).
 inline constexpr Protocol kWeftProtocols[] = {Protocol::kSimple, Protocol::kLL};
 
+/// Slots per connection, and a Simple slot's size at NCCL_BUFFSIZE's default (4 MiB).
+inline constexpr int kSlotsPerConnection = 8;
+inline constexpr size_t kDefaultSlotBytes = (size_t{4} << 20) / kSlotsPerConnection;
+
 /// What the tuner knows about one operation and its communicator.
 struct TuneShape {
   Collective collective = Collective::kAllReduce;
@@ -87,6 +97,8 @@ struct TuneShape {
   /// several hosts: nranks - hosts); 0 when every hop is of one kind.
   int localRingHops = 0;
   int channels = 1;
+  /// A connection's Simple slot (NCCL_BUFFSIZE / kSlotsPerConnection): the most one hand-off carries.
+  size_t slotBytes = kDefaultSlotBytes;
 };
 
 /// The most hops from the root to a rank in the trees buildTreeAllReduce lays over n ranks.

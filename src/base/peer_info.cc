@@ -27,7 +27,10 @@ bool PeerInfo::sameHost(const PeerInfo& other) const {
 
 std::string localHostId() {
   std::string configured = knobs::getString(knobs::KnobId::kHostId);
-  if (!configured.empty()) return configured;
+  return configured.empty() ? machineId() : configured;
+}
+
+std::string machineId() {
   char host[256] = "";
   gethostname(host, sizeof(host) - 1);
   std::string bootId;
@@ -43,6 +46,7 @@ Status describeLocalPeer(int rank, PeerInfo* info) {
   std::string hostId = localHostId();
   snprintf(info->hostId, sizeof(info->hostId), "%s", hostId.c_str());
   info->hostHash = fnv1a(info->hostId);
+  info->machineHash = fnv1a(machineId().c_str());
   gethostname(info->hostname, sizeof(info->hostname) - 1);
   std::string shmDir = knobs::getString(knobs::KnobId::kShmDir);
   struct stat st {};

@@ -16,6 +16,9 @@ struct PeerInfo {
   int32_t cudaDevice = -1;    // -1 on host memory
   char gpuBusId[20] = {};     // the PCI bus id of cudaDevice ("0000:3B:00.0"); empty without one
   uint64_t hostHash = 0;      // hash of hostId, for fast comparison
+  /// Hash of the machine the process runs on (hostname and boot id), whatever NCCL_HOSTID says:
+  /// ranks given different host ids on one machine still share its CPUs.
+  uint64_t machineHash = 0;
   uint64_t shmDevice = 0;     // st_dev of the shared-memory folder (WEFT_SHM_DIR)
   int32_t ibPorts = 0;        // verbs ports this rank may use (transport/ib/ports.h); 0: no ib
   int32_t reserved = 0;
@@ -23,14 +26,20 @@ struct PeerInfo {
   char hostname[64] = {};     // for messages
 
   bool sameHost(const PeerInfo& other) const;
+  /// Whether the two processes run on one machine (and so share its CPUs), even where NCCL_HOSTID
+  /// makes them separate hosts.
+  bool sameMachine(const PeerInfo& other) const { return machineHash == other.machineHash; }
 };
 
 /// Fills the calling process's PeerInfo for `rank`: host identity (NCCL_HOSTID, or the hostname
-/// and /proc/sys/kernel/random/boot_id), pid, the shm folder's device, the NUMA node of the
+/// and /proc/sys/kernel/random/boot_id), the machine's identity, pid, the shm folder's device, the NUMA node of the
 /// calling thread's CPU affinity.
 Status describeLocalPeer(int rank, PeerInfo* info);
 
-/// The host id used for this process: NCCL_HOSTID, else "<hostname>:<boot id>".
+/// The host id used for this process: NCCL_HOSTID, else machineId().
 std::string localHostId();
+
+/// This machine's identity: "<hostname>:<boot id>".
+std::string machineId();
 
 }  // namespace weft

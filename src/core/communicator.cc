@@ -21,7 +21,7 @@
 namespace weft::core {
 namespace {
 
-constexpr int kSlotCount = 8;
+constexpr int kSlotCount = algorithms::kSlotsPerConnection;
 constexpr int kMaxChannels = 32;
 constexpr int kOversubscribedSpinLimit = 32;
 constexpr uint32_t kSplitTag = 0x20000;
@@ -88,9 +88,11 @@ SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, 
 
 }  // namespace
 
-int Communicator::spinLimitForHost() const {
+int Communicator::spinLimitForMachine() const {
+  // The machine's CPUs, not NCCL_HOSTID's host: ranks given host ids of their own on one machine
+  // (simulated hosts) still wait for each other's turn on its CPUs.
   int ranksHere = 0;
-  for (const PeerInfo& peer : peers_) ranksHere += peer.sameHost(peers_[rank_]) ? 1 : 0;
+  for (const PeerInfo& peer : peers_) ranksHere += peer.sameMachine(peers_[rank_]) ? 1 : 0;
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   // Oversubscribed: spin a little (a hand-off between running ranks takes well under this), then
   // let the scheduler run the rank this one waits for.
@@ -351,7 +353,7 @@ Status Communicator::init(const UniqueId& id) {
            device::pciBusId(peers_[rank_].cudaDevice).c_str());
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(peers_.data(), sizeof(PeerInfo)));
   for (int r = 0; r < rank_; ++r) localRank_ += peers_[r].sameHost(peers_[rank_]) ? 1 : 0;
-  waitContext_.spinLimit = spinLimitForHost();
+  waitContext_.spinLimit = spinLimitForMachine();
   log::setLogDevice(localRank_);
   commHash_ = hashBytes(id.bytes.data(), id.bytes.size(), static_cast<uint64_t>(nranks_));
   WEFT_RETURN_IF_ERROR(PeerWatch::start(*bootstrap_, peers_, commHash_, waitContext_, &watch_));

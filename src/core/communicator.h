@@ -196,8 +196,8 @@ class Communicator {
   CommOptions options_;
   /// During a shrink: whether every dead rank is one the shrink excludes.
   bool onlyExcludedRanksDied() const;
-  /// The wait context's spin limit for the ranks on this host (see WaitContext::spinLimit).
-  int spinLimitForHost() const;
+  /// The wait context's spin limit for the ranks on this machine (see WaitContext::spinLimit).
+  int spinLimitForMachine() const;
   /// Sets rings_ (`hostChannels` of them) and gpuRings_ (`gpuChannels`): hostRingOrder when no rank
   /// has a GPU; otherwise each host's ranks along its GPU rings, channel c on GPU ring c mod the
   /// rings found, positions exchanged over the bootstrap (host_ring_positions.h).

@@ -123,9 +123,18 @@ TEST(Tuner, BruckAllGatherTakesLogarithmicStepsForTheRingsBytes) {
   TuneShape shape = allReduce(4000, 8);  // one rank's block: 1 us at the bandwidth
   shape.collective = Collective::kAllGather;
   EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, kSimple, shape, model), 7 * 2 + 7 * 1.0);
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kPat, kSimple, shape, model), 3 * 2 + 1.2 * 7 * 1.0);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kPat, kSimple, shape, model), 3 * 2 + 7 * 1.0);
   shape.nranks = 5;  // ceil(log2 5) = 3 steps
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kPat, kSimple, shape, model), 3 * 2 + 1.2 * 4 * 1.0);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kPat, kSimple, shape, model), 3 * 2 + 4 * 1.0);
+  // Where the last step (4 of 8 blocks) no longer fits one slot, its bytes cost 1.2x the ring's.
+  shape.nranks = 8;
+  shape.slotBytes = 4 * 4000;
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kPat, kSimple, shape, model), 3 * 2 + 7 * 1.0);
+  shape.slotBytes = 4 * 4000 - 1;
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kPat, kSimple, shape, model), 3 * 2 + 1.2 * 7 * 1.0);
+  shape.nranks = 5;  // the last step brings the one block the first two (4 blocks) did not
+  shape.slotBytes = 4000;
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kPat, kSimple, shape, model), 3 * 2 + 4 * 1.0);
   EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kPat, kSimple, allReduce(4000, 8), model)));
   // Small blocks over 8 ranks take pat, large ones the ring; two ranks the ring (one step either way).
   TuneShape small = allReduce(1024, 8);
@@ -146,7 +155,7 @@ TEST(Tuner, BruckReduceScatterCostsAsItsAllGather) {
   TuneShape shape = allReduce(4000, 8);
   shape.collective = Collective::kReduceScatter;
   EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, kSimple, shape, model), 7 * 2 + 7 * 1.0);
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kPat, kSimple, shape, model), 3 * 2 + 1.2 * 7 * 1.0);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kPat, kSimple, shape, model), 3 * 2 + 7 * 1.0);
   TuneShape small = allReduce(1024, 8);
   small.collective = Collective::kReduceScatter;
   EXPECT_EQ(chosen(small), Algorithm::kPat);
@@ -158,14 +167,19 @@ TEST(Tuner, RecursiveHalvingDoublingTakesMidSizesOnOneHost) {
   CostModel model;
   model.sharedMemory = {2, 4};
   model.network = {50, 1};
-  // 8 ranks: 6 exchanges of 1.1 steps, 1.2 x 2(7/8) S / b.
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRhd, kSimple, allReduce(8000, 8), model), 6 * 1.1 * 2 + 1.2 * 1.75 * 2);
+  // 8 ranks: 6 exchanges of 1.1 steps, 2(7/8) S / b while the first exchange (S/2) fits a slot.
+  TuneShape shape = allReduce(8000, 8);
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRhd, kSimple, shape, model), 6 * 1.1 * 2 + 1.75 * 2);
+  shape.slotBytes = 3999;  // then its bytes cost 1.2x
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRhd, kSimple, shape, model), 6 * 1.1 * 2 + 1.2 * 1.75 * 2);
   // 6 ranks fold into 4: 4 exchanges and the hand-over and hand-back, which move S each.
-  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRhd, kSimple, allReduce(8000, 6), model),
-                   6 * 1.1 * 2 + 1.2 * 3.5 * 2);
+  shape.nranks = 6;
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRhd, kSimple, shape, model), 6 * 1.1 * 2 + 1.2 * 3.5 * 2);
+  shape.slotBytes = 8000;
+  EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRhd, kSimple, shape, model), 6 * 1.1 * 2 + 3.5 * 2);
   // Over the network an exchange costs 1.7 steps.
   EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRhd, kSimple, allReduce(8000, 8, true), model),
-                   6 * 1.7 * 50 + 1.2 * 1.75 * 8);
+                   6 * 1.7 * 50 + 1.75 * 8);
   EXPECT_TRUE(std::isinf(predictMicroseconds(Algorithm::kRhd, kSimple, TuneShape{Collective::kBroadcast, 8, 8}, model)));
   // With the built-in constants: the tree below a few KiB, rhd at 128 KiB, the ring from 2 MiB;
   // over the network the tree keeps the mid sizes.

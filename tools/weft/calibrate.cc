@@ -23,8 +23,18 @@
 namespace weft::tools {
 namespace {
 
-constexpr size_t kSmallestBytes = 8;
 constexpr size_t kLargestBytes = size_t{16} << 20;
+constexpr size_t kSizeFactor = 8;  // all_reduce_perf's -f: from the smallest size, it reaches kLargestBytes
+
+// The smallest size measured: the least of 8, 64, 512, ... bytes (kLargestBytes / 8^k) in which
+// every rank's block of the ring holds a float. With fewer floats than ranks most of the ring's
+// steps carry nothing and finish at once, and the time would understate a step (at 8 ranks, 8 B
+// measured half of 32 B's time).
+size_t smallestBytes(int ranks) {
+  size_t bytes = 8;
+  while (bytes < sizeof(float) * static_cast<size_t>(ranks) && bytes * kSizeFactor <= kLargestBytes) bytes *= kSizeFactor;
+  return bytes;
+}
 
 // A free TCP port on the loopback for the bootstrap root (bound, read, released).
 int freePort() {
@@ -63,8 +73,9 @@ bool runSweep(const std::string& perf, int ranks, int iterations, bool network, 
   }
   const std::string iters = std::to_string(iterations);
   const std::string warmup = std::to_string(std::max(1, iterations / 5));
-  const std::string smallest = std::to_string(kSmallestBytes);
+  const std::string smallest = std::to_string(smallestBytes(ranks));
   const std::string largest = std::to_string(kLargestBytes);
+  const std::string factor = std::to_string(kSizeFactor);
   std::vector<pid_t> children;
   for (int rank = 0; rank < ranks; ++rank) {
     pid_t child = fork();
@@ -89,7 +100,7 @@ bool runSweep(const std::string& perf, int ranks, int iterations, bool network, 
       setenv("NCCL_SOCKET_IFNAME", "lo", 1);
       setenv("NCCL_SHM_DISABLE", network ? "1" : "0", 1);
       unsetenv("WEFT_TUNE_FILE");
-      execl(perf.c_str(), perf.c_str(), "-b", smallest.c_str(), "-e", largest.c_str(), "-f", "8", "-n",
+      execl(perf.c_str(), perf.c_str(), "-b", smallest.c_str(), "-e", largest.c_str(), "-f", factor.c_str(), "-n",
             iters.c_str(), "-w", warmup.c_str(), "-c", "0", static_cast<char*>(nullptr));
       std::fprintf(stderr, "weft tune --calibrate: cannot run %s: %s\n", perf.c_str(), strerror(errno));
       _exit(127);
@@ -125,7 +136,7 @@ bool runSweep(const std::string& perf, int ranks, int iterations, bool network, 
     if (line.empty() || line[0] == '#' || !(columns >> size >> count >> type >> op >> root >> time)) continue;
     (*times)[size] = time;
   }
-  if (!ok || !times->contains(kSmallestBytes) || !times->contains(kLargestBytes)) {
+  if (!ok || !times->contains(smallestBytes(ranks)) || !times->contains(kLargestBytes)) {
     *why = "all_reduce_perf failed (run it by hand with the same settings to see why):\n" + output;
     return false;
   }
@@ -135,7 +146,7 @@ bool runSweep(const std::string& perf, int ranks, int iterations, bool network, 
 // Fits the ring allreduce's model to one sweep.
 algorithms::HopCost fit(const std::map<size_t, double>& times, int ranks) {
   const double n = ranks;
-  const double small = times.at(kSmallestBytes);
+  const double small = times.at(smallestBytes(ranks));
   const double large = times.at(kLargestBytes);
   algorithms::HopCost hop;
   hop.latencyUs = std::max(small / (2 * (n - 1)), 0.01);
@@ -177,7 +188,7 @@ int runCalibration(const CalibrationOptions& options) {
     std::string why;
     std::printf("# measuring %s%s: %d ranks of %s, NCCL_ALGO=ring NCCL_PROTO=%s, %zu B and %zu B\n", sweep.what,
                 sweep.network ? " (NCCL_SHM_DISABLE=1)" : "", options.ranks, perf.c_str(), sweep.protocol,
-                kSmallestBytes, kLargestBytes);
+                smallestBytes(options.ranks), kLargestBytes);
     std::fflush(stdout);
     if (!runSweep(perf, options.ranks, options.iterations, sweep.network, sweep.protocol, &times, &why)) {
       std::fprintf(stderr, "weft tune --calibrate: %s\n", why.c_str());
