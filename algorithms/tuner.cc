@@ -38,6 +38,7 @@ namespace {
 double logStepBytesFactor(double largestExchangeBytes, const TuneShape& shape) {
   return largestExchangeBytes <= static_cast<double>(shape.slotBytes) ? 1.0 : 1.2;
 }
+
 // An exchange ends only when both partners have sent and received, and every rank works in every
 // exchange where a tree's step leaves most ranks idle: at 8 ranks on 2 cores an exchange measured
 // 1.1 tree steps over shared memory and 1.7 over sockets (docs/PERFORMANCE.md).

@@ -46,7 +46,9 @@
 // every tie and LL is chosen only where a tune file (weft tune --calibrate) measured it faster.
 // The choice depends on the constants' ratios.
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "algorithms/algorithm_filter.h"
 #include "algorithms/collective.h"
@@ -78,9 +80,18 @@ inline constexpr Algorithm kWeftAlgorithms[] = {Algorithm::kRing, Algorithm::kTr
 /// The protocols Weft has, in the order the tuner tries them (the first wins a tie).
 inline constexpr Protocol kWeftProtocols[] = {Protocol::kSimple, Protocol::kLL};
 
-/// Slots per connection, and a Simple slot's size at NCCL_BUFFSIZE's default (4 MiB).
+/// Slots per connection.
 inline constexpr int kSlotsPerConnection = 8;
-inline constexpr size_t kDefaultSlotBytes = (size_t{4} << 20) / kSlotsPerConnection;
+
+/// A connection's Simple slot for NCCL_BUFFSIZE = `buffSize`: its share of the buffer (at least
+/// 4 KiB), 64-byte aligned.
+constexpr size_t simpleSlotBytes(int64_t buffSize) {
+  const int64_t slot = std::max<int64_t>(buffSize / kSlotsPerConnection, 4096);
+  return static_cast<size_t>(slot) & ~size_t{63};
+}
+
+/// A Simple slot at NCCL_BUFFSIZE's default (4 MiB).
+inline constexpr size_t kDefaultSlotBytes = simpleSlotBytes(int64_t{4} << 20);
 
 /// What the tuner knows about one operation and its communicator.
 struct TuneShape {
@@ -97,7 +108,7 @@ struct TuneShape {
   /// several hosts: nranks - hosts); 0 when every hop is of one kind.
   int localRingHops = 0;
   int channels = 1;
-  /// A connection's Simple slot (NCCL_BUFFSIZE / kSlotsPerConnection): the most one hand-off carries.
+  /// A connection's Simple slot (simpleSlotBytes): the most one hand-off carries.
   size_t slotBytes = kDefaultSlotBytes;
 };
 

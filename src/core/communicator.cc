@@ -393,7 +393,7 @@ Status Communicator::init(const UniqueId& id) {
   layOutHosts(agreed.shmDisabled != 0);
   if (peers_[rank_].gpuBusId[0] != '\0') logRings("GPU ", gpuRings_);
   WEFT_RETURN_IF_ERROR(dumpTopologyIfAsked(rank_));
-  size_t slotBytes = static_cast<size_t>(agreed.buffSize / kSlotCount) & ~size_t{63};
+  size_t slotBytes = algorithms::simpleSlotBytes(agreed.buffSize);
   size_t llSlotBytes = std::min(static_cast<size_t>(agreed.llBuffSize / kSlotCount) & ~size_t{63}, 2 * slotBytes);
   if (agreed.cmaMinBytes > 0) {
     bool usable = false;

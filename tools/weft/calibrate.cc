@@ -73,7 +73,8 @@ bool runSweep(const std::string& perf, int ranks, int iterations, bool network, 
   }
   const std::string iters = std::to_string(iterations);
   const std::string warmup = std::to_string(std::max(1, iterations / 5));
-  const std::string smallest = std::to_string(smallestBytes(ranks));
+  const size_t smallestSize = smallestBytes(ranks);
+  const std::string smallest = std::to_string(smallestSize);
   const std::string largest = std::to_string(kLargestBytes);
   const std::string factor = std::to_string(kSizeFactor);
   std::vector<pid_t> children;
@@ -136,7 +137,7 @@ bool runSweep(const std::string& perf, int ranks, int iterations, bool network, 
     if (line.empty() || line[0] == '#' || !(columns >> size >> count >> type >> op >> root >> time)) continue;
     (*times)[size] = time;
   }
-  if (!ok || !times->contains(smallestBytes(ranks)) || !times->contains(kLargestBytes)) {
+  if (!ok || !times->contains(smallestSize) || !times->contains(kLargestBytes)) {
     *why = "all_reduce_perf failed (run it by hand with the same settings to see why):\n" + output;
     return false;
   }
@@ -146,7 +147,7 @@ bool runSweep(const std::string& perf, int ranks, int iterations, bool network, 
 // Fits the ring allreduce's model to one sweep.
 algorithms::HopCost fit(const std::map<size_t, double>& times, int ranks) {
   const double n = ranks;
-  const double small = times.at(smallestBytes(ranks));
+  const double small = times.begin()->second;  // the sweep's smallest size (-b): runSweep made sure it was measured
   const double large = times.at(kLargestBytes);
   algorithms::HopCost hop;
   hop.latencyUs = std::max(small / (2 * (n - 1)), 0.01);

@@ -52,7 +52,7 @@ int runTune(const TuneOptions& options) {
     shape.localRingHops = layout.localRingHops;
   }
   shape.channels = options.channels;
-  shape.slotBytes = static_cast<size_t>(knobs::getInt(knobs::KnobId::kBuffSize)) / algorithms::kSlotsPerConnection;
+  shape.slotBytes = algorithms::simpleSlotBytes(knobs::getInt(knobs::KnobId::kBuffSize));
   const std::string algo = options.algoGiven ? options.algo : knobs::getString(knobs::KnobId::kAlgo);
   const std::string proto = options.protoGiven ? options.proto : knobs::getString(knobs::KnobId::kProto);
   algorithms::AlgorithmFilter algorithmFilter;
