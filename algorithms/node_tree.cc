@@ -45,6 +45,12 @@ TreePlace nodeTreePlace(std::span<const std::vector<int>> chains, int tree, int 
 
 namespace {
 
+int positionOf(const Ring& ring, int rank) {
+  const auto found = std::find(ring.begin(), ring.end(), rank);
+  assert(found != ring.end());
+  return static_cast<int>(found - ring.begin());
+}
+
 bool oneHost(std::span<const int> hostOfRank) {
   return std::all_of(hostOfRank.begin(), hostOfRank.end(), [&](int host) { return host == hostOfRank.front(); });
 }
@@ -59,6 +65,48 @@ std::vector<std::vector<int>> chainsAlong(const Ring& ring, std::span<const int>
   return chains;
 }
 
+// The node that is the root of tree `tree` of topology::doubleBinaryTreeLinks over `count` nodes.
+int treeRootOf(int count, int tree) {
+  int root = 0;
+  while (topology::doubleBinaryTreeLinks(count, root)[tree].parent >= 0) ++root;
+  return root;
+}
+
+// `turn` moves node v to (v + turn) modulo count.
+int turned(int v, int turn, int count) { return ((v + turn) % count + count) % count; }
+
+// On one host: tree `tree` over the positions of `ring`, turned so that `root` is its root.
+TreePlace turnedRingTreePlace(const Ring& ring, int tree, int root, int rank) {
+  const int n = static_cast<int>(ring.size());
+  const int turn = treeRootOf(n, tree) - positionOf(ring, root);
+  topology::TreeLinks links = topology::doubleBinaryTreeLinks(n, turned(positionOf(ring, rank), turn, n))[tree];
+  if (links.parent >= 0) links.parent = turned(links.parent, -turn, n);
+  for (int& child : links.children) {
+    if (child >= 0) child = turned(child, -turn, n);
+  }
+  return placeOnRing(ring, links);
+}
+
+// Over several hosts: nodeTreePlace's tree `tree` over `ring`'s chains, turned so that `root` is its root.
+TreePlace turnedNodeTreePlace(const Ring& ring, std::span<const int> hostOfRank, int tree, int root, int rank) {
+  std::vector<std::vector<int>> chains = chainsAlong(ring, hostOfRank);
+  const int nodes = static_cast<int>(chains.size());
+  int rootNode = 0;
+  while (std::find(chains[rootNode].begin(), chains[rootNode].end(), root) == chains[rootNode].end()) ++rootNode;
+  std::vector<int>& rootChain = chains[rootNode];
+  std::rotate(rootChain.begin(), std::find(rootChain.begin(), rootChain.end(), root), rootChain.end());
+  const int turn = treeRootOf(nodes, tree) - rootNode;
+  std::vector<std::vector<int>> turnedChains(nodes);
+  for (int node = 0; node < nodes; ++node) turnedChains[turned(node, turn, nodes)] = std::move(chains[node]);
+  TreePlace place = nodeTreePlace(turnedChains, tree, rank);
+  // A chain's first rank serves the other hosts before the rest of its chain: theirs is the longer way.
+  std::vector<int>& children = place.children;
+  if (children.size() > 1 && hostOfRank[children.front()] == hostOfRank[rank]) {
+    std::rotate(children.begin(), children.begin() + 1, children.end());
+  }
+  return place;
+}
+
 }  // namespace
 
 std::vector<TreePlace> communicatorTreePlaces(std::span<const Ring> rings, std::span<const int> hostOfRank, int rank) {
@@ -67,14 +115,26 @@ std::vector<TreePlace> communicatorTreePlaces(std::span<const Ring> rings, std::
   std::vector<TreePlace> places;
   if (oneHost(hostOfRank)) {
     const Ring& ring = rings[0];
-    const int position = static_cast<int>(std::find(ring.begin(), ring.end(), rank) - ring.begin());
     const std::array<topology::TreeLinks, 2> links =
-        topology::doubleBinaryTreeLinks(static_cast<int>(ring.size()), position);
+        topology::doubleBinaryTreeLinks(static_cast<int>(ring.size()), positionOf(ring, rank));
     for (size_t t = 0; t < trees; ++t) places.push_back(placeOnRing(ring, links[t]));
     return places;
   }
   for (size_t t = 0; t < trees; ++t) {
     places.push_back(nodeTreePlace(chainsAlong(rings[t], hostOfRank), static_cast<int>(t), rank));
+  }
+  return places;
+}
+
+std::vector<TreePlace> rootedTreePlaces(std::span<const Ring> rings, std::span<const int> hostOfRank, int root,
+                                        int rank) {
+  assert(!rings.empty());
+  const size_t trees = std::min<size_t>(2, rings.size());
+  std::vector<TreePlace> places;
+  for (size_t t = 0; t < trees; ++t) {
+    const int tree = static_cast<int>(t);
+    places.push_back(oneHost(hostOfRank) ? turnedRingTreePlace(rings[0], tree, root, rank)
+                                         : turnedNodeTreePlace(rings[t], hostOfRank, tree, root, rank));
   }
   return places;
 }

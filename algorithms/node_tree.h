@@ -31,6 +31,16 @@ TreePlace nodeTreePlace(std::span<const std::vector<int>> chains, int tree, int 
 /// memory and only the chains' first ranks over the network.
 std::vector<TreePlace> communicatorTreePlaces(std::span<const Ring> rings, std::span<const int> hostOfRank, int rank);
 
+/// The trees of a rooted collective (Broadcast, Reduce) as `rank`'s place in each: the same trees
+/// as communicatorTreePlaces, each turned so that `root` is its root and its shape is kept. On one
+/// host, position p of rings[0] takes the place of p - p(root) + p(tree t's root), modulo n. Over
+/// several hosts, the root's chain starts at the root (the ranks before it move to its end) and the
+/// hosts are renumbered the same way, so that the root's host takes the place of tree t's root
+/// node: the root's data crosses the network only between the chains' first ranks, which serve
+/// their child hosts before the rest of their chain. Pure.
+std::vector<TreePlace> rootedTreePlaces(std::span<const Ring> rings, std::span<const int> hostOfRank, int root,
+                                        int rank);
+
 /// The hops on the longest way between the root and a rank of communicatorTreePlaces' trees:
 /// `local` ones between ranks of one host (over several hosts: along the longest chain) and
 /// `across` the others (between hosts; on one host, every hop of the flat trees).
@@ -44,7 +54,7 @@ TreeDepths communicatorTreeDepths(std::span<const int> hostOfRank);
 /// the same names): all 0 on one host. With `shmDisabled` every hop goes over the network, so the
 /// trees' local hops count as hops between hosts and no ring hop is local.
 struct HostLayout {
-  int localTreeDepth = 0;  // AllReduce trees: hops along a host's chain
+  int localTreeDepth = 0;  // the trees: hops along a host's chain
   int hostTreeDepth = 0;   //   and between hosts
   int localRingHops = 0;   // ring hops within a host: nranks - hosts
 };

@@ -65,12 +65,13 @@ void buildBruckReduceScatter(const OpShape& shape, Program* program);
 /// result; each exchange is a phase (algorithms/rhd_schedule.cc).
 void buildRhdAllReduce(const OpShape& shape, Program* program);
 
-/// Broadcast down up to two binary trees (one per channel, each with part of the data), turned so
-/// that the broadcast's root is each tree's root (algorithms/tree_schedule.cc).
-void buildTreeBroadcast(const OpShape& shape, std::span<const Ring> rings, Program* program);
+/// Broadcast down one tree per channel (trees[c]: this rank's place in channel c's tree, each with
+/// an even part c of the data), whose root must be the broadcast's root: node_tree.h's
+/// rootedTreePlaces (algorithms/tree_schedule.cc).
+void buildTreeBroadcast(const OpShape& shape, std::span<const TreePlace> trees, Program* program);
 
-/// Reduce up the same turned trees as buildTreeBroadcast: each rank combines its children's
-/// partial results (in scratch) with its input and sends them to its parent; the root finalizes.
-void buildTreeReduce(const OpShape& shape, std::span<const Ring> rings, Program* program);
+/// Reduce up trees as buildTreeBroadcast takes them: each rank combines its children's partial
+/// results (in scratch) with its input and sends them to its parent; the root finalizes.
+void buildTreeReduce(const OpShape& shape, std::span<const TreePlace> trees, Program* program);
 
 }  // namespace weft::algorithms

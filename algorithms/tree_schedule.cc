@@ -12,9 +12,9 @@
 // first ring, whose neighbours are near each other; over several hosts a chain per host and trees
 // between the hosts). Each tree carries an even part of the data on a channel of its own.
 //
-// Broadcast: the root's data goes down the trees (d hand-offs instead of the ring's n-1). Each
-// tree is turned around the first ring so that its root is the broadcast's root: tree t's
-// position of rank p is p - p(root) + p(tree t's root), modulo n; its shape is unchanged.
+// Broadcast: the root's data goes down the trees (d hand-offs instead of the ring's n-1), the
+// communicator's trees turned so that the broadcast's root is their root (node_tree.h,
+// rootedTreePlaces; over several hosts a chain per host, starting at the root on its host).
 // Reduce: up the same turned trees, as an AllReduce's way up, finalized at the root.
 
 #include <algorithm>
@@ -108,56 +108,29 @@ void addTreeBroadcastSteps(const TreePlace& tree, ElementRange part, std::vector
   }
 }
 
-int positionOf(const Ring& ring, int rank) {
-  const auto found = std::find(ring.begin(), ring.end(), rank);
-  assert(found != ring.end());
-  return static_cast<int>(found - ring.begin());
-}
-
-// This rank's place in tree t (of the double binary tree over rings[0]'s positions) turned so that
-// the operation's root sits at the tree's root: position p becomes p - p(root) + p(tree t's root),
-// modulo n.
-TreePlace rootedTreePlace(const OpShape& shape, const Ring& ring, size_t t) {
-  const int n = shape.nranks;
-  const int position = positionOf(ring, shape.rank);
-  const int rootPosition = positionOf(ring, shape.root);
-  int treeRoot = 0;
-  while (topology::doubleBinaryTreeLinks(n, treeRoot)[t].parent >= 0) ++treeRoot;
-  auto turned = [&](int p) { return ((p - rootPosition + treeRoot) % n + n) % n; };
-  auto unturned = [&](int v) { return ((v - treeRoot + rootPosition) % n + n) % n; };
-  topology::TreeLinks links = topology::doubleBinaryTreeLinks(n, turned(position))[t];
-  if (links.parent >= 0) links.parent = unturned(links.parent);
-  for (int& child : links.children) {
-    if (child >= 0) child = unturned(child);
-  }
-  return placeOnRing(ring, links);
-}
-
-// Up to two trees (one per channel, each with an even part of the data) turned to the root; each
-// tree's lane from `addSteps`.
-void buildOnRootedTrees(const OpShape& shape, std::span<const Ring> rings,
+// One lane per tree (tree t on channel t, with an even part t of the data), from `addSteps`.
+void buildOnRootedTrees(const OpShape& shape, std::span<const TreePlace> trees,
                         void (*addSteps)(const TreePlace&, ElementRange, std::vector<Step>&), Program* program) {
-  assert(!rings.empty());
+  assert(!trees.empty());
   ProgramBuilder builder(program);
   if (shape.count == 0) return;
-  const size_t trees = std::min<size_t>(2, rings.size());
-  for (size_t t = 0; t < trees; ++t) {
-    const ElementRange part = evenPart(shape.count, trees, t);
+  for (size_t t = 0; t < trees.size(); ++t) {
+    const ElementRange part = evenPart(shape.count, trees.size(), t);
     if (part.count == 0) continue;
-    addSteps(rootedTreePlace(shape, rings[0], t), part, builder.startLane(static_cast<int>(t)));
+    addSteps(trees[t], part, builder.startLane(static_cast<int>(t)));
   }
 }
 
 }  // namespace
 
-void buildTreeBroadcast(const OpShape& shape, std::span<const Ring> rings, Program* program) {
+void buildTreeBroadcast(const OpShape& shape, std::span<const TreePlace> trees, Program* program) {
   assert(shape.collective == Collective::kBroadcast);
-  buildOnRootedTrees(shape, rings, addTreeBroadcastSteps, program);
+  buildOnRootedTrees(shape, trees, addTreeBroadcastSteps, program);
 }
 
-void buildTreeReduce(const OpShape& shape, std::span<const Ring> rings, Program* program) {
+void buildTreeReduce(const OpShape& shape, std::span<const TreePlace> trees, Program* program) {
   assert(shape.collective == Collective::kReduce);
-  buildOnRootedTrees(shape, rings, addUpSteps, program);
+  buildOnRootedTrees(shape, trees, addUpSteps, program);
 }
 
 void buildTreeAllReduceOnTrees(const OpShape& shape, std::span<const TreePlace> trees, TreeLanes lanes,

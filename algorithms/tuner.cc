@@ -63,11 +63,12 @@ double predictWithHops(Algorithm algorithm, const TuneShape& shape, const CostMo
     }
   }
   const int trees = std::min(2, std::max(1, shape.channels));
+  // From the root to the farthest rank: over several hosts along a chain, then between hosts.
+  const double treeDepthUs = shape.hostTreeDepth > 0
+                                 ? shape.hostTreeDepth * hop.latencyUs + shape.localTreeDepth * model.sharedMemory.latencyUs
+                                 : shape.treeDepth * hop.latencyUs;
   if (algorithm == Algorithm::kTree && shape.collective == Collective::kAllReduce) {
-    const double depthUs = shape.hostTreeDepth > 0
-                               ? shape.hostTreeDepth * hop.latencyUs + shape.localTreeDepth * model.sharedMemory.latencyUs
-                               : shape.treeDepth * hop.latencyUs;
-    return 2 * depthUs + (trees == 1 ? 2.5 : 2) * bytesUs;
+    return 2 * treeDepthUs + (trees == 1 ? 2.5 : 2) * bytesUs;
   }
   if (algorithm == Algorithm::kPat &&
       (shape.collective == Collective::kAllGather || shape.collective == Collective::kReduceScatter)) {
@@ -88,7 +89,7 @@ double predictWithHops(Algorithm algorithm, const TuneShape& shape, const CostMo
   if (algorithm == Algorithm::kTree &&
       (shape.collective == Collective::kBroadcast || shape.collective == Collective::kReduce)) {
     // One way only; an inner rank sends its part to two children, or receives it from two.
-    return shape.treeDepth * hop.latencyUs + (trees == 1 ? 2 : 1) * bytesUs;
+    return treeDepthUs + (trees == 1 ? 2 : 1) * bytesUs;
   }
   return std::numeric_limits<double>::infinity();
 }

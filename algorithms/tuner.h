@@ -99,9 +99,9 @@ struct TuneShape {
   size_t bytes = 0;           // the whole buffer (AllReduce, Broadcast, Reduce) or per rank
   int nranks = 1;
   bool networkHops = false;   // some hop goes over the network
-  int treeDepth = 0;          // treeDepth(nranks): the flat trees (Broadcast, Reduce; AllReduce on one host)
-  /// AllReduce's trees over several hosts (communicatorTreeDepths): hops along a host's chain,
-  /// costed as shared memory, and between hosts; both 0 on one host.
+  int treeDepth = 0;          // treeDepth(nranks): the flat trees of one host
+  /// The trees over several hosts (communicatorTreeDepths; a rooted collective's trees are the same
+  /// turned): hops along a host's chain, costed as shared memory, and between hosts; both 0 on one host.
   int localTreeDepth = 0;
   int hostTreeDepth = 0;
   /// Hops of the ring that stay on shared memory while the others cross the network (ranks over

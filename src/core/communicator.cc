@@ -112,19 +112,19 @@ void Communicator::logRings(const char* kind, const std::vector<algorithms::Ring
 
 void Communicator::layOutHosts(bool shmDisabled) {
   // Each rank's host, numbered by the lowest rank on it.
-  std::vector<int> hostOfRank(nranks_);
+  hostOfRank_.assign(nranks_, 0);
   for (int r = 0; r < nranks_; ++r) {
-    hostOfRank[r] = r;
+    hostOfRank_[r] = r;
     for (int q = 0; q < r; ++q) {
       if (peers_[q].sameHost(peers_[r])) {
-        hostOfRank[r] = hostOfRank[q];
+        hostOfRank_[r] = hostOfRank_[q];
         break;
       }
     }
   }
-  treePlaces_ = algorithms::communicatorTreePlaces(rings_, hostOfRank, rank_);
-  const bool severalHosts = std::any_of(hostOfRank.begin(), hostOfRank.end(), [](int host) { return host != 0; });
-  hostLayout_ = algorithms::hostLayoutOf(hostOfRank, shmDisabled);
+  treePlaces_ = algorithms::communicatorTreePlaces(rings_, hostOfRank_, rank_);
+  const bool severalHosts = std::any_of(hostOfRank_.begin(), hostOfRank_.end(), [](int host) { return host != 0; });
+  hostLayout_ = algorithms::hostLayoutOf(hostOfRank_, shmDisabled);
   // NCCL's line: per tree, the children, this rank and its parent.
   std::string line;
   for (size_t t = 0; t < treePlaces_.size(); ++t) {

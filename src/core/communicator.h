@@ -97,6 +97,9 @@ class Communicator {
   /// This rank's place in each tree of the tree AllReduce (algorithms::communicatorTreePlaces: NCCL's
   /// trees over hosts when ranks span several), one per channel, at most two.
   const std::vector<algorithms::TreePlace>& treePlaces() const { return treePlaces_; }
+  /// Each rank's host, numbered by the lowest rank on it: the trees of a rooted collective are
+  /// algorithms::rootedTreePlaces(rings(), hostOfRank(), root, rank()).
+  const std::vector<int>& hostOfRank() const { return hostOfRank_; }
   /// How the ranks spread over hosts, as the tuner sees it (algorithms::hostLayoutOf).
   const algorithms::HostLayout& hostLayout() const { return hostLayout_; }
   /// The algorithms NCCL_ALGO allows (rank 0's setting), agreed at init.
@@ -202,8 +205,8 @@ class Communicator {
   /// has a GPU; otherwise each host's ranks along its GPU rings, channel c on GPU ring c mod the
   /// rings found, positions exchanged over the bootstrap (host_ring_positions.h).
   Status buildRings(int hostChannels, int gpuChannels);
-  /// From rings_ and the ranks' hosts: this rank's trees (treePlaces_, logged as NCCL does under
-  /// GRAPH) and, for the tuner, the trees' depths and the ring's hops within hosts.
+  /// From rings_ and the ranks' hosts (hostOfRank_): this rank's trees (treePlaces_, logged as NCCL
+  /// does under GRAPH) and, for the tuner, the trees' depths and the ring's hops within hosts.
   void layOutHosts(bool shmDisabled);
   /// Logs `rings` as NCCL does: each whole ring under INIT, this rank's neighbours under GRAPH;
   /// `kind` prefixes the lines ("" for the host path's, "GPU " for the GPU path's).
@@ -237,6 +240,7 @@ class Communicator {
   bool networkHops_ = false;
   int treeDepth_ = 0;
   std::vector<algorithms::TreePlace> treePlaces_;
+  std::vector<int> hostOfRank_;
   algorithms::HostLayout hostLayout_;
   size_t cmaMinBytes_ = 0;
   size_t slotBytes_ = 0;

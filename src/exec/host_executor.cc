@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "algorithms/node_tree.h"
 #include "algorithms/reduce.h"
 #include "algorithms/schedule.h"
 #include "algorithms/tuner.h"
@@ -298,10 +299,15 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
       continue;
     }
     if (choice.algorithm == algorithms::Algorithm::kTree) {
-      if (ops[i].collective == Collective::kBroadcast) {
-        algorithms::buildTreeBroadcast(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
-      } else if (ops[i].collective == Collective::kReduce) {
-        algorithms::buildTreeReduce(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
+      const core::Communicator& comm = *ops[i].comm;
+      if (ops[i].collective == Collective::kBroadcast || ops[i].collective == Collective::kReduce) {
+        const std::vector<algorithms::TreePlace> trees =
+            algorithms::rootedTreePlaces(comm.rings(), comm.hostOfRank(), ops[i].root, comm.rank());
+        if (ops[i].collective == Collective::kBroadcast) {
+          algorithms::buildTreeBroadcast(shapeOf(ops[i]), trees, &programs_[i]);
+        } else {
+          algorithms::buildTreeReduce(shapeOf(ops[i]), trees, &programs_[i]);
+        }
       } else {
         // Two lanes per tree rank pay off once a tree's part spans several pieces (PERFORMANCE.md).
         const std::vector<algorithms::TreePlace>& trees = ops[i].comm->treePlaces();

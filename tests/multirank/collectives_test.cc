@@ -197,7 +197,8 @@ std::vector<CollectiveCase> treeCases(const std::vector<int>& rankCounts, Covera
 }
 
 // The same over simulated hosts (NCCL_HOSTID; shared memory within a host, sockets between): the
-// AllReduce's trees are then a chain per host and trees between the hosts.
+// trees are then a chain per host and trees between the hosts (turned to the root for Broadcast
+// and Reduce).
 std::vector<CollectiveCase> treeCasesOverHosts(const std::vector<int>& rankCounts, int hosts, Coverage coverage) {
   std::vector<CollectiveCase> all;
   for (int nranks : rankCounts) {

@@ -2,7 +2,8 @@
 // between the chains' first ranks; the trees a communicator picks (flat on one host, over hosts
 // otherwise); and the AllReduce over them (buildTreeAllReduceOnTrees, one and two lanes per rank),
 // simulated for every layout of up to 9 nodes of up to 8 ranks (64 ranks at most), which must give
-// every rank the exact result and never deadlock.
+// every rank the exact result and never deadlock; the same trees turned to a Broadcast's or a
+// Reduce's root, simulated for ranks dealt to hosts at random and every root.
 
 #include <gtest/gtest.h>
 
@@ -147,27 +148,38 @@ TEST(CommunicatorTrees, SeveralHostsHaveAChainEachAndTreesBetweenThem) {
   EXPECT_EQ(hostLayoutOf(std::vector<int>(4, 7), true).hostTreeDepth, 0);  // one host
 }
 
+// Ranks dealt to `hosts` hosts at random, each host getting one at least.
+std::vector<int> dealtToHosts(int nranks, int hosts, std::mt19937& draw) {
+  std::vector<int> hostOfRank(nranks);
+  for (int rank = 0; rank < nranks; ++rank) hostOfRank[rank] = rank < hosts ? rank : static_cast<int>(draw() % hosts);
+  return hostOfRank;
+}
+
+// Rings as a communicator builds them: each visits the hosts in order of their lowest rank, each
+// host's ranks consecutive, in an order of its own.
+std::vector<Ring> ringsOverHosts(const std::vector<int>& hostOfRank, int hosts, int channels, std::mt19937& draw) {
+  std::vector<Ring> rings(channels);
+  for (Ring& ring : rings) {
+    for (int host = 0; host < hosts; ++host) {
+      std::vector<int> members;
+      for (int rank = 0; rank < static_cast<int>(hostOfRank.size()); ++rank) {
+        if (hostOfRank[rank] == host) members.push_back(rank);
+      }
+      std::shuffle(members.begin(), members.end(), draw);
+      ring.insert(ring.end(), members.begin(), members.end());
+    }
+  }
+  return rings;
+}
+
 TEST(CommunicatorTreesSimulated, RanksSpreadOverHostsAreExact) {
   std::mt19937 draw(5);
   ProgramSimulator simulator;
   for (int nranks = 2; nranks <= 24; ++nranks) {
     for (int hosts : {2, 3, 5}) {
       if (hosts > nranks) continue;
-      // Ranks dealt to hosts at random (each host gets one at least); every ring visits the hosts
-      // in order of their lowest rank, each host's ranks consecutive, in an order of its own.
-      std::vector<int> hostOfRank(nranks);
-      for (int rank = 0; rank < nranks; ++rank) hostOfRank[rank] = rank < hosts ? rank : static_cast<int>(draw() % hosts);
-      std::vector<Ring> rings(2);
-      for (Ring& ring : rings) {
-        for (int host = 0; host < hosts; ++host) {
-          std::vector<int> members;
-          for (int rank = 0; rank < nranks; ++rank) {
-            if (hostOfRank[rank] == host) members.push_back(rank);
-          }
-          std::shuffle(members.begin(), members.end(), draw);
-          ring.insert(ring.end(), members.begin(), members.end());
-        }
-      }
+      const std::vector<int> hostOfRank = dealtToHosts(nranks, hosts, draw);
+      const std::vector<Ring> rings = ringsOverHosts(hostOfRank, hosts, 2, draw);
       std::vector<Participant> parts;
       for (int rank = 0; rank < nranks; ++rank) {
         OpShape shape{Collective::kAllReduce, 41, 0, nranks, rank};
@@ -185,6 +197,74 @@ TEST(CommunicatorTreesSimulated, RanksSpreadOverHostsAreExact) {
       options.nChannels = 2;
       const SimulationResult result = simulator.run(parts, options);
       EXPECT_TRUE(result.ok()) << nranks << " ranks on " << hosts << " hosts: " << result.message;
+    }
+  }
+}
+
+TEST(RootedTrees, OverHostsTheRootLeadsItsChainAndTheTreeBetweenHosts) {
+  // Ranks 0, 2, 4 on host 0 and 1, 3, 5 on host 1; the ring visits host 0's first. Root 3: its
+  // chain becomes 3 5 1, and its host takes the place of tree 0's root node. A chain's first rank
+  // serves the other host first.
+  const std::vector<int> hostOfRank = {0, 1, 0, 1, 0, 1};
+  const std::vector<Ring> rings = {{0, 2, 4, 1, 3, 5}, {0, 2, 4, 1, 3, 5}};
+  auto place = [&](int rank, int tree) { return rootedTreePlaces(rings, hostOfRank, 3, rank)[tree]; };
+  for (int tree : {0, 1}) {
+    EXPECT_EQ(place(3, tree).parent, -1) << "tree " << tree;
+    EXPECT_EQ(place(3, tree).children, (std::vector<int>{0, 5})) << "tree " << tree;
+    EXPECT_EQ(place(5, tree).parent, 3);
+    EXPECT_EQ(place(1, tree).parent, 5);
+    EXPECT_TRUE(place(1, tree).children.empty());
+    EXPECT_EQ(place(0, tree).parent, 3);
+    EXPECT_EQ(place(0, tree).children, (std::vector<int>{2}));
+    EXPECT_EQ(place(4, tree).parent, 2);
+  }
+}
+
+TEST(RootedTrees, OneHostTurnsTheFlatTreesOverTheFirstRing) {
+  // The 4-rank tree 0 -> 2 -> {1, 3} over ring 3 1 0 2 (positions), turned to start at rank 1
+  // (position 1): positions 1 -> 3 -> {2, 0}, ranks 1 -> 2 -> {0, 3}.
+  const std::vector<Ring> rings = {{3, 1, 0, 2}};
+  EXPECT_EQ(rootedTreePlaces(rings, {}, 1, 1)[0].children, (std::vector<int>{2}));
+  EXPECT_EQ(rootedTreePlaces(rings, {}, 1, 2)[0].children, (std::vector<int>{0, 3}));
+  EXPECT_EQ(rootedTreePlaces(rings, std::vector<int>(4, 5), 1, 3)[0].parent, 2);
+}
+
+TEST(RootedTreesSimulated, RanksSpreadOverHostsAreExactAtEveryRoot) {
+  std::mt19937 draw(11);
+  ProgramSimulator simulator;
+  int failures = 0;
+  for (int nranks = 2; nranks <= 20; ++nranks) {
+    for (int hosts : {2, 3, 5}) {
+      if (hosts > nranks) continue;
+      const std::vector<int> hostOfRank = dealtToHosts(nranks, hosts, draw);
+      const int channels = 1 + static_cast<int>(draw() % 3);
+      const std::vector<Ring> rings = ringsOverHosts(hostOfRank, hosts, channels, draw);
+      for (Collective collective : {Collective::kBroadcast, Collective::kReduce}) {
+        for (int root = 0; root < nranks; ++root) {
+          std::vector<Participant> parts;
+          int crossings = 0;
+          for (int rank = 0; rank < nranks; ++rank) {
+            const std::vector<TreePlace> trees = rootedTreePlaces(rings, hostOfRank, root, rank);
+            for (const TreePlace& tree : trees) crossings += tree.parent >= 0 && hostOfRank[tree.parent] != hostOfRank[rank];
+            OpShape shape{collective, 23, root, nranks, rank};
+            Participant part{shape, {}};
+            if (collective == Collective::kBroadcast) {
+              buildTreeBroadcast(shape, trees, &part.program);
+            } else {
+              buildTreeReduce(shape, trees, &part.program);
+            }
+            parts.push_back(part);
+          }
+          // Each tree crosses between hosts once per host but the root's.
+          EXPECT_EQ(crossings, std::min(channels, 2) * (hosts - 1)) << nranks << " ranks, root " << root;
+          const SimulatorOptions options = tests::drawnPipelinedOptions(draw, draw() % 2 == 0, channels);
+          const SimulationResult result = simulator.run(parts, options);
+          if (result.ok()) continue;
+          ADD_FAILURE() << collectiveName(collective) << " over " << nranks << " ranks on " << hosts << " hosts, root "
+                        << root << ": " << result.message;
+          if (++failures == 5) return;
+        }
+      }
     }
   }
 }

@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "algorithms/node_tree.h"
 #include "algorithms/schedule.h"
 #include "tests/unit/schedule_test_support.h"
 
@@ -140,10 +141,11 @@ TEST(TreeScheduleSimulated, StepAfterStepWithUnboundedSlotsIsExactToo) {
 
 // Broadcast or Reduce over the trees turned to start at the root.
 void buildRootedTreeProgram(const OpShape& shape, const std::vector<Ring>& rings, Program* program) {
+  const std::vector<TreePlace> trees = rootedTreePlaces(rings, {}, shape.root, shape.rank);
   if (shape.collective == Collective::kBroadcast) {
-    buildTreeBroadcast(shape, rings, program);
+    buildTreeBroadcast(shape, trees, program);
   } else {
-    buildTreeReduce(shape, rings, program);
+    buildTreeReduce(shape, trees, program);
   }
 }
 

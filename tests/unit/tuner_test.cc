@@ -76,6 +76,12 @@ TEST(Tuner, OverSeveralHostsEachKindOfHopCostsItsOwn) {
   shape.localTreeDepth = 3;
   EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, kSimple, shape, model), 14 * (2 * 50 + 6 * 2) / 8.0 + 1.75 * 8);
   EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, kSimple, shape, model), 2 * (1 * 50 + 3 * 2) + 2.5 * 8);
+  // Broadcast and Reduce run the same trees turned to their root, one way.
+  for (Collective rooted : {Collective::kBroadcast, Collective::kReduce}) {
+    TuneShape oneWay = shape;
+    oneWay.collective = rooted;
+    EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kTree, kSimple, oneWay, model), (1 * 50 + 3 * 2) + 2 * 8);
+  }
   // Every hop over the network (every rank its own host): as before.
   EXPECT_DOUBLE_EQ(predictMicroseconds(Algorithm::kRing, kSimple, allReduce(8000, 8, true), model), 14 * 50 + 1.75 * 8);
 }
