@@ -1,5 +1,6 @@
 #include "sim/collective_timing.h"
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -11,14 +12,64 @@ namespace weft::sim {
 
 using algorithms::Collective;
 
-const char* simAlgorithmName(SimAlgorithm algorithm) { return algorithm == SimAlgorithm::kRing ? "ring" : "tree"; }
+const char* simAlgorithmName(SimAlgorithm algorithm) {
+  switch (algorithm) {
+    case SimAlgorithm::kRing: return "ring";
+    case SimAlgorithm::kTree: return "tree";
+    case SimAlgorithm::kPat: return "pat";
+    case SimAlgorithm::kRhd: return "rhd";
+  }
+  return "?";
+}
 
 bool simulates(Collective collective, SimAlgorithm algorithm) {
-  if (algorithm == SimAlgorithm::kTree) return collective == Collective::kAllReduce;
+  switch (algorithm) {
+    case SimAlgorithm::kTree:
+    case SimAlgorithm::kRhd: return collective == Collective::kAllReduce;
+    case SimAlgorithm::kPat: return collective == Collective::kAllGather || collective == Collective::kReduceScatter;
+    case SimAlgorithm::kRing: break;
+  }
   return collective == Collective::kAllReduce || collective == Collective::kAllGather ||
          collective == Collective::kReduceScatter || collective == Collective::kBroadcast ||
          collective == Collective::kReduce;
 }
+
+namespace {
+
+// Pat or rhd: every rank's program on channel 0, the links shared out among the connections that
+// are each rank's k-th distinct peer (the exchanges that move at once), for every k apart.
+TimingResult timeLogSteps(const Fabric& fabric, Collective collective, SimAlgorithm algorithm, size_t count,
+                          const TimingOptions& options) {
+  const int n = fabric.ranks();
+  std::vector<algorithms::Program> programs(n);
+  std::vector<std::vector<Connection>> byOrdinal;
+  for (int rank = 0; rank < n; ++rank) {
+    const algorithms::OpShape shape{collective, count, 0, n, rank};
+    if (algorithm == SimAlgorithm::kRhd) {
+      algorithms::buildRhdAllReduce(shape, &programs[rank]);
+    } else if (collective == Collective::kAllGather) {
+      algorithms::buildBruckAllGather(shape, &programs[rank]);
+    } else {
+      algorithms::buildBruckReduceScatter(shape, &programs[rank]);
+    }
+    std::vector<int> peers;
+    for (const algorithms::Lane& lane : programs[rank].lanes) {
+      for (const algorithms::Step& step : lane.steps) {
+        if (step.sendPeer < 0 || std::find(peers.begin(), peers.end(), step.sendPeer) != peers.end()) continue;
+        if (byOrdinal.size() == peers.size()) byOrdinal.emplace_back();
+        byOrdinal[peers.size()].push_back({lane.channel, rank, step.sendPeer});
+        peers.push_back(step.sendPeer);
+      }
+    }
+  }
+  std::unordered_map<uint64_t, LinkTiming> links;
+  for (const std::vector<Connection>& connections : byOrdinal) links.merge(fabric.share(connections));
+  const ProgramSource programOf = [&](int rank, algorithms::Program* program) { *program = programs[rank]; };
+  const LinkSource linkOf = [&](int channel, int from, int to) { return links.at(Fabric::key(channel, from, to)); };
+  return timePrograms(n, programOf, linkOf, options);
+}
+
+}  // namespace
 
 double busBandwidthFactor(Collective collective, int nranks) {
   const double n = nranks;
@@ -39,6 +90,20 @@ CollectiveTiming timeCollective(const Fabric& fabric, Collective collective, Sim
   const int channels = fabric.channels();
   const bool countPerRank = collective == Collective::kAllGather || collective == Collective::kReduceScatter;
   const size_t count = bytes / options.elementSize / (countPerRank ? n : 1);
+  auto finish = [&](double microseconds) {
+    timing.microseconds = microseconds + kLaunchMicroseconds;
+    timing.algBandwidth = static_cast<double>(bytes) / timing.microseconds / 1000;
+    timing.busBandwidth = timing.algBandwidth * busBandwidthFactor(collective, n);
+    return timing;
+  };
+  if (algorithm == SimAlgorithm::kPat || algorithm == SimAlgorithm::kRhd) {
+    const TimingResult result = timeLogSteps(fabric, collective, algorithm, count, options);
+    if (!result.ok()) {
+      timing.error = result.error;
+      return timing;
+    }
+    return finish(result.microseconds);
+  }
 
   // Every channel's connections in the order of its structure (ring positions; the tree node by
   // node, down each chain), so that channels laid out alike list alike.
@@ -105,10 +170,7 @@ CollectiveTiming timeCollective(const Fabric& fabric, Collective collective, Sim
     timed.emplace(std::move(layout), result.microseconds);
     slowest = std::max(slowest, result.microseconds);
   }
-  timing.microseconds = slowest + kLaunchMicroseconds;
-  timing.algBandwidth = static_cast<double>(bytes) / timing.microseconds / 1000;
-  timing.busBandwidth = timing.algBandwidth * busBandwidthFactor(collective, n);
-  return timing;
+  return finish(slowest);
 }
 
 }  // namespace weft::sim

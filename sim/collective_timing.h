@@ -7,8 +7,12 @@
 // collective). Tree (AllReduce only): NCCL's tree over nodes (algorithms/node_tree.h), channel c
 // on tree c mod 2 with its own chains, each channel an even part. Channels do not interact once
 // the fabric has shared the links out, so each is timed alone, and channels whose connections all
-// time alike are timed once. The operation ends with its slowest channel, plus a launch latency
-// (NCCL's base latency for the Simple protocol, 8.4 us).
+// time alike are timed once. Pat (Bruck's AllGather and ReduceScatter) and rhd (recursive
+// halving-doubling AllReduce) run as Weft runs them: all the data on channel 0 (its NIC between
+// nodes), between ranks in rank order; their exchanges do not all move at once, so the links are
+// shared out among the connections that are each rank's k-th peer, for every k apart. The
+// operation ends with its slowest channel, plus a launch latency (NCCL's base latency for the
+// Simple protocol, 8.4 us).
 
 #include <cstddef>
 #include <string>
@@ -19,11 +23,14 @@
 
 namespace weft::sim {
 
-enum class SimAlgorithm { kRing, kTree };
+enum class SimAlgorithm { kRing, kTree, kPat, kRhd };
+inline constexpr SimAlgorithm kSimAlgorithms[] = {SimAlgorithm::kRing, SimAlgorithm::kTree, SimAlgorithm::kPat,
+                                                  SimAlgorithm::kRhd};
 
-/// "ring", "tree".
+/// NCCL_ALGO's names: "ring", "tree", "pat", "rhd".
 const char* simAlgorithmName(SimAlgorithm algorithm);
-/// Whether `weft sim` models `algorithm` for `collective` (tree: AllReduce only).
+/// Whether `weft sim` models `algorithm` for `collective` (tree and rhd: AllReduce only; pat:
+/// AllGather and ReduceScatter).
 bool simulates(algorithms::Collective collective, SimAlgorithm algorithm);
 
 struct CollectiveTiming {

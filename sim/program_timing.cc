@@ -26,13 +26,16 @@ struct CompactStep {
   int32_t recv = -1;  // connection index
   int32_t send = -1;
   uint64_t bytes = 0;
+  bool startsPhase = false;
 };
 
 struct LaneState {
   int rank = 0;
   size_t first = 0;  // index of its first step in the step table
   size_t count = 0;
-  uint64_t rounds = 0;
+  size_t phaseBegin = 0;  // the current phase's steps: [phaseBegin, phaseEnd)
+  size_t phaseEnd = 0;
+  uint64_t rounds = 0;    // of the current phase
   uint64_t round = 0;
   size_t step = 0;
   double clock = 0;
@@ -60,12 +63,13 @@ class Engine {
       for (const algorithms::Step& step : lane.steps) {
         CompactStep compact;
         compact.bytes = step.count * options_.elementSize;
+        compact.startsPhase = step.startsPhase;
         if (step.recvPeer >= 0) compact.recv = connection(lane.channel, step.recvPeer, rank, linkOf);
         if (step.sendPeer >= 0) compact.send = connection(lane.channel, rank, step.sendPeer, linkOf);
         steps_.push_back(compact);
-        state.rounds = std::max<uint64_t>(state.rounds, (compact.bytes + options_.pieceBytes - 1) / options_.pieceBytes);
       }
       state.count = steps_.size() - state.first;
+      enterPhase(state, 0);
       lanes_.push_back(state);
     }
   }
@@ -104,6 +108,20 @@ class Engine {
     return ends.back().index;
   }
 
+  // Starts the phase of `lane` that begins at its step `begin`: its steps run in rounds of their own.
+  void enterPhase(LaneState& lane, size_t begin) {
+    lane.phaseBegin = begin;
+    lane.phaseEnd = std::min(begin + 1, lane.count);
+    while (lane.phaseEnd < lane.count && !steps_[lane.first + lane.phaseEnd].startsPhase) ++lane.phaseEnd;
+    lane.rounds = 0;
+    for (size_t i = begin; i < lane.phaseEnd; ++i) {
+      const uint64_t bytes = steps_[lane.first + i].bytes;
+      lane.rounds = std::max<uint64_t>(lane.rounds, (bytes + options_.pieceBytes - 1) / options_.pieceBytes);
+    }
+    lane.round = 0;
+    lane.step = begin;
+  }
+
   void wake(int lane) {
     if (lane < 0 || lanes_[lane].queued || lanes_[lane].finished) return;
     lanes_[lane].queued = true;
@@ -119,9 +137,14 @@ class Engine {
   void advance(int laneIndex) {
     LaneState& lane = lanes_[laneIndex];
     const uint64_t slots = static_cast<uint64_t>(options_.slots);
-    while (lane.round < lane.rounds) {
-      if (lane.step == lane.count) {
-        lane.step = 0;
+    for (;;) {
+      if (lane.round == lane.rounds) {  // the phase is done
+        if (lane.phaseEnd == lane.count) break;
+        enterPhase(lane, lane.phaseEnd);
+        continue;
+      }
+      if (lane.step == lane.phaseEnd) {
+        lane.step = lane.phaseBegin;
         ++lane.round;
         continue;
       }

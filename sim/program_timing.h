@@ -2,11 +2,12 @@
 // How long step programs take on connections of given bandwidth and latency.
 //
 // Every rank's program runs as the executors run it: each lane takes its steps in rounds (piece k
-// of every step, then piece k + 1), a piece being at most `pieceBytes` of the step, and each
-// connection holds `slots` pieces. A piece is sent when the lane has received what it forwards,
-// when the connection has a free slot (the receiver released the piece `slots` earlier) and when
-// the connection finished sending the previous piece; it occupies the connection for
-// bytes / bandwidth and arrives `latency` later. The receiver releases the slot when it has
+// of every step, then piece k + 1; a step that starts a phase waits for every piece before it,
+// and the phase's steps run in rounds of their own), a piece being at most `pieceBytes` of the
+// step, and each connection holds `slots` pieces. A piece is sent when the lane has received what
+// it forwards, when the connection has a free slot (the receiver released the piece `slots`
+// earlier) and when the connection finished sending the previous piece; it occupies the
+// connection for bytes / bandwidth and arrives `latency` later. The receiver releases the slot when it has
 // forwarded or stored the piece. Connections do not share bandwidth with each other: the fabric
 // model (fabric.h) gives each its share beforehand.
 //

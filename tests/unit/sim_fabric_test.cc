@@ -149,7 +149,7 @@ TEST(SimCollective, SmallAllReduceOverManyNodesIsFasterOnTheTree) {
   EXPECT_LT(tree.microseconds, ring.microseconds / 3);
 }
 
-TEST(SimCollective, EveryCollectiveRunsOnTheRingAndOnlyAllReduceOnTheTree) {
+TEST(SimCollective, EveryCollectiveRunsOnTheRingTheOthersWhereModelled) {
   const topology::System system = loadFixture();
   const Fabric fabric = buildFabric(system, 2);
   for (Collective collective : {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
@@ -159,6 +159,44 @@ TEST(SimCollective, EveryCollectiveRunsOnTheRingAndOnlyAllReduceOnTheTree) {
     EXPECT_GT(timing.busBandwidth, 0) << collectiveName(collective);
   }
   EXPECT_FALSE(timeCollective(fabric, Collective::kBroadcast, SimAlgorithm::kTree, 1024, TimingOptions{}).ok());
+  EXPECT_FALSE(timeCollective(fabric, Collective::kAllReduce, SimAlgorithm::kPat, 1024, TimingOptions{}).ok());
+  EXPECT_FALSE(timeCollective(fabric, Collective::kAllGather, SimAlgorithm::kRhd, 1024, TimingOptions{}).ok());
+}
+
+TEST(SimCollective, LogarithmicStepsWaitForOneHopEach) {
+  // Small sizes: every exchange waits for one step latency of its hop's kind (NVLink 3.4 us,
+  // network 14 us), plus the launch.
+  const topology::System system = loadFixture();
+  const Fabric oneNode = buildFabric(system, 1);
+  // 8 ranks: 3 Bruck steps; rhd halves and doubles in 3 exchanges each.
+  for (Collective collective : {Collective::kAllGather, Collective::kReduceScatter}) {
+    const CollectiveTiming pat = timeCollective(oneNode, collective, SimAlgorithm::kPat, 1024, TimingOptions{});
+    ASSERT_TRUE(pat.ok()) << pat.error;
+    EXPECT_NEAR(pat.microseconds, kLaunchMicroseconds + 3 * 3.4, 0.1) << collectiveName(collective);
+  }
+  const CollectiveTiming rhd = timeCollective(oneNode, Collective::kAllReduce, SimAlgorithm::kRhd, 1024, TimingOptions{});
+  ASSERT_TRUE(rhd.ok()) << rhd.error;
+  EXPECT_NEAR(rhd.microseconds, kLaunchMicroseconds + 6 * 3.4, 0.1);
+  // 4 nodes, 32 ranks: partners 1, 2 and 4 apart are on the node, 8 and 16 apart across.
+  const Fabric fourNodes = buildFabric(system, 4);
+  const CollectiveTiming across =
+      timeCollective(fourNodes, Collective::kAllReduce, SimAlgorithm::kRhd, 128, TimingOptions{});
+  ASSERT_TRUE(across.ok()) << across.error;
+  EXPECT_NEAR(across.microseconds, kLaunchMicroseconds + 2 * (3 * 3.4 + 2 * 14.0), 0.5);
+}
+
+TEST(SimCollective, LogarithmicStepsShareTheLinksOnlyWithTheExchangesThatMoveAtOnce) {
+  // A large AllGather on one node: Bruck's last step moves half the data over each rank's
+  // NVLinks alone; were the links shared with every other step's connections, it would take
+  // several times longer than the ring, which moves (n-1)/n of it spread over 18 channels.
+  const topology::System system = loadFixture();
+  const Fabric fabric = buildFabric(system, 1);
+  const size_t bytes = size_t{1} << 30;
+  const CollectiveTiming ring = timeCollective(fabric, Collective::kAllGather, SimAlgorithm::kRing, bytes, TimingOptions{});
+  const CollectiveTiming pat = timeCollective(fabric, Collective::kAllGather, SimAlgorithm::kPat, bytes, TimingOptions{});
+  ASSERT_TRUE(ring.ok() && pat.ok()) << ring.error << pat.error;
+  EXPECT_LT(pat.microseconds, 2.5 * ring.microseconds);
+  EXPECT_GT(pat.microseconds, ring.microseconds);  // one channel's connections, pieces one step after another
 }
 
 }  // namespace

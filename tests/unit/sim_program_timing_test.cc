@@ -1,6 +1,6 @@
 // The simulator's timing of step programs (sim/program_timing.h) against what can be worked out by
 // hand: one transfer, a ring step after step, a pipelined chain, a connection held back by its
-// slots, and programs that cannot finish.
+// slots, a phase that waits for the pieces before it, and programs that cannot finish.
 
 #include <gtest/gtest.h>
 
@@ -101,6 +101,42 @@ TEST(SimProgramTiming, ProgramsThatWaitForEachOtherAreReported) {
   const TimingResult result = timePrograms(2, bothReceiveFirst, uniformLinks(), TimingOptions{});
   EXPECT_FALSE(result.ok());
   EXPECT_NE(result.error.find("deadlock"), std::string::npos) << result.error;
+}
+
+TEST(SimProgramTiming, APhaseStartsOnceEveryPieceBeforeItHasRun) {
+  // Rank 1 sends rank 0 two pieces; rank 0 then sends one piece back. Each second step starts a
+  // phase, or not.
+  const double piece = 4096 / kBandwidth;
+  for (bool phases : {false, true}) {
+    const ProgramSource programs = [phases](int rank, Program* program) {
+      program->lanes.clear();
+      algorithms::Step first;
+      algorithms::Step second;
+      first.count = 2048;  // two pieces of 4096 bytes
+      second.count = 1024;
+      second.startsPhase = phases;
+      if (rank == 0) {
+        first.recvPeer = 1;
+        first.dst = {algorithms::BufferKind::kRecv, 0};
+        second.sendPeer = 1;
+        second.src = {algorithms::BufferKind::kRecv, 0};
+      } else {
+        first.sendPeer = 0;
+        first.src = {algorithms::BufferKind::kSend, 0};
+        second.recvPeer = 0;
+        second.dst = {algorithms::BufferKind::kRecv, 0};
+      }
+      program->lanes.push_back({0, {first, second}});
+    };
+    TimingOptions options;
+    options.pieceBytes = 4096;
+    const TimingResult result = timePrograms(2, programs, uniformLinks(), options);
+    ASSERT_TRUE(result.ok()) << result.error;
+    // In rounds, rank 1 sends its second piece only once rank 0's reply to the first has arrived;
+    // in phases, both pieces go first and the reply follows them.
+    const double expected = phases ? 3 * piece + 2 * kLatency : 3 * piece + 3 * kLatency;
+    EXPECT_NEAR(result.microseconds, expected, 0.05) << (phases ? "phases" : "rounds");  // and local copies
+  }
 }
 
 }  // namespace

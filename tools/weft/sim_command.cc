@@ -23,7 +23,7 @@ struct SimOptions {
   std::string topoFile;
   std::vector<int> nodes = {1};
   std::string collective = "allreduce";
-  std::vector<std::string> algorithms = {"ring", "tree"};
+  std::vector<std::string> algorithms = {"ring", "tree", "pat", "rhd"};
   size_t minBytes = 8;
   size_t maxBytes = size_t{8} << 30;
   int factor = 4;
@@ -54,15 +54,17 @@ int runSim(const SimOptions& options) {
   for (const algorithms::NamedCollective& entry : algorithms::governedCollectives()) {
     if (options.collective == entry.name) collective = entry.collective;
   }
-  // The ring first, then the tree, each once, as far as asked for and modelled.
+  // In the order of sim::kSimAlgorithms, each once, as far as asked for and modelled.
   std::vector<SimAlgorithm> algorithms;
-  for (SimAlgorithm algorithm : {SimAlgorithm::kRing, SimAlgorithm::kTree}) {
+  for (SimAlgorithm algorithm : sim::kSimAlgorithms) {
     const bool asked = std::find(options.algorithms.begin(), options.algorithms.end(),
                                  sim::simAlgorithmName(algorithm)) != options.algorithms.end();
     if (asked && sim::simulates(collective, algorithm)) algorithms.push_back(algorithm);
   }
   if (algorithms.empty()) {
-    std::fprintf(stderr, "weft sim: none of the algorithms asked for is modelled for %s (tree: allreduce only)\n",
+    std::fprintf(stderr,
+                 "weft sim: none of the algorithms asked for is modelled for %s (tree and rhd: allreduce only; pat: "
+                 "allgather and reducescatter)\n",
                  options.collective.c_str());
     return 1;
   }
@@ -76,7 +78,10 @@ int runSim(const SimOptions& options) {
   sim::TimingOptions timing;
   timing.pieceBytes = options.buffSize / 8;
   const std::vector<size_t> sizes = sizesOf(options);
-  const bool compare = algorithms.size() == 2;
+  // Where both are timed, the tree against the ring, by node count.
+  const auto ringAt = std::find(algorithms.begin(), algorithms.end(), SimAlgorithm::kRing);
+  const auto treeAt = std::find(algorithms.begin(), algorithms.end(), SimAlgorithm::kTree);
+  const bool compare = ringAt != algorithms.end() && treeAt != algorithms.end();
   std::vector<Crossover> crossovers;
   for (int nodes : options.nodes) {
     sim::FabricOptions fabricOptions;
@@ -106,11 +111,11 @@ int runSim(const SimOptions& options) {
       const std::string name = sim::simAlgorithmName(algorithm);
       std::printf(" %12s %9s %9s", (name + " us").c_str(), "algbw", "busbw");
     }
-    std::printf("%s\n", compare ? "  faster" : "");
+    std::printf("%s\n", algorithms.size() > 1 ? "  fastest" : "");
     Crossover crossover{nodes, fabric.ranks(), 0, 0};
     for (size_t bytes : sizes) {
       std::printf("%14zu", bytes);
-      double times[2] = {0, 0};
+      std::vector<double> times(algorithms.size());
       for (size_t a = 0; a < algorithms.size(); ++a) {
         const sim::CollectiveTiming result = sim::timeCollective(fabric, collective, algorithms[a], bytes, timing);
         if (!result.ok()) {
@@ -121,11 +126,15 @@ int runSim(const SimOptions& options) {
         times[a] = result.microseconds;
         std::printf(" %12.1f %9.2f %9.2f", result.microseconds, result.algBandwidth, result.busBandwidth);
       }
-      if (compare) {  // times[0]: the ring's, times[1]: the tree's
-        const bool treeFaster = times[1] < times[0];
-        if (treeFaster) crossover.treeFasterUpTo = bytes;
-        if (bytes == sizes.front()) crossover.smallestRatio = times[1] / times[0];
-        std::printf("  %s", treeFaster ? "tree" : "ring");
+      if (compare) {
+        const double ring = times[ringAt - algorithms.begin()];
+        const double tree = times[treeAt - algorithms.begin()];
+        if (tree < ring) crossover.treeFasterUpTo = bytes;
+        if (bytes == sizes.front()) crossover.smallestRatio = tree / ring;
+      }
+      if (algorithms.size() > 1) {
+        const size_t fastest = static_cast<size_t>(std::min_element(times.begin(), times.end()) - times.begin());
+        std::printf("  %s", sim::simAlgorithmName(algorithms[fastest]));
       }
       std::printf("\n");
     }
@@ -164,9 +173,11 @@ void addSimCommand(CLI::App& app, int* exitCode) {
   command->add_option("--collective", options->collective, "the collective")
       ->check(CLI::IsMember(names))
       ->capture_default_str();
-  command->add_option("--algo", options->algorithms, "algorithms to time (ring, tree: allreduce only)")
+  command->add_option("--algo", options->algorithms,
+                      "algorithms to time, as modelled for the collective (ring; tree and rhd: allreduce only; pat: "
+                      "allgather and reducescatter)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"ring", "tree"}))
+      ->check(CLI::IsMember({"ring", "tree", "pat", "rhd"}))
       ->capture_default_str();
   command->add_option("--min", options->minBytes, "the smallest size in bytes (K, M, G suffixes)")
       ->transform(CLI::AsSizeValue(false))
