@@ -18,14 +18,12 @@
 // Reduce: up the same turned trees, as an AllReduce's way up, finalized at the root.
 
 #include <algorithm>
-#include <array>
 #include <cassert>
 
 #include "algorithms/even_split.h"
 #include "algorithms/node_tree.h"
 #include "algorithms/program_builder.h"
 #include "algorithms/schedule.h"
-#include "topology/trees.h"
 
 namespace weft::algorithms {
 namespace {

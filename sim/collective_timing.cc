@@ -64,7 +64,8 @@ TimingResult timeLogSteps(const Fabric& fabric, Collective collective, SimAlgori
   }
   std::unordered_map<uint64_t, LinkTiming> links;
   for (const std::vector<Connection>& connections : byOrdinal) links.merge(fabric.share(connections));
-  const ProgramSource programOf = [&](int rank, algorithms::Program* program) { *program = programs[rank]; };
+  // timePrograms asks for each rank's program once.
+  const ProgramSource programOf = [&](int rank, algorithms::Program* program) { *program = std::move(programs[rank]); };
   const LinkSource linkOf = [&](int channel, int from, int to) { return links.at(Fabric::key(channel, from, to)); };
   return timePrograms(n, programOf, linkOf, options);
 }

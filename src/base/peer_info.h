@@ -32,8 +32,8 @@ struct PeerInfo {
 };
 
 /// Fills the calling process's PeerInfo for `rank`: host identity (NCCL_HOSTID, or the hostname
-/// and /proc/sys/kernel/random/boot_id), the machine's identity, pid, the shm folder's device, the NUMA node of the
-/// calling thread's CPU affinity.
+/// and /proc/sys/kernel/random/boot_id), the machine's identity, pid, the shm folder's device, the
+/// NUMA node of the calling thread's CPU affinity.
 Status describeLocalPeer(int rank, PeerInfo* info);
 
 /// The host id used for this process: NCCL_HOSTID, else machineId().

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algorithms/collective_filter.h"
+#include "algorithms/tuner.h"
 #include "sim/collective_timing.h"
 #include "src/base/knobs.h"
 #include "topology/load.h"
@@ -19,11 +20,17 @@ namespace {
 using algorithms::Collective;
 using sim::SimAlgorithm;
 
+std::vector<std::string> simAlgorithmNames() {
+  std::vector<std::string> names;
+  for (SimAlgorithm algorithm : sim::kSimAlgorithms) names.push_back(sim::simAlgorithmName(algorithm));
+  return names;
+}
+
 struct SimOptions {
   std::string topoFile;
   std::vector<int> nodes = {1};
   std::string collective = "allreduce";
-  std::vector<std::string> algorithms = {"ring", "tree", "pat", "rhd"};
+  std::vector<std::string> algorithms = simAlgorithmNames();  // every one modelled for the collective
   size_t minBytes = 8;
   size_t maxBytes = size_t{8} << 30;
   int factor = 4;
@@ -76,7 +83,7 @@ int runSim(const SimOptions& options) {
     return 1;
   }
   sim::TimingOptions timing;
-  timing.pieceBytes = options.buffSize / 8;
+  timing.pieceBytes = algorithms::simpleSlotBytes(static_cast<int64_t>(options.buffSize));
   const std::vector<size_t> sizes = sizesOf(options);
   // Where both are timed, the tree against the ring, by node count.
   const auto ringAt = std::find(algorithms.begin(), algorithms.end(), SimAlgorithm::kRing);
@@ -177,7 +184,7 @@ void addSimCommand(CLI::App& app, int* exitCode) {
                       "algorithms to time, as modelled for the collective (ring; tree and rhd: allreduce only; pat: "
                       "allgather and reducescatter)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"ring", "tree", "pat", "rhd"}))
+      ->check(CLI::IsMember(simAlgorithmNames()))
       ->capture_default_str();
   command->add_option("--min", options->minBytes, "the smallest size in bytes (K, M, G suffixes)")
       ->transform(CLI::AsSizeValue(false))
