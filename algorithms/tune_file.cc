@@ -23,7 +23,26 @@ Status readHop(const Json& root, const char* name, const std::string& path, HopC
     }
     *value = object[member].get<double>();
   }
+  // Optional (files written before channels were measured have neither): 0 when absent.
+  for (auto [member, value] :
+       {std::pair{"channel_latency_us", &hop->channelLatencyUs}, std::pair{"peak_bandwidth_gbps", &hop->peakBandwidthGBps}}) {
+    *value = 0;
+    if (!object.contains(member)) continue;
+    if (!object[member].is_number() || !(object[member].get<double>() >= 0)) {
+      return invalidArgument("tune file %s: \"%s\".\"%s\" must be a number, 0 or more; write the file with weft tune "
+                             "--calibrate",
+                             path.c_str(), name, member);
+    }
+    *value = object[member].get<double>();
+  }
   return Status::ok();
+}
+
+Json hopJson(const HopCost& hop) {
+  return {{"latency_us", hop.latencyUs},
+          {"bandwidth_gbps", hop.bandwidthGBps},
+          {"channel_latency_us", hop.channelLatencyUs},
+          {"peak_bandwidth_gbps", hop.peakBandwidthGBps}};
 }
 
 }  // namespace
@@ -72,11 +91,9 @@ std::string tuneFileText(const CostModel& model, const std::string& details) {
   Json root = details.empty() ? Json::object() : Json::parse(details, nullptr, false);
   if (!root.is_object()) root = Json::object();
   root["weft_tune_file"] = kTuneFileVersion;
-  root["shared_memory"] = {{"latency_us", model.sharedMemory.latencyUs},
-                           {"bandwidth_gbps", model.sharedMemory.bandwidthGBps}};
-  root["shared_memory_ll"] = {{"latency_us", model.sharedMemoryLL.latencyUs},
-                              {"bandwidth_gbps", model.sharedMemoryLL.bandwidthGBps}};
-  root["network"] = {{"latency_us", model.network.latencyUs}, {"bandwidth_gbps", model.network.bandwidthGBps}};
+  root["shared_memory"] = hopJson(model.sharedMemory);
+  root["shared_memory_ll"] = hopJson(model.sharedMemoryLL);
+  root["network"] = hopJson(model.network);
   return root.dump(2) + "\n";
 }
 

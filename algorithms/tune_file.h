@@ -4,7 +4,9 @@
 //
 // The file is JSON:
 //   {"weft_tune_file": 1,
-//    "shared_memory":    {"latency_us": 3.2, "bandwidth_gbps": 4.8},
+//    "shared_memory":    {"latency_us": 3.2, "bandwidth_gbps": 4.8,
+//                         "channel_latency_us": 0.5, "peak_bandwidth_gbps": 4.8},  (the last two
+//                                                  optional, 0 when absent: HopCost's meanings)
 //    "shared_memory_ll": {"latency_us": 3.0, "bandwidth_gbps": 1.9},  (optional: without it LL costs
 //                                                                        as Simple, and Simple wins)
 //    "network":          {"latency_us": 41.0, "bandwidth_gbps": 0.61},

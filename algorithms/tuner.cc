@@ -45,8 +45,20 @@ double logStepBytesFactor(double largestExchangeBytes, const TuneShape& shape) {
 constexpr double kRhdExchangeSteps = 1.1;
 constexpr double kRhdNetworkExchangeSteps = 1.7;
 
-// The prediction with `model`'s shared-memory hop as the protocol's.
-double predictWithHops(Algorithm algorithm, const TuneShape& shape, const CostModel& model) {
+// What one of `hop`'s steps costs when `channels` channels share it: one channel's hop with the
+// extra channels' hand-offs added to its latency and their bandwidth up to the peak.
+HopCost spreadOver(const HopCost& hop, int channels) {
+  HopCost spread = hop;
+  spread.latencyUs += (channels - 1) * hop.channelLatencyUs;
+  spread.bandwidthGBps = std::min(channels * hop.bandwidthGBps, std::max(hop.bandwidthGBps, hop.peakBandwidthGBps));
+  return spread;
+}
+
+// The prediction on `channels` channels with `model`'s shared-memory hop as the protocol's.
+double predictWithHops(Algorithm algorithm, int channels, const TuneShape& shape, const CostModel& oneChannel) {
+  CostModel model = oneChannel;
+  model.sharedMemory = spreadOver(oneChannel.sharedMemory, channels);
+  model.network = spreadOver(oneChannel.network, channels);
   const HopCost& hop = shape.networkHops ? model.network : model.sharedMemory;
   const double n = shape.nranks;
   const double bytesUs = static_cast<double>(shape.bytes) / (hop.bandwidthGBps * 1e3);  // S / b in us
@@ -62,7 +74,7 @@ double predictWithHops(Algorithm algorithm, const TuneShape& shape, const CostMo
       default: return (n - 1) * stepUs + (n - 1) / n * bytesUs;
     }
   }
-  const int trees = std::min(2, std::max(1, shape.channels));
+  const int trees = std::min(2, channels);
   // From the root to the farthest rank: over several hosts along a chain, then between hosts.
   const double treeDepthUs = shape.hostTreeDepth > 0
                                  ? shape.hostTreeDepth * hop.latencyUs + shape.localTreeDepth * model.sharedMemory.latencyUs
@@ -96,24 +108,64 @@ double predictWithHops(Algorithm algorithm, const TuneShape& shape, const CostMo
 
 }  // namespace
 
-double predictMicroseconds(Algorithm algorithm, Protocol protocol, const TuneShape& shape, const CostModel& model) {
-  switch (protocol) {
-    case Protocol::kSimple: return predictWithHops(algorithm, shape, model);
+int channelsToPeak(const CostModel& model) {
+  int channels = 1;
+  for (const HopCost* hop : {&model.sharedMemory, &model.sharedMemoryLL, &model.network}) {
+    if (hop->bandwidthGBps <= 0 || hop->peakBandwidthGBps <= hop->bandwidthGBps) continue;
+    channels = std::max(channels, static_cast<int>(std::ceil(hop->peakBandwidthGBps / hop->bandwidthGBps - 1e-9)));
+  }
+  return channels;
+}
+
+ChannelBounds hostChannelBounds(int64_t minChannels, int64_t maxChannels, const CostModel& model) {
+  ChannelBounds bounds;
+  bounds.fewestPerCall = static_cast<int>(std::clamp<int64_t>(minChannels, 1, kMaxChannels));
+  const int64_t built = maxChannels > 0 ? maxChannels : channelsToPeak(model);
+  bounds.built = static_cast<int>(std::clamp<int64_t>(std::max<int64_t>(bounds.fewestPerCall, built), 1, kMaxChannels));
+  return bounds;
+}
+
+ChannelRange channelRange(Algorithm algorithm, const TuneShape& shape) {
+  const int available = std::max(1, shape.channels);
+  const int most = algorithm == Algorithm::kRing ? available : algorithm == Algorithm::kTree ? std::min(2, available) : 1;
+  return ChannelRange{std::clamp(shape.minChannels, 1, most), most};
+}
+
+double predictMicroseconds(const TuneChoice& choice, const TuneShape& shape, const CostModel& model) {
+  switch (choice.protocol) {
+    case Protocol::kSimple: return predictWithHops(choice.algorithm, choice.channels, shape, model);
     case Protocol::kLL: {
       CostModel withLL = model;
       withLL.sharedMemory = model.sharedMemoryLL;  // network hops carry LL pieces in Simple slots
-      return predictWithHops(algorithm, shape, withLL);
+      return predictWithHops(choice.algorithm, choice.channels, shape, withLL);
     }
     case Protocol::kLL128: break;
   }
   return std::numeric_limits<double>::infinity();
 }
 
+TuneChoice fastestChannels(Algorithm algorithm, Protocol protocol, const TuneShape& shape, const CostModel& model,
+                           double* predicted) {
+  const ChannelRange range = channelRange(algorithm, shape);
+  TuneChoice best{algorithm, protocol, range.fewest};
+  *predicted = predictMicroseconds(best, shape, model);
+  for (int channels = range.fewest + 1; channels <= range.most; ++channels) {
+    const TuneChoice candidate{algorithm, protocol, channels};
+    const double time = predictMicroseconds(candidate, shape, model);
+    if (time < *predicted) {
+      *predicted = time;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
 bool hasAlgorithm(Algorithm algorithm, Collective collective) {
   TuneShape shape;
   shape.collective = collective;
   shape.nranks = 2;
-  return predictMicroseconds(algorithm, Protocol::kSimple, shape, CostModel{}) != std::numeric_limits<double>::infinity();
+  return predictMicroseconds(TuneChoice{algorithm, Protocol::kSimple, 1}, shape, CostModel{}) !=
+         std::numeric_limits<double>::infinity();
 }
 
 bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& algorithms, const ProtocolFilter& protocols,
@@ -123,10 +175,11 @@ bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& algorithms, 
     if (!algorithms.allows(shape.collective, algorithm)) continue;
     for (Protocol protocol : kWeftProtocols) {
       if (!protocols.allows(shape.collective, protocol)) continue;
-      const double predicted = predictMicroseconds(algorithm, protocol, shape, model);
+      double predicted = 0;
+      const TuneChoice candidate = fastestChannels(algorithm, protocol, shape, model, &predicted);
       if (predicted < best) {
         best = predicted;
-        *chosen = TuneChoice{algorithm, protocol};
+        *chosen = candidate;
       }
     }
   }
@@ -139,11 +192,11 @@ double estimateMicroseconds(const TuneShape& shape, const AlgorithmFilter& algor
     const HopCost& hop = shape.networkHops ? model.network : model.sharedMemory;
     return hop.latencyUs + static_cast<double>(shape.bytes) / (hop.bandwidthGBps * 1e3);
   }
-  TuneChoice chosen;
+  TuneChoice chosen{Algorithm::kRing, Protocol::kSimple, std::max(1, shape.channels)};
   if (governedByAlgo(shape.collective) && !chooseAlgorithm(shape, algorithms, protocols, model, &chosen)) {
     return std::numeric_limits<double>::infinity();
   }
-  return predictMicroseconds(chosen.algorithm, chosen.protocol, shape, model);
+  return predictMicroseconds(chosen, shape, model);
 }
 
 }  // namespace weft::algorithms

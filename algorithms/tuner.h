@@ -45,6 +45,20 @@
 // step measured no shorter than a Simple one (docs/PERFORMANCE.md), so by default Simple wins
 // every tie and LL is chosen only where a tune file (weft tune --calibrate) measured it faster.
 // The choice depends on the constants' ratios.
+//
+// Each call also takes a channel count k, from NCCL_MIN_NCHANNELS to the communicator's channels
+// (the ring spreads over all k; the tree over min(2, k), one tree per channel; pat and rhd run on
+// channel 0 alone). The data is split into k parts that move side by side, and the rank's one
+// thread serves the k channels' hand-offs in turn. With k channels a hop's step costs
+// a + (k-1) c (c: `channelLatencyUs`), and its bandwidth is min(k b, p) (b: one channel's; p:
+// `peakBandwidthGBps`, what all channels reach together, such as a core's copies or a NIC).
+// Fewer channels win ties. The built-in c and p are `weft tune --calibrate`'s on a small host (2
+// cores, 4 ranks): a further channel added 0.54 us to a shared-memory step of 8.7 (0.37 with LL;
+// 0.5 for both, so that LL gains no edge from it) and 33 us to a network step of 57 (30); four
+// channels moved 1.12x, 0.96x and 0.87x what one did, so one channel reaches the peak (p = b).
+// There a call takes one channel unless NCCL_MIN_NCHANNELS says more (or, over two channels, the
+// tree its second tree for large data); on a host whose one channel falls short of its peak (a
+// tune file measured it), large calls spread and small ones keep to one channel.
 
 #include <algorithm>
 #include <cstddef>
@@ -57,20 +71,43 @@
 namespace weft::algorithms {
 
 struct HopCost {
-  double latencyUs = 0;      // per step
-  double bandwidthGBps = 0;  // bytes a rank moves per second over this kind of hop, / 1e9
+  double latencyUs = 0;      // per step, on one channel
+  double bandwidthGBps = 0;  // bytes a rank moves per second over this kind of hop on one channel, / 1e9
+  /// What each channel beyond the first adds to a step (its hand-offs, served in turn).
+  double channelLatencyUs = 0;
+  /// What a rank's channels move together at most, GB/s; 0 (or less than bandwidthGBps): what one moves.
+  double peakBandwidthGBps = 0;
 };
 
 struct CostModel {
-  HopCost sharedMemory{4, 5};
-  HopCost sharedMemoryLL{4, 0.9};
-  HopCost network{60, 0.5};
+  HopCost sharedMemory{4, 5, 0.5};
+  HopCost sharedMemoryLL{4, 0.9, 0.5};
+  HopCost network{60, 0.5, 30};
 };
+
+/// The fewest channels with which every kind of hop in `model` reaches its peak bandwidth (1 where
+/// one channel does).
+int channelsToPeak(const CostModel& model);
+
+/// NCCL's most channels (MAXCHANNELS), which a communicator on host memory keeps to.
+inline constexpr int kMaxChannels = 32;
+
+/// A communicator's host channels: those it builds, and the fewest a call takes.
+struct ChannelBounds {
+  int built = 1;
+  int fewestPerCall = 1;
+};
+
+/// The bounds for NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS (<= 0: unset): it builds
+/// NCCL_MAX_NCHANNELS channels, else channelsToPeak(model), but never fewer than NCCL_MIN_NCHANNELS,
+/// which is the fewest a call takes; both within 1..kMaxChannels.
+ChannelBounds hostChannelBounds(int64_t minChannels, int64_t maxChannels, const CostModel& model);
 
 /// What the tuner picks for an operation.
 struct TuneChoice {
   Algorithm algorithm = Algorithm::kRing;
   Protocol protocol = Protocol::kSimple;
+  int channels = 1;  // the communicator's first `channels` channels carry it
   bool operator==(const TuneChoice&) const = default;
 };
 
@@ -107,7 +144,8 @@ struct TuneShape {
   /// Hops of the ring that stay on shared memory while the others cross the network (ranks over
   /// several hosts: nranks - hosts); 0 when every hop is of one kind.
   int localRingHops = 0;
-  int channels = 1;
+  int channels = 1;     // the communicator's channels: the most a call may use
+  int minChannels = 1;  // NCCL_MIN_NCHANNELS: the fewest a call of an algorithm that spreads uses
   /// A connection's Simple slot (simpleSlotBytes): the most one hand-off carries.
   size_t slotBytes = kDefaultSlotBytes;
 };
@@ -115,16 +153,31 @@ struct TuneShape {
 /// The most hops from the root to a rank in the trees buildTreeAllReduce lays over n ranks.
 int treeDepth(int nranks);
 
-/// Predicted microseconds of `algorithm` with `protocol` for `shape` under `model`; infinity for
-/// what Weft does not have (an algorithm other than ring, tree for AllReduce, Broadcast and Reduce,
-/// pat for AllGather and ReduceScatter, and rhd for AllReduce; LL128).
-double predictMicroseconds(Algorithm algorithm, Protocol protocol, const TuneShape& shape, const CostModel& model);
+/// The channel counts a call of `algorithm` may take on `shape`'s communicator: the ring up to
+/// every channel, the tree up to two (a tree per channel), pat and rhd one (channel 0); from
+/// shape.minChannels, or the most when that is fewer.
+struct ChannelRange {
+  int fewest = 1;
+  int most = 1;
+};
+ChannelRange channelRange(Algorithm algorithm, const TuneShape& shape);
+
+/// Predicted microseconds of `choice` (its algorithm, protocol and channel count) for `shape`
+/// under `model`; infinity for what Weft does not have (an algorithm other than ring, tree for
+/// AllReduce, Broadcast and Reduce, pat for AllGather and ReduceScatter, and rhd for AllReduce;
+/// LL128).
+double predictMicroseconds(const TuneChoice& choice, const TuneShape& shape, const CostModel& model);
+
+/// The channel count in `algorithm`'s channelRange with the least predicted time for `protocol`
+/// (the fewest on a tie), and that time.
+TuneChoice fastestChannels(Algorithm algorithm, Protocol protocol, const TuneShape& shape, const CostModel& model,
+                           double* predicted);
 
 /// Whether Weft has `algorithm` for `collective` on host memory: predictMicroseconds gives it a time.
 bool hasAlgorithm(Algorithm algorithm, Collective collective);
 
-/// The (algorithm, protocol) the filters allow with the least predicted time (ring and Simple win
-/// ties); false when they allow none that Weft has for the collective.
+/// The (algorithm, protocol, channels) the filters allow with the least predicted time (ring,
+/// Simple and fewer channels win ties); false when they allow none that Weft has for the collective.
 bool chooseAlgorithm(const TuneShape& shape, const AlgorithmFilter& algorithms, const ProtocolFilter& protocols,
                      const CostModel& model, TuneChoice* chosen);
 

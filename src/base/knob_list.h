@@ -46,8 +46,10 @@
     "protocols allowed: simple, ll, ll128 as a list, ^ to exclude, or allreduce:simple;... (Weft has Simple and LL)") \
   X(TuneFile, "WEFT_TUNE_FILE", String, "",                                                      \
     "the tuner's constants as weft tune --calibrate measured them (default: built-in); rank 0's file is used") \
-  X(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1", "fewest channels a communicator uses")            \
-  X(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "1", "most channels a communicator uses")              \
+  X(MinNChannels, "NCCL_MIN_NCHANNELS", Int, "1",                                                 \
+    "fewest channels a collective on host memory uses (pat and rhd: always 1; the tree: at most 2)") \
+  X(MaxNChannels, "NCCL_MAX_NCHANNELS", Int, "-1",                                                \
+    "channels a communicator builds on host memory, the most a call uses (-1: as many as the tuner's constants say add bandwidth, 1 by default)") \
   X(GpuChannels, "WEFT_GPU_CHANNELS", Int, "8",                                                   \
     "channels (thread blocks per rank) of a collective on GPU buffers; rank 0's value is used")   \
   X(MinCtas, "NCCL_MIN_CTAS", Int, "-1",                                                         \

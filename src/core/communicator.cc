@@ -22,7 +22,7 @@ namespace weft::core {
 namespace {
 
 constexpr int kSlotCount = algorithms::kSlotsPerConnection;
-constexpr int kMaxChannels = 32;
+using algorithms::kMaxChannels;
 constexpr int kOversubscribedSpinLimit = 32;
 constexpr uint32_t kSplitTag = 0x20000;
 constexpr uint32_t kShrinkTag = 0x20001;
@@ -32,7 +32,8 @@ constexpr std::chrono::seconds kDeadPeerGrace{1};
 
 // Settings every rank must share; rank 0's win.
 struct SharedSettings {
-  int32_t nChannels;
+  int32_t nChannels;    // host channels built
+  int32_t minChannels;  // NCCL_MIN_NCHANNELS: the fewest a call takes
   int32_t gpuChannels;
   int64_t buffSize;
   int64_t llBuffSize;   // NCCL_LL_BUFFSIZE
@@ -56,9 +57,6 @@ uint64_t hashBytes(const void* data, size_t size, uint64_t seed) {
 // This rank's settings; *filtersStatus says whether its NCCL_ALGO and NCCL_PROTO parsed,
 // *tuneStatus whether its WEFT_TUNE_FILE loaded.
 SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, Status* tuneStatus) {
-  int64_t minChannels = knobs::getInt(knobs::KnobId::kMinNChannels);
-  int64_t maxChannels = knobs::getInt(knobs::KnobId::kMaxNChannels);
-  int64_t channels = std::clamp<int64_t>(std::max(minChannels, std::min<int64_t>(maxChannels, 1)), 1, kMaxChannels);
   int64_t buffSize = std::max<int64_t>(knobs::getInt(knobs::KnobId::kBuffSize), kSlotCount * 4096);
   // An LL slot's payload (half its bytes) must fit a Simple slot.
   int64_t llBuffSize = std::clamp<int64_t>(knobs::getInt(knobs::KnobId::kLlBuffSize), 0, 2 * buffSize);
@@ -69,8 +67,7 @@ SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, 
   if (minCtas > 0) gpuChannels = std::max(gpuChannels, std::min<int64_t>(minCtas, kMaxChannels));
   if (maxCtas > 0) gpuChannels = std::min(gpuChannels, maxCtas);
   int64_t cmaMinBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kCmaMinBytes), 0);
-  SharedSettings settings{static_cast<int32_t>(channels), static_cast<int32_t>(gpuChannels), buffSize, llBuffSize,
-                          cmaMinBytes,
+  SharedSettings settings{1, 1, static_cast<int32_t>(gpuChannels), buffSize, llBuffSize, cmaMinBytes,
                           algorithms::AlgorithmFilter::all(), 1, algorithms::ProtocolFilter::all(), 1,
                           knobs::getBool(knobs::KnobId::kShmDisable) ? 1 : 0, 1, algorithms::CostModel{}};
   Status algorithmsParsed =
@@ -83,6 +80,12 @@ SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, 
   const std::string tuneFile = knobs::getString(knobs::KnobId::kTuneFile);
   if (!tuneFile.empty()) *tuneStatus = algorithms::loadTuneFile(tuneFile, &settings.costModel);
   settings.costModelValid = tuneStatus->isOk() ? 1 : 0;
+  // The host channels: NCCL_MAX_NCHANNELS, or as many as add bandwidth under the tuner's constants;
+  // never fewer than NCCL_MIN_NCHANNELS, which is also the fewest a call takes.
+  const algorithms::ChannelBounds channels = algorithms::hostChannelBounds(
+      knobs::getInt(knobs::KnobId::kMinNChannels), knobs::getInt(knobs::KnobId::kMaxNChannels), settings.costModel);
+  settings.nChannels = channels.built;
+  settings.minChannels = channels.fewestPerCall;
   return settings;
 }
 
@@ -388,6 +391,7 @@ Status Communicator::init(const UniqueId& id) {
   treeDepth_ = algorithms::treeDepth(nranks_);
 
   gpuChannels_ = agreed.gpuChannels;
+  minChannels_ = agreed.minChannels;
   WEFT_RETURN_IF_ERROR(buildRings(agreed.nChannels, agreed.gpuChannels));
   logRings("", rings_);
   layOutHosts(agreed.shmDisabled != 0);

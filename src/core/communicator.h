@@ -89,6 +89,8 @@ class Communicator {
   const std::vector<algorithms::Ring>& gpuRings() const { return gpuRings_; }
   /// Channels (thread blocks) of a GPU ring collective, agreed at init (WEFT_GPU_CHANNELS).
   int gpuChannels() const { return gpuChannels_; }
+  /// NCCL_MIN_NCHANNELS (rank 0's): the fewest host channels a collective that spreads takes.
+  int minChannels() const { return minChannels_; }
   /// Whether some hop between ranks goes over the network (ranks on several hosts, or
   /// NCCL_SHM_DISABLE=1), for the tuner.
   bool networkHops() const { return networkHops_; }
@@ -233,6 +235,7 @@ class Communicator {
   std::vector<algorithms::Ring> gpuRings_;  // the GPU path's channels
   std::unique_ptr<ConnectionTable> connections_;
   int gpuChannels_ = 1;
+  int minChannels_ = 1;
   algorithms::AlgorithmFilter algorithms_ = algorithms::AlgorithmFilter::all();
   algorithms::ProtocolFilter protocols_ = algorithms::ProtocolFilter::all();
   algorithms::CostModel costModel_;

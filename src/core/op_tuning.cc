@@ -16,6 +16,7 @@ algorithms::TuneShape tuneShapeOf(const Op& op) {
   shape.hostTreeDepth = comm.hostLayout().hostTreeDepth;
   shape.localRingHops = comm.hostLayout().localRingHops;
   shape.channels = static_cast<int>(comm.rings().size());
+  shape.minChannels = comm.minChannels();
   shape.slotBytes = comm.slotBytes();
   return shape;
 }

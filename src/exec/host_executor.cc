@@ -167,30 +167,33 @@ bool usesPairExchange(const core::Op& op, transport::SlotKind slotKind) {
   return op.count * algorithms::dataTypeSize(op.type) <= buffered;
 }
 
-// The TUNING line of one choice: every candidate's predicted time.
+// The TUNING line of one choice: every candidate's predicted time, on its fastest channel count.
 void logPredictions(const algorithms::TuneShape& shape, const algorithms::CostModel& model,
                     const algorithms::TuneChoice& choice) {
-  char predictions[192];
+  char predictions[256];
   int used = 0;
   for (algorithms::Algorithm algorithm : algorithms::kWeftAlgorithms) {
     for (algorithms::Protocol protocol : algorithms::kWeftProtocols) {
-      const double us = algorithms::predictMicroseconds(algorithm, protocol, shape, model);
+      double us = 0;
+      const algorithms::TuneChoice best = algorithms::fastestChannels(algorithm, protocol, shape, model, &us);
       if (us == std::numeric_limits<double>::infinity() || used >= static_cast<int>(sizeof(predictions))) continue;
-      used += snprintf(predictions + used, sizeof(predictions) - used, "%s%s/%s %.1f", used > 0 ? ", " : "",
-                       algorithms::algorithmName(algorithm), algorithms::protocolName(protocol), us);
+      used += snprintf(predictions + used, sizeof(predictions) - used, "%s%s/%s/%d %.1f", used > 0 ? ", " : "",
+                       algorithms::algorithmName(algorithm), algorithms::protocolName(protocol), best.channels, us);
     }
   }
-  WEFT_INFO(log::kTuning, "%s of %zu bytes on %d ranks: %s/%s (predicted us: %s)",
+  WEFT_INFO(log::kTuning, "%s of %zu bytes on %d ranks: %s/%s on %d of %d channel(s) (predicted us: %s)",
             algorithms::collectiveName(shape.collective), shape.bytes, shape.nranks,
-            algorithms::algorithmName(choice.algorithm), algorithms::protocolName(choice.protocol), predictions);
+            algorithms::algorithmName(choice.algorithm), algorithms::protocolName(choice.protocol), choice.channels,
+            shape.channels, predictions);
 }
 
-// The algorithm and protocol for `op` on host memory: the tuner's choice among those NCCL_ALGO and
-// NCCL_PROTO allow (the two-rank and direct allreduces are forms of the ring). Collectives that
-// NCCL_ALGO does not govern run with Simple. Fails where the filters allow nothing Weft has for
-// the collective.
+// The algorithm, protocol and channel count for `op` on host memory: the tuner's choice among
+// those NCCL_ALGO and NCCL_PROTO allow (the two-rank and direct allreduces are forms of the
+// ring). Collectives that NCCL_ALGO does not govern run with Simple on every channel. Fails where
+// the filters allow nothing Weft has for the collective.
 Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
-  *choice = algorithms::TuneChoice{};
+  *choice = algorithms::TuneChoice{algorithms::Algorithm::kRing, algorithms::Protocol::kSimple,
+                                   static_cast<int>(op.comm->rings().size())};
   if (!algorithms::governedByAlgo(op.collective)) return Status::ok();  // direct lanes
   const core::Communicator& comm = *op.comm;
   const bool logs = log::enabled(log::Level::kInfo, log::kTuning);
@@ -286,6 +289,9 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
   for (size_t i = 0; i < ops.size(); ++i) {
     const algorithms::TuneChoice& choice = choices_[i];
     const transport::SlotKind slotKind = slotKindOf(choice);
+    const core::Communicator& comm = *ops[i].comm;
+    const std::span<const algorithms::Ring> rings =
+        std::span<const algorithms::Ring>(comm.rings()).first(static_cast<size_t>(choice.channels));
     if (choice.algorithm == algorithms::Algorithm::kPat) {
       if (ops[i].collective == Collective::kAllGather) {
         algorithms::buildBruckAllGather(shapeOf(ops[i]), &programs_[i]);
@@ -299,10 +305,9 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
       continue;
     }
     if (choice.algorithm == algorithms::Algorithm::kTree) {
-      const core::Communicator& comm = *ops[i].comm;
       if (ops[i].collective == Collective::kBroadcast || ops[i].collective == Collective::kReduce) {
         const std::vector<algorithms::TreePlace> trees =
-            algorithms::rootedTreePlaces(comm.rings(), comm.hostOfRank(), ops[i].root, comm.rank());
+            algorithms::rootedTreePlaces(rings, comm.hostOfRank(), ops[i].root, comm.rank());
         if (ops[i].collective == Collective::kBroadcast) {
           algorithms::buildTreeBroadcast(shapeOf(ops[i]), trees, &programs_[i]);
         } else {
@@ -310,9 +315,9 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
         }
       } else {
         // Two lanes per tree rank pay off once a tree's part spans several pieces (PERFORMANCE.md).
-        const std::vector<algorithms::TreePlace>& trees = ops[i].comm->treePlaces();
-        const size_t slotElements =
-            ops[i].comm->connections().pieceBytes(slotKind) / algorithms::dataTypeSize(ops[i].type);
+        const std::span<const algorithms::TreePlace> trees =
+            std::span<const algorithms::TreePlace>(comm.treePlaces()).first(static_cast<size_t>(choice.channels));
+        const size_t slotElements = ops[i].comm->connections().pieceBytes(slotKind) / algorithms::dataTypeSize(ops[i].type);
         const algorithms::TreeLanes lanes =
             ops[i].count / trees.size() > slotElements ? algorithms::TreeLanes::kTwo : algorithms::TreeLanes::kOne;
         algorithms::buildTreeAllReduceOnTrees(shapeOf(ops[i]), trees, lanes, &programs_[i]);
@@ -321,12 +326,12 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
     }
     // The pair exchange first: where both apply, the data is small enough for it.
     if (usesPairExchange(ops[i], slotKind)) {
-      algorithms::buildPairExchangeAllReduce(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
+      algorithms::buildPairExchangeAllReduce(shapeOf(ops[i]), rings, &programs_[i]);
       continue;
     }
     // The direct allreduce bypasses the slots, so forcing LL keeps the ring.
     if (slotKind == transport::SlotKind::kLowLatency || !runsDirect(ops[i])) {
-      algorithms::buildRingProgram(shapeOf(ops[i]), ops[i].comm->rings(), &programs_[i]);
+      algorithms::buildRingProgram(shapeOf(ops[i]), rings, &programs_[i]);
       continue;
     }
     runsDirect_[i] = 1;

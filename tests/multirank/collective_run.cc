@@ -129,4 +129,25 @@ void runAndCheck(ncclComm_t comm, int nranks, int rank, const CollectiveRun& run
   destroyOp(run, comm, op);
 }
 
+void runEveryCollective(ncclComm_t comm, int nranks, int rank, std::initializer_list<size_t> counts, int root,
+                        uint64_t seed) {
+  const ElementType& type = elementType(ncclInt32);
+  uint64_t iteration = 0;
+  for (Collective collective : allCollectives()) {
+    for (size_t count : counts) {
+      CollectiveRun run;
+      run.collective = collective;
+      run.type = &type;
+      run.op = allReductionsFor(type).front();
+      run.count = count;
+      run.placement = placementsOf(collective).front();
+      run.root = root;
+      run.seed = mixBits(seed, iteration++, 0);
+      harness::noteRankProgress(run.describe());
+      runAndCheck(comm, nranks, rank, run);
+      if (harness::rankFailed()) return;
+    }
+  }
+}
+
 }  // namespace weft::multirank

@@ -2,6 +2,7 @@
 // One call of one collective on one rank: its arguments, what it must produce, and the check.
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "nccl.h"
@@ -62,5 +63,11 @@ class BufferPlacement {
 /// rank of `comm` must call it with the same run.
 void runAndCheck(ncclComm_t comm, int nranks, int rank, const CollectiveRun& run,
                  BufferPlacement* placement = nullptr);
+
+/// Runs every collective on int32 with the first reduction, in the first placement, at each of
+/// `counts` in turn (root `root`), checking each as runAndCheck does; stops at the first failure.
+/// Every rank of `comm` must call it with the same arguments.
+void runEveryCollective(ncclComm_t comm, int nranks, int rank, std::initializer_list<size_t> counts, int root,
+                        uint64_t seed);
 
 }  // namespace weft::multirank

@@ -6,17 +6,13 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "nccl.h"
 #include "tests/harness/rank_check.h"
 #include "tests/harness/rank_runner.h"
+#include "tests/harness/temp_dir.h"
 #include "tests/multirank/collective_run.h"
-#include "tests/multirank/element_types.h"
-#include "tests/multirank/reduction.h"
-#include "tests/multirank/test_inputs.h"
 
 namespace weft::multirank {
 namespace {
@@ -26,25 +22,7 @@ using harness::RankMode;
 using harness::RankRunOptions;
 using harness::ScopedComm;
 
-// A folder of its own under the system's temporary folder, removed at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "weft-topology-XXXXXX").string();
-    path = mkdtemp(pattern.data()) != nullptr ? fs::path(pattern) : fs::path();
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    if (!path.empty()) fs::remove_all(path, ignored);
-  }
-};
-
-std::string readFile(const fs::path& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+using TempDir = harness::TempDir;
 
 fs::path fixture(const std::string& name) {
   return fs::path(__FILE__).parent_path() / ".." / "fixtures" / "topology" / name;
@@ -53,7 +31,7 @@ fs::path fixture(const std::string& name) {
 // Ranks 0 and 2 on one host, 1 and 3 on another (NCCL_HOSTID; they talk over sockets): the ring
 // is 0 2 1 3, so it crosses between the hosts twice, and every collective over it is exact.
 TEST(TopologyUse, RanksOfOneHostAreNeighboursOnTheRing) {
-  TempDir logs;
+  TempDir logs("weft-topology-");
   ASSERT_FALSE(logs.path.empty());
   RankRunOptions options;
   options.nranks = 4;
@@ -66,29 +44,13 @@ TEST(TopologyUse, RanksOfOneHostAreNeighboursOnTheRing) {
     setenv("NCCL_HOSTID", rank % 2 == 0 ? "weft-test-host-a" : "weft-test-host-b", 1);
     ScopedComm comm;
     RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
-    const ElementType& type = elementType(ncclInt32);
-    uint64_t iteration = 0;
-    for (Collective collective : allCollectives()) {
-      for (size_t count : {size_t{1}, size_t{4099}}) {
-        CollectiveRun run;
-        run.collective = collective;
-        run.type = &type;
-        run.op = allReductionsFor(type).front();
-        run.count = count;
-        run.placement = placementsOf(collective).front();
-        run.root = 1;
-        run.seed = mixBits(0x7090, iteration++, 0);
-        harness::noteRankProgress(run.describe());
-        runAndCheck(comm, nranks, rank, run);
-        if (harness::rankFailed()) return;
-      }
-    }
+    runEveryCollective(comm, nranks, rank, {1, 4099}, /*root=*/1, 0x7090);
   }));
   // One log per rank says the ring (this process may have opened one too, for ncclGetUniqueId).
   int ringLogs = 0;
   std::string allLogs;
   for (const fs::directory_entry& entry : fs::directory_iterator(logs.path)) {
-    const std::string log = readFile(entry.path());
+    const std::string log = harness::readWholeFile(entry.path());
     allLogs += log;
     if (log.find("Channel 00/01 :") == std::string::npos) continue;
     EXPECT_NE(log.find("Channel 00/01 :    0   2   1   3\n"), std::string::npos) << entry.path() << ":\n" << log;
@@ -104,7 +66,7 @@ TEST(TopologyUse, RanksOfOneHostAreNeighboursOnTheRing) {
 
 // NCCL_TOPO_DUMP_FILE writes what NCCL_TOPO_FILE reads: dumping a dump gives the same file.
 TEST(TopologyUse, TopologyDumpReadsBackToTheSameFile) {
-  TempDir dir;
+  TempDir dir("weft-topology-");
   ASSERT_FALSE(dir.path.empty());
   const fs::path first = dir.path / "first.xml";
   const fs::path second = dir.path / "second.xml";
@@ -121,12 +83,12 @@ TEST(TopologyUse, TopologyDumpReadsBackToTheSameFile) {
   };
   ASSERT_TRUE(dumpWith(fixture("full-dump-h100x8-nvswitch.xml"), first));
   ASSERT_TRUE(dumpWith(first, second));
-  const std::string dumped = readFile(first);
+  const std::string dumped = harness::readWholeFile(first);
   EXPECT_NE(dumped.find("<system"), std::string::npos) << dumped;
   size_t gpus = 0;
   for (size_t at = dumped.find("<gpu"); at != std::string::npos; at = dumped.find("<gpu", at + 1)) ++gpus;
   EXPECT_EQ(gpus, 8u) << dumped;
-  EXPECT_EQ(readFile(second), dumped);
+  EXPECT_EQ(harness::readWholeFile(second), dumped);
 }
 
 // A topology file that cannot be read fails an init that dumps the topology, with the file's name.

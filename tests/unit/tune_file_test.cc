@@ -13,7 +13,7 @@ TEST(TuneFile, WhatIsWrittenReadsBack) {
   CostModel model;
   model.sharedMemory = {2.5, 3.25};
   model.sharedMemoryLL = {1.5, 1.25};
-  model.network = {41, 0.75};
+  model.network = {41, 0.75, 3.5, 2.25};
   const std::string text = tuneFileText(model, R"({"measured_on": "host1", "ranks": 4})");
   EXPECT_NE(text.find("\"measured_on\": \"host1\""), std::string::npos) << text;
   CostModel read;
@@ -22,6 +22,8 @@ TEST(TuneFile, WhatIsWrittenReadsBack) {
   EXPECT_EQ(read.sharedMemory.bandwidthGBps, 3.25);
   EXPECT_EQ(read.network.latencyUs, 41);
   EXPECT_EQ(read.network.bandwidthGBps, 0.75);
+  EXPECT_EQ(read.network.channelLatencyUs, 3.5);
+  EXPECT_EQ(read.network.peakBandwidthGBps, 2.25);
   EXPECT_EQ(read.sharedMemoryLL.latencyUs, 1.5);
   EXPECT_EQ(read.sharedMemoryLL.bandwidthGBps, 1.25);
 }
@@ -49,6 +51,10 @@ TEST(TuneFile, MalformedFilesAreRefusedNamingWhat) {
   expectRefused(head + R"({"latency_us": -1, "bandwidth_gbps": 1}})",
                 "\"network\".\"latency_us\" must be a positive number");
   expectRefused(head + R"({"latency_us": "9", "bandwidth_gbps": 1}})", "\"network\".\"latency_us\"");
+  expectRefused(head + R"({"latency_us": 9, "bandwidth_gbps": 1, "channel_latency_us": -2}})",
+                "\"network\".\"channel_latency_us\" must be a number, 0 or more");
+  expectRefused(head + R"({"latency_us": 9, "bandwidth_gbps": 1, "peak_bandwidth_gbps": "4"}})",
+                "\"network\".\"peak_bandwidth_gbps\"");
 }
 
 TEST(TuneFile, WithoutLowLatencyConstantsLowLatencyCostsAsSimple) {
@@ -58,6 +64,10 @@ TEST(TuneFile, WithoutLowLatencyConstantsLowLatencyCostsAsSimple) {
   ASSERT_TRUE(parseTuneFile(text, "old.json", &read).isOk());
   EXPECT_EQ(read.sharedMemoryLL.latencyUs, 4);
   EXPECT_EQ(read.sharedMemoryLL.bandwidthGBps, 5);
+  // Nor do they measure channels: a channel then adds nothing, and one reaches the peak.
+  EXPECT_EQ(read.network.channelLatencyUs, 0);
+  EXPECT_EQ(read.network.peakBandwidthGBps, 0);
+  EXPECT_EQ(channelsToPeak(read), 1);
   const std::string badLl = R"({"weft_tune_file": 1, "shared_memory": {"latency_us": 4, "bandwidth_gbps": 5},
                                 "shared_memory_ll": {"latency_us": 0, "bandwidth_gbps": 5},
                                 "network": {"latency_us": 40, "bandwidth_gbps": 1}})";

@@ -26,13 +26,18 @@ namespace {
 constexpr size_t kLargestBytes = size_t{16} << 20;
 constexpr size_t kSizeFactor = 8;  // all_reduce_perf's -f: from the smallest size, it reaches kLargestBytes
 
+// The channels of the second sweep of each kind of hop, against one: what a channel adds to a step,
+// and whether channels together move more than one.
+constexpr int kSpreadChannels = 4;
+
 // The smallest size measured: the least of 8, 64, 512, ... bytes (kLargestBytes / 8^k) in which
-// every rank's block of the ring holds a float. With fewer floats than ranks most of the ring's
-// steps carry nothing and finish at once, and the time would understate a step (at 8 ranks, 8 B
-// measured half of 32 B's time).
-size_t smallestBytes(int ranks) {
+// every rank's block of every channel's ring holds a float. With fewer floats than ranks most of
+// the ring's steps carry nothing and finish at once, and the time would understate a step (at 8
+// ranks, 8 B measured half of 32 B's time).
+size_t smallestBytes(int ranks, int channels) {
+  const size_t floats = static_cast<size_t>(ranks) * static_cast<size_t>(channels);
   size_t bytes = 8;
-  while (bytes < sizeof(float) * static_cast<size_t>(ranks) && bytes * kSizeFactor <= kLargestBytes) bytes *= kSizeFactor;
+  while (bytes < sizeof(float) * floats && bytes * kSizeFactor <= kLargestBytes) bytes *= kSizeFactor;
   return bytes;
 }
 
@@ -63,7 +68,7 @@ std::string findPerf(const CalibrationOptions& options) {
 
 // Runs the sweep as `ranks` processes; fills time in microseconds (out of place) by size from rank
 // 0's table. False, with *why, when a rank fails or the table is missing.
-bool runSweep(const std::string& perf, int ranks, int iterations, bool network, const char* protocol,
+bool runSweep(const std::string& perf, int ranks, int channels, int iterations, bool network, const char* protocol,
               std::map<size_t, double>* times, std::string* why) {
   const int port = freePort();
   int pipeFds[2];
@@ -73,7 +78,7 @@ bool runSweep(const std::string& perf, int ranks, int iterations, bool network, 
   }
   const std::string iters = std::to_string(iterations);
   const std::string warmup = std::to_string(std::max(1, iterations / 5));
-  const size_t smallestSize = smallestBytes(ranks);
+  const size_t smallestSize = smallestBytes(ranks, channels);
   const std::string smallest = std::to_string(smallestSize);
   const std::string largest = std::to_string(kLargestBytes);
   const std::string factor = std::to_string(kSizeFactor);
@@ -100,6 +105,8 @@ bool runSweep(const std::string& perf, int ranks, int iterations, bool network, 
       setenv("NCCL_PROTO", protocol, 1);
       setenv("NCCL_SOCKET_IFNAME", "lo", 1);
       setenv("NCCL_SHM_DISABLE", network ? "1" : "0", 1);
+      setenv("NCCL_MIN_NCHANNELS", std::to_string(channels).c_str(), 1);
+      setenv("NCCL_MAX_NCHANNELS", std::to_string(channels).c_str(), 1);
       unsetenv("WEFT_TUNE_FILE");
       execl(perf.c_str(), perf.c_str(), "-b", smallest.c_str(), "-e", largest.c_str(), "-f", factor.c_str(), "-n",
             iters.c_str(), "-w", warmup.c_str(), "-c", "0", static_cast<char*>(nullptr));
@@ -185,22 +192,36 @@ int runCalibration(const CalibrationOptions& options) {
       {"network", true, "simple", &algorithms::CostModel::network, "network_sweep_us"},
   };
   for (const Sweep& sweep : sweeps) {
-    std::map<size_t, double> times;
-    std::string why;
-    std::printf("# measuring %s%s: %d ranks of %s, NCCL_ALGO=ring NCCL_PROTO=%s, %zu B and %zu B\n", sweep.what,
-                sweep.network ? " (NCCL_SHM_DISABLE=1)" : "", options.ranks, perf.c_str(), sweep.protocol,
-                smallestBytes(options.ranks), kLargestBytes);
-    std::fflush(stdout);
-    if (!runSweep(perf, options.ranks, options.iterations, sweep.network, sweep.protocol, &times, &why)) {
-      std::fprintf(stderr, "weft tune --calibrate: %s\n", why.c_str());
-      return 1;
+    // One channel, then kSpreadChannels.
+    algorithms::HopCost fitted[2];
+    for (int spread = 0; spread < 2; ++spread) {
+      const int channels = spread == 0 ? 1 : kSpreadChannels;
+      std::map<size_t, double> times;
+      std::string why;
+      std::printf("# measuring %s%s: %d ranks of %s, NCCL_ALGO=ring NCCL_PROTO=%s, %d channel(s), %zu B and %zu B\n",
+                  sweep.what, sweep.network ? " (NCCL_SHM_DISABLE=1)" : "", options.ranks, perf.c_str(), sweep.protocol,
+                  channels, smallestBytes(options.ranks, channels), kLargestBytes);
+      std::fflush(stdout);
+      if (!runSweep(perf, options.ranks, channels, options.iterations, sweep.network, sweep.protocol, &times, &why)) {
+        std::fprintf(stderr, "weft tune --calibrate: %s\n", why.c_str());
+        return 1;
+      }
+      fitted[spread] = fit(times, options.ranks);
+      nlohmann::json measured;
+      for (const auto& [size, time] : times) measured[std::to_string(size)] = time;
+      details[std::string(sweep.detailsKey) + (spread == 0 ? "" : "_" + std::to_string(channels) + "_channels")] =
+          measured;
     }
     algorithms::HopCost& hop = model.*sweep.hop;
-    hop = fit(times, options.ranks);
-    nlohmann::json measured;
-    for (const auto& [size, time] : times) measured[std::to_string(size)] = time;
-    details[sweep.detailsKey] = measured;
-    std::printf("#   %s: %.2f us per step, %.3f GB/s\n", sweep.what, hop.latencyUs, hop.bandwidthGBps);
+    hop = fitted[0];
+    hop.channelLatencyUs = std::max(0.0, (fitted[1].latencyUs - fitted[0].latencyUs) / (kSpreadChannels - 1));
+    // Channels add bandwidth only where they measured clearly more than one (runs differ by some 10%).
+    hop.peakBandwidthGBps = fitted[1].bandwidthGBps > 1.2 * fitted[0].bandwidthGBps ? fitted[1].bandwidthGBps : 0;
+    std::printf("#   %s: %.2f us per step, %.3f GB/s; %d channels: %.2f us per step, %.3f GB/s (a channel adds %.2f us "
+                "to a step; %s)\n",
+                sweep.what, hop.latencyUs, hop.bandwidthGBps, kSpreadChannels, fitted[1].latencyUs,
+                fitted[1].bandwidthGBps, hop.channelLatencyUs,
+                hop.peakBandwidthGBps > 0 ? "channels add bandwidth" : "one channel reaches the peak");
   }
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
@@ -208,8 +229,9 @@ int runCalibration(const CalibrationOptions& options) {
   details["cpus"] = sysconf(_SC_NPROCESSORS_ONLN);
   details["ranks"] = options.ranks;
   details["how"] =
-      "weft tune --calibrate: all_reduce_perf, NCCL_ALGO=ring, NCCL_PROTO simple and ll, fitted to 2(n-1) a + "
-      "2(n-1)/n S / b";
+      "weft tune --calibrate: all_reduce_perf, NCCL_ALGO=ring, NCCL_PROTO simple and ll, on 1 and 4 channels, each "
+      "fitted to 2(n-1) a + 2(n-1)/n S / b; a channel adds (a4 - a1) / 3 to a step, and the peak is b4 where it "
+      "exceeds 1.2 b1";
   std::ofstream file(options.output);
   file << algorithms::tuneFileText(model, details.dump());
   if (!file.good()) {

@@ -21,7 +21,8 @@ struct TuneOptions {
   std::string collective = "allreduce";
   int ranks = 8;
   int nodes = 1;
-  int channels = 1;
+  int channels = 0;     // 0: as a communicator builds them (NCCL_MAX_NCHANNELS, else the constants')
+  int minChannels = 0;  // 0: NCCL_MIN_NCHANNELS
   std::string algo;  // NCCL_ALGO's syntax; default: the environment's
   bool algoGiven = false;
   std::string proto;  // NCCL_PROTO's syntax; default: the environment's
@@ -32,6 +33,17 @@ struct TuneOptions {
   bool calibrate = false;
   CalibrationOptions calibration;
 };
+
+// A table cell: the predicted microseconds, and "/k" for its channel count where there is a choice.
+std::string formatCell(double predicted, int channels, bool showChannels) {
+  char cell[48];
+  if (showChannels) {
+    std::snprintf(cell, sizeof(cell), "%.1f/%d", predicted, channels);
+  } else {
+    std::snprintf(cell, sizeof(cell), "%.1f", predicted);
+  }
+  return cell;
+}
 
 int runTune(const TuneOptions& options) {
   algorithms::TuneShape shape;
@@ -51,7 +63,6 @@ int runTune(const TuneOptions& options) {
     shape.hostTreeDepth = layout.hostTreeDepth;
     shape.localRingHops = layout.localRingHops;
   }
-  shape.channels = options.channels;
   shape.slotBytes = algorithms::simpleSlotBytes(knobs::getInt(knobs::KnobId::kBuffSize));
   const std::string algo = options.algoGiven ? options.algo : knobs::getString(knobs::KnobId::kAlgo);
   const std::string proto = options.protoGiven ? options.proto : knobs::getString(knobs::KnobId::kProto);
@@ -72,8 +83,15 @@ int runTune(const TuneOptions& options) {
       return 1;
     }
   }
-  std::printf("# Weft tuner: %s, %d ranks on %d node(s), %d channel(s), NCCL_ALGO %s, NCCL_PROTO %s\n",
-              algorithms::collectiveName(shape.collective), shape.nranks, options.nodes, shape.channels,
+  // The channels as a communicator takes them (src/core/communicator.cc).
+  const algorithms::ChannelBounds channels = algorithms::hostChannelBounds(
+      options.minChannels > 0 ? options.minChannels : knobs::getInt(knobs::KnobId::kMinNChannels),
+      options.channels > 0 ? options.channels : knobs::getInt(knobs::KnobId::kMaxNChannels), model);
+  shape.channels = channels.built;
+  shape.minChannels = channels.fewestPerCall;
+  std::printf("# Weft tuner: %s, %d ranks on %d node(s), %d channel(s) (a call takes at least %d), NCCL_ALGO %s, "
+              "NCCL_PROTO %s\n",
+              algorithms::collectiveName(shape.collective), shape.nranks, options.nodes, shape.channels, shape.minChannels,
               algo.empty() ? "unset" : algo.c_str(), proto.empty() ? "unset" : proto.c_str());
   std::printf("# a step over shared memory: Simple %.1f us, %.2f GB/s; LL %.1f us, %.2f GB/s",
               model.sharedMemory.latencyUs, model.sharedMemory.bandwidthGBps, model.sharedMemoryLL.latencyUs,
@@ -81,7 +99,7 @@ int runTune(const TuneOptions& options) {
   if (shape.networkHops) {
     std::printf("; over the network: %.1f us, %.2f GB/s", model.network.latencyUs, model.network.bandwidthGBps);
   }
-  std::printf(" (%s); predicted us, * the choice\n",
+  std::printf(" (%s); predicted us on the fastest channel count (/k: k channels), * the choice\n",
               tuneFile.empty() ? "built-in constants" : ("from " + tuneFile).c_str());
   if (shape.hostTreeDepth > 0) {
     std::printf("# the ring's hops: %d between nodes, %d within; allreduce trees: %d hops between nodes, %d along a "
@@ -101,7 +119,7 @@ int runTune(const TuneOptions& options) {
     for (algorithms::Protocol protocol : algorithms::kWeftProtocols) {
       const std::string name = std::string(algorithms::algorithmName(algorithm)) + "/" +
                                algorithms::protocolName(protocol);
-      std::printf(" %13s", name.c_str());
+      std::printf(" %16s", name.c_str());
     }
   }
   std::printf("  choice\n");
@@ -112,18 +130,21 @@ int runTune(const TuneOptions& options) {
     std::printf("%14zu", bytes);
     for (algorithms::Algorithm algorithm : shown) {
       for (algorithms::Protocol protocol : algorithms::kWeftProtocols) {
-        const double predicted = algorithms::predictMicroseconds(algorithm, protocol, shape, model);
+        double predicted = 0;
+        const algorithms::TuneChoice best = algorithms::fastestChannels(algorithm, protocol, shape, model, &predicted);
         if (!algorithmFilter.allows(shape.collective, algorithm) || !protocolFilter.allows(shape.collective, protocol) ||
             predicted == std::numeric_limits<double>::infinity()) {
-          std::printf(" %13s", "-");
+          std::printf(" %16s", "-");
         } else {
-          const bool isChoice = any && algorithm == chosen.algorithm && protocol == chosen.protocol;
-          std::printf(" %12.1f%c", predicted, isChoice ? '*' : ' ');
+          const std::string cell = formatCell(predicted, best.channels, shape.channels > 1);
+          std::printf(" %15s%c", cell.c_str(), any && best == chosen ? '*' : ' ');
         }
       }
     }
     if (any) {
-      std::printf("  %s/%s\n", algorithms::algorithmName(chosen.algorithm), algorithms::protocolName(chosen.protocol));
+      std::printf("  %s/%s", algorithms::algorithmName(chosen.algorithm), algorithms::protocolName(chosen.protocol));
+      if (shape.channels > 1) std::printf("/%d", chosen.channels);
+      std::printf("\n");
     } else {
       std::printf("  none allowed\n");
     }
@@ -151,9 +172,12 @@ void addTuneCommand(CLI::App& app, int* exitCode) {
   tune->add_option("--nodes", options->nodes, "hosts the ranks span (more than one: steps go over the network)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
-  tune->add_option("--channels", options->channels, "channels (as NCCL_MAX_NCHANNELS); two give two trees")
-      ->check(CLI::Range(1, 32))
-      ->capture_default_str();
+  tune->add_option("--channels", options->channels,
+                   "the communicator's channels, the most a call takes (default: NCCL_MAX_NCHANNELS, else as many as "
+                   "the constants say add bandwidth); two give two trees")
+      ->check(CLI::Range(1, 32));
+  tune->add_option("--min-channels", options->minChannels, "the fewest channels a call takes (default: NCCL_MIN_NCHANNELS)")
+      ->check(CLI::Range(1, 32));
   tune->add_option("--algo", options->algo, "algorithms allowed, in NCCL_ALGO's syntax (default: NCCL_ALGO)")
       ->each([options](const std::string&) { options->algoGiven = true; });
   tune->add_option("--proto", options->proto, "protocols allowed, in NCCL_PROTO's syntax (default: NCCL_PROTO)")
