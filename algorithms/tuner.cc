@@ -192,7 +192,7 @@ double estimateMicroseconds(const TuneShape& shape, const AlgorithmFilter& algor
     const HopCost& hop = shape.networkHops ? model.network : model.sharedMemory;
     return hop.latencyUs + static_cast<double>(shape.bytes) / (hop.bandwidthGBps * 1e3);
   }
-  TuneChoice chosen{Algorithm::kRing, Protocol::kSimple, std::max(1, shape.channels)};
+  TuneChoice chosen = ungovernedChoice(shape.channels);
   if (governedByAlgo(shape.collective) && !chooseAlgorithm(shape, algorithms, protocols, model, &chosen)) {
     return std::numeric_limits<double>::infinity();
   }

@@ -173,6 +173,13 @@ double predictMicroseconds(const TuneChoice& choice, const TuneShape& shape, con
 TuneChoice fastestChannels(Algorithm algorithm, Protocol protocol, const TuneShape& shape, const CostModel& model,
                            double* predicted);
 
+/// The choice for a collective that NCCL_ALGO does not govern (all-to-all, gather, scatter, send,
+/// receive): the ring's schedule (direct lanes) with Simple on every one of the communicator's
+/// `channels`.
+constexpr TuneChoice ungovernedChoice(int channels) {
+  return TuneChoice{Algorithm::kRing, Protocol::kSimple, std::max(1, channels)};
+}
+
 /// Whether Weft has `algorithm` for `collective` on host memory: predictMicroseconds gives it a time.
 bool hasAlgorithm(Algorithm algorithm, Collective collective);
 

@@ -192,9 +192,8 @@ void logPredictions(const algorithms::TuneShape& shape, const algorithms::CostMo
 // ring). Collectives that NCCL_ALGO does not govern run with Simple on every channel. Fails where
 // the filters allow nothing Weft has for the collective.
 Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
-  *choice = algorithms::TuneChoice{algorithms::Algorithm::kRing, algorithms::Protocol::kSimple,
-                                   static_cast<int>(op.comm->rings().size())};
-  if (!algorithms::governedByAlgo(op.collective)) return Status::ok();  // direct lanes
+  *choice = algorithms::ungovernedChoice(static_cast<int>(op.comm->rings().size()));
+  if (!algorithms::governedByAlgo(op.collective)) return Status::ok();
   const core::Communicator& comm = *op.comm;
   const bool logs = log::enabled(log::Level::kInfo, log::kTuning);
   core::Communicator::TuneMemo& memo = comm.tuneMemo();
