@@ -87,27 +87,37 @@ TreePlace turnedRingTreePlace(const Ring& ring, int tree, int root, int rank) {
   return placeOnRing(ring, links);
 }
 
-// Over several hosts: nodeTreePlace's tree `tree` over `ring`'s chains, turned so that `root` is its root.
-TreePlace turnedNodeTreePlace(const Ring& ring, std::span<const int> hostOfRank, int tree, int root, int rank) {
-  std::vector<std::vector<int>> chains = chainsAlong(ring, hostOfRank);
+}  // namespace
+
+TreePlace rootedNodeTreePlace(std::span<const std::vector<int>> chains, int tree, int root, RootPlace place,
+                              int rank) {
   const int nodes = static_cast<int>(chains.size());
   int rootNode = 0;
   while (std::find(chains[rootNode].begin(), chains[rootNode].end(), root) == chains[rootNode].end()) ++rootNode;
-  std::vector<int>& rootChain = chains[rootNode];
-  std::rotate(rootChain.begin(), std::find(rootChain.begin(), rootChain.end(), root), rootChain.end());
   const int turn = treeRootOf(nodes, tree) - rootNode;
   std::vector<std::vector<int>> turnedChains(nodes);
-  for (int node = 0; node < nodes; ++node) turnedChains[turned(node, turn, nodes)] = std::move(chains[node]);
-  TreePlace place = nodeTreePlace(turnedChains, tree, rank);
-  // A chain's first rank serves the other hosts before the rest of its chain: theirs is the longer way.
-  std::vector<int>& children = place.children;
-  if (children.size() > 1 && hostOfRank[children.front()] == hostOfRank[rank]) {
-    std::rotate(children.begin(), children.begin() + 1, children.end());
+  for (int node = 0; node < nodes; ++node) turnedChains[turned(node, turn, nodes)] = chains[node];
+  std::vector<int>& rootChain = turnedChains[treeRootOf(nodes, tree)];
+  const auto rootAt = std::find(rootChain.begin(), rootChain.end(), root);
+  const int head = rootChain.front();
+  const bool above = place == RootPlace::kAboveChain && head != root;
+  if (above) {
+    rootChain.erase(rootAt);
+    if (rank == root) return TreePlace{-1, {head}};
+  } else {
+    std::rotate(rootChain.begin(), rootAt, rootChain.end());
   }
-  return place;
+  TreePlace result = nodeTreePlace(turnedChains, tree, rank);
+  if (above && rank == head) result.parent = root;
+  // Only a chain's first rank has several children, its chain's second first (nodeTreePlace); it
+  // serves the other nodes first, whose way is the longer.
+  const auto chain = std::find_if(turnedChains.begin(), turnedChains.end(), [&](const std::vector<int>& ranks) {
+    return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
+  });
+  std::vector<int>& children = result.children;
+  if (children.size() > 1 && chain->size() > 1) std::rotate(children.begin(), children.begin() + 1, children.end());
+  return result;
 }
-
-}  // namespace
 
 std::vector<TreePlace> communicatorTreePlaces(std::span<const Ring> rings, std::span<const int> hostOfRank, int rank) {
   assert(!rings.empty());
@@ -134,7 +144,8 @@ std::vector<TreePlace> rootedTreePlaces(std::span<const Ring> rings, std::span<c
   for (size_t t = 0; t < trees; ++t) {
     const int tree = static_cast<int>(t);
     places.push_back(oneHost(hostOfRank) ? turnedRingTreePlace(rings[0], tree, root, rank)
-                                         : turnedNodeTreePlace(rings[t], hostOfRank, tree, root, rank));
+                                         : rootedNodeTreePlace(chainsAlong(rings[t], hostOfRank), tree, root,
+                                                               RootPlace::kLeadsChain, rank));
   }
   return places;
 }

@@ -22,6 +22,24 @@ TreePlace placeOnRing(const Ring& ring, const topology::TreeLinks& links);
 /// its chain's second rank, then the first ranks of its child nodes. Pure.
 TreePlace nodeTreePlace(std::span<const std::vector<int>> chains, int tree, int rank);
 
+/// Where a rooted tree puts its root on the root's own node.
+enum class RootPlace {
+  /// The root's chain starts at the root (the ranks before it move to its end), so the root itself
+  /// talks to the other nodes: the shortest way where every rank reaches the network alike (the
+  /// host transports).
+  kLeadsChain,
+  /// The root leaves its chain to become the parent of the chain's first rank, which keeps talking
+  /// to the other nodes: where a channel's chains start at the rank nearest its NIC, so that the
+  /// channels' network traffic does not all cross the root's PCIe link (`weft sim`).
+  kAboveChain,
+};
+
+/// nodeTreePlace's tree `tree` over `chains`, with `root` as its root: the nodes are renumbered so
+/// that the root's node takes the place of tree `tree`'s root node, and the root goes where
+/// `place` says. Only the chains' first ranks talk to other nodes, and they serve their child
+/// nodes before the rest of their chain (theirs is the longer way). Pure.
+TreePlace rootedNodeTreePlace(std::span<const std::vector<int>> chains, int tree, int root, RootPlace place, int rank);
+
 /// The trees a communicator runs its tree AllReduce on, as `rank`'s place in each: one per
 /// channel, at most two. hostOfRank[r] numbers rank r's host (empty: every rank on one host). On
 /// one host, the double binary tree over the positions of rings[0] (topology::doubleBinaryTreeLinks,
@@ -34,10 +52,8 @@ std::vector<TreePlace> communicatorTreePlaces(std::span<const Ring> rings, std::
 /// The trees of a rooted collective (Broadcast, Reduce) as `rank`'s place in each: the same trees
 /// as communicatorTreePlaces, each turned so that `root` is its root and its shape is kept. On one
 /// host, position p of rings[0] takes the place of p - p(root) + p(tree t's root), modulo n. Over
-/// several hosts, the root's chain starts at the root (the ranks before it move to its end) and the
-/// hosts are renumbered the same way, so that the root's host takes the place of tree t's root
-/// node: the root's data crosses the network only between the chains' first ranks, which serve
-/// their child hosts before the rest of their chain. Pure.
+/// several hosts, rootedNodeTreePlace over the hosts' chains along rings[t], the root leading its
+/// chain. Pure.
 std::vector<TreePlace> rootedTreePlaces(std::span<const Ring> rings, std::span<const int> hostOfRank, int root,
                                         int rank);
 

@@ -25,6 +25,8 @@ const char* simAlgorithmName(SimAlgorithm algorithm) {
 bool simulates(Collective collective, SimAlgorithm algorithm) {
   switch (algorithm) {
     case SimAlgorithm::kTree:
+      return collective == Collective::kAllReduce || collective == Collective::kBroadcast ||
+             collective == Collective::kReduce;
     case SimAlgorithm::kRhd: return collective == Collective::kAllReduce;
     case SimAlgorithm::kPat: return collective == Collective::kAllGather || collective == Collective::kReduceScatter;
     case SimAlgorithm::kRing: break;
@@ -36,6 +38,8 @@ bool simulates(Collective collective, SimAlgorithm algorithm) {
 
 namespace {
 
+constexpr int kRoot = 0;  // of Broadcast and Reduce, as nccl-tests' default
+
 // Pat or rhd: every rank's program on channel 0, the links shared out among the connections that
 // are each rank's k-th distinct peer (the exchanges that move at once), for every k apart.
 TimingResult timeLogSteps(const Fabric& fabric, Collective collective, SimAlgorithm algorithm, size_t count,
@@ -44,7 +48,7 @@ TimingResult timeLogSteps(const Fabric& fabric, Collective collective, SimAlgori
   std::vector<algorithms::Program> programs(n);
   std::vector<std::vector<Connection>> byOrdinal;
   for (int rank = 0; rank < n; ++rank) {
-    const algorithms::OpShape shape{collective, count, 0, n, rank};
+    const algorithms::OpShape shape{collective, count, kRoot, n, rank};
     if (algorithm == SimAlgorithm::kRhd) {
       algorithms::buildRhdAllReduce(shape, &programs[rank]);
     } else if (collective == Collective::kAllGather) {
@@ -116,14 +120,20 @@ CollectiveTiming timeCollective(const Fabric& fabric, Collective collective, Sim
       for (int i = 0; n > 1 && i < n; ++i) connectionsOf[c].push_back({c, ring[i], ring[(i + 1) % n]});
       continue;
     }
+    // A rooted collective's data moves one way only: down from the root, or up to it.
+    const bool up = collective != Collective::kBroadcast;
+    const bool down = collective != Collective::kReduce;
     placesOf[c].resize(n);
     for (const std::vector<int>& chain : fabric.chains(c)) {
       for (int rank : chain) {
-        placesOf[c][rank] = algorithms::nodeTreePlace(fabric.chains(c), c % 2, rank);
+        placesOf[c][rank] = collective == Collective::kAllReduce
+                                ? algorithms::nodeTreePlace(fabric.chains(c), c % 2, rank)
+                                : algorithms::rootedNodeTreePlace(fabric.chains(c), c % 2, kRoot,
+                                                                   algorithms::RootPlace::kAboveChain, rank);
         const int parent = placesOf[c][rank].parent;
         if (parent < 0) continue;
-        connectionsOf[c].push_back({c, rank, parent});
-        connectionsOf[c].push_back({c, parent, rank});
+        if (up) connectionsOf[c].push_back({c, rank, parent});
+        if (down) connectionsOf[c].push_back({c, parent, rank});
       }
     }
   }
@@ -150,16 +160,19 @@ CollectiveTiming timeCollective(const Fabric& fabric, Collective collective, Sim
       continue;
     }
     const ProgramSource programOf = [&](int rank, algorithms::Program* program) {
-      const algorithms::OpShape shape{collective, part, 0, n, rank};
+      const algorithms::OpShape shape{collective, part, kRoot, n, rank};
+      const std::span<const algorithms::TreePlace> tree(&placesOf[c][rank], 1);
       if (algorithm == SimAlgorithm::kRing) {
         algorithms::buildRingProgram(shape, std::span<const algorithms::Ring>(&fabric.ring(c), 1), program);
+      } else if (collective == Collective::kBroadcast) {
+        algorithms::buildTreeBroadcast(shape, tree, program);
+      } else if (collective == Collective::kReduce) {
+        algorithms::buildTreeReduce(shape, tree, program);
       } else {
         // As the host executor: two lanes per tree rank once the part spans several pieces.
-        const algorithms::TreeLanes lanes = part * options.elementSize > options.pieceBytes
-                                                ? algorithms::TreeLanes::kTwo
-                                                : algorithms::TreeLanes::kOne;
-        algorithms::buildTreeAllReduceOnTrees(shape, std::span<const algorithms::TreePlace>(&placesOf[c][rank], 1),
-                                              lanes, program);
+        const algorithms::TreeLanes lanes =
+            part * options.elementSize > options.pieceBytes ? algorithms::TreeLanes::kTwo : algorithms::TreeLanes::kOne;
+        algorithms::buildTreeAllReduceOnTrees(shape, tree, lanes, program);
       }
     };
     const LinkSource linkOf = [&](int, int from, int to) { return links.at(Fabric::key(c, from, to)); };

@@ -4,8 +4,10 @@
 // latencies of fabric.h.
 //
 // Ring: buildRingProgram on every channel's ring, each channel an even part of the data (every
-// collective). Tree (AllReduce only): NCCL's tree over nodes (algorithms/node_tree.h), channel c
-// on tree c mod 2 with its own chains, each channel an even part. Channels do not interact once
+// collective). Tree (AllReduce, Broadcast, Reduce): NCCL's tree over nodes (algorithms/node_tree.h),
+// channel c on tree c mod 2 with its own chains, each channel an even part; for Broadcast and Reduce
+// the tree turned to the root, which stands above its chain (rootedNodeTreePlace's kAboveChain: the
+// chains' first ranks, nearest their channel's NIC, talk between nodes), its data moving one way. Channels do not interact once
 // the fabric has shared the links out, so each is timed alone, and channels whose connections all
 // time alike are timed once. Pat (Bruck's AllGather and ReduceScatter) and rhd (recursive
 // halving-doubling AllReduce) run as Weft runs them: all the data on channel 0 (its NIC between
@@ -29,8 +31,8 @@ inline constexpr SimAlgorithm kSimAlgorithms[] = {SimAlgorithm::kRing, SimAlgori
 
 /// NCCL_ALGO's names: "ring", "tree", "pat", "rhd".
 const char* simAlgorithmName(SimAlgorithm algorithm);
-/// Whether `weft sim` models `algorithm` for `collective` (tree and rhd: AllReduce only; pat:
-/// AllGather and ReduceScatter).
+/// Whether `weft sim` models `algorithm` for `collective` (tree: AllReduce, Broadcast and Reduce;
+/// rhd: AllReduce only; pat: AllGather and ReduceScatter).
 bool simulates(algorithms::Collective collective, SimAlgorithm algorithm);
 
 struct CollectiveTiming {

@@ -220,6 +220,30 @@ TEST(RootedTrees, OverHostsTheRootLeadsItsChainAndTheTreeBetweenHosts) {
   }
 }
 
+TEST(RootedTrees, AboveItsChainTheRootLeavesTheNetworkToTheChainsFirstRank) {
+  // Node 0's chain 0 2 4, node 1's 1 3 5. Root 3 leaves its chain to stand above it (3 -> 1 -> 5),
+  // and its node takes the place of tree 0's root node, so 1, the chain's first rank, still talks
+  // to node 0, and serves it before its chain.
+  const std::vector<std::vector<int>> chains = {{0, 2, 4}, {1, 3, 5}};
+  auto place = [&](int rank, int tree) { return rootedNodeTreePlace(chains, tree, 3, RootPlace::kAboveChain, rank); };
+  for (int tree : {0, 1}) {
+    EXPECT_EQ(place(3, tree).parent, -1) << "tree " << tree;
+    EXPECT_EQ(place(3, tree).children, (std::vector<int>{1})) << "tree " << tree;
+    EXPECT_EQ(place(1, tree).parent, 3);
+    EXPECT_EQ(place(1, tree).children, (std::vector<int>{0, 5}));
+    EXPECT_EQ(place(5, tree).parent, 1);
+    EXPECT_TRUE(place(5, tree).children.empty());
+    EXPECT_EQ(place(0, tree).parent, 1);
+    EXPECT_EQ(place(0, tree).children, (std::vector<int>{2}));
+    EXPECT_EQ(place(4, tree).parent, 2);
+  }
+  // A root that is its chain's first rank leads the chain either way: root 1 -> {0, 3}.
+  for (RootPlace where : {RootPlace::kAboveChain, RootPlace::kLeadsChain}) {
+    EXPECT_EQ(rootedNodeTreePlace(chains, 0, 1, where, 1).parent, -1);
+    EXPECT_EQ(rootedNodeTreePlace(chains, 0, 1, where, 1).children, (std::vector<int>{0, 3}));
+  }
+}
+
 TEST(RootedTrees, OneHostTurnsTheFlatTreesOverTheFirstRing) {
   // The 4-rank tree 0 -> 2 -> {1, 3} over ring 3 1 0 2 (positions), turned to start at rank 1
   // (position 1): positions 1 -> 3 -> {2, 0}, ranks 1 -> 2 -> {0, 3}.
@@ -227,6 +251,23 @@ TEST(RootedTrees, OneHostTurnsTheFlatTreesOverTheFirstRing) {
   EXPECT_EQ(rootedTreePlaces(rings, {}, 1, 1)[0].children, (std::vector<int>{2}));
   EXPECT_EQ(rootedTreePlaces(rings, {}, 1, 2)[0].children, (std::vector<int>{0, 3}));
   EXPECT_EQ(rootedTreePlaces(rings, std::vector<int>(4, 5), 1, 3)[0].parent, 2);
+}
+
+// rootedTreePlaces' trees (the root leading its chain), or the same trees with the root above its
+// chain (as `weft sim` lays them).
+std::vector<TreePlace> rootedPlaces(const std::vector<Ring>& rings, const std::vector<int>& hostOfRank, int root,
+                                    RootPlace where, int rank) {
+  if (where == RootPlace::kLeadsChain) return rootedTreePlaces(rings, hostOfRank, root, rank);
+  std::vector<TreePlace> places;
+  for (size_t t = 0; t < std::min<size_t>(2, rings.size()); ++t) {
+    std::vector<std::vector<int>> chains;
+    for (size_t i = 0; i < rings[t].size(); ++i) {
+      if (i == 0 || hostOfRank[rings[t][i]] != hostOfRank[rings[t][i - 1]]) chains.emplace_back();
+      chains.back().push_back(rings[t][i]);
+    }
+    places.push_back(rootedNodeTreePlace(chains, static_cast<int>(t), root, where, rank));
+  }
+  return places;
 }
 
 TEST(RootedTreesSimulated, RanksSpreadOverHostsAreExactAtEveryRoot) {
@@ -241,10 +282,11 @@ TEST(RootedTreesSimulated, RanksSpreadOverHostsAreExactAtEveryRoot) {
       const std::vector<Ring> rings = ringsOverHosts(hostOfRank, hosts, channels, draw);
       for (Collective collective : {Collective::kBroadcast, Collective::kReduce}) {
         for (int root = 0; root < nranks; ++root) {
+          const RootPlace where = draw() % 2 == 0 ? RootPlace::kLeadsChain : RootPlace::kAboveChain;
           std::vector<Participant> parts;
           int crossings = 0;
           for (int rank = 0; rank < nranks; ++rank) {
-            const std::vector<TreePlace> trees = rootedTreePlaces(rings, hostOfRank, root, rank);
+            const std::vector<TreePlace> trees = rootedPlaces(rings, hostOfRank, root, where, rank);
             for (const TreePlace& tree : trees) crossings += tree.parent >= 0 && hostOfRank[tree.parent] != hostOfRank[rank];
             OpShape shape{collective, 23, root, nranks, rank};
             Participant part{shape, {}};
@@ -261,7 +303,8 @@ TEST(RootedTreesSimulated, RanksSpreadOverHostsAreExactAtEveryRoot) {
           const SimulationResult result = simulator.run(parts, options);
           if (result.ok()) continue;
           ADD_FAILURE() << collectiveName(collective) << " over " << nranks << " ranks on " << hosts << " hosts, root "
-                        << root << ": " << result.message;
+                        << root << (where == RootPlace::kAboveChain ? " above its chain" : "") << ": "
+                        << result.message;
           if (++failures == 5) return;
         }
       }

@@ -149,6 +149,34 @@ TEST(SimCollective, SmallAllReduceOverManyNodesIsFasterOnTheTree) {
   EXPECT_LT(tree.microseconds, ring.microseconds / 3);
 }
 
+TEST(SimCollective, SmallBroadcastAndReduceOverManyNodesWaitForTheTreesDepth) {
+  const topology::System system = loadFixture();
+  const Fabric fabric = buildFabric(system, 16);
+  for (Collective collective : {Collective::kBroadcast, Collective::kReduce}) {
+    const CollectiveTiming ring = timeCollective(fabric, collective, SimAlgorithm::kRing, 1024, TimingOptions{});
+    const CollectiveTiming tree = timeCollective(fabric, collective, SimAlgorithm::kTree, 1024, TimingOptions{});
+    ASSERT_TRUE(ring.ok() && tree.ok()) << ring.error << tree.error;
+    // The ring: 127 hand-offs, 15 between nodes, at least NVLink's latency each. The tree: 4 levels
+    // of nodes, and on the slowest channels the root's hop to its chain's first rank and a chain of
+    // 7 NVLink hops.
+    EXPECT_GT(ring.microseconds, kLaunchMicroseconds + 15 * 14.0 + 112 * 3.4 - 0.1) << collectiveName(collective);
+    EXPECT_NEAR(tree.microseconds, kLaunchMicroseconds + 4 * 14.0 + 8 * 3.4, 1) << collectiveName(collective);
+  }
+}
+
+TEST(SimCollective, LargeTreeReduceOverNodesMovesAsFastAsTheRing) {
+  // Every channel's tree has the same root, rank 0; its chain's first rank (near the channel's
+  // NIC), not rank 0, talks to the other node, so the channels' network traffic does not all
+  // cross rank 0's PCIe link.
+  const topology::System system = loadFixture();
+  const Fabric fabric = buildFabric(system, 2);
+  const size_t bytes = size_t{1} << 30;
+  const CollectiveTiming ring = timeCollective(fabric, Collective::kReduce, SimAlgorithm::kRing, bytes, TimingOptions{});
+  const CollectiveTiming tree = timeCollective(fabric, Collective::kReduce, SimAlgorithm::kTree, bytes, TimingOptions{});
+  ASSERT_TRUE(ring.ok() && tree.ok()) << ring.error << tree.error;
+  EXPECT_GT(tree.busBandwidth, 0.8 * ring.busBandwidth);
+}
+
 TEST(SimCollective, EveryCollectiveRunsOnTheRingTheOthersWhereModelled) {
   const topology::System system = loadFixture();
   const Fabric fabric = buildFabric(system, 2);
@@ -158,7 +186,11 @@ TEST(SimCollective, EveryCollectiveRunsOnTheRingTheOthersWhereModelled) {
     EXPECT_TRUE(timing.ok()) << collectiveName(collective) << ": " << timing.error;
     EXPECT_GT(timing.busBandwidth, 0) << collectiveName(collective);
   }
-  EXPECT_FALSE(timeCollective(fabric, Collective::kBroadcast, SimAlgorithm::kTree, 1024, TimingOptions{}).ok());
+  for (Collective collective : {Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce}) {
+    EXPECT_TRUE(timeCollective(fabric, collective, SimAlgorithm::kTree, 1 << 20, TimingOptions{}).ok())
+        << collectiveName(collective);
+  }
+  EXPECT_FALSE(timeCollective(fabric, Collective::kAllGather, SimAlgorithm::kTree, 1024, TimingOptions{}).ok());
   EXPECT_FALSE(timeCollective(fabric, Collective::kAllReduce, SimAlgorithm::kPat, 1024, TimingOptions{}).ok());
   EXPECT_FALSE(timeCollective(fabric, Collective::kAllGather, SimAlgorithm::kRhd, 1024, TimingOptions{}).ok());
 }
