@@ -161,10 +161,12 @@ CollectiveTiming timeCollective(const Fabric& fabric, Collective collective, Sim
     }
     const ProgramSource programOf = [&](int rank, algorithms::Program* program) {
       const algorithms::OpShape shape{collective, part, kRoot, n, rank};
-      const std::span<const algorithms::TreePlace> tree(&placesOf[c][rank], 1);
       if (algorithm == SimAlgorithm::kRing) {
         algorithms::buildRingProgram(shape, std::span<const algorithms::Ring>(&fabric.ring(c), 1), program);
-      } else if (collective == Collective::kBroadcast) {
+        return;
+      }
+      const std::span<const algorithms::TreePlace> tree(&placesOf[c][rank], 1);
+      if (collective == Collective::kBroadcast) {
         algorithms::buildTreeBroadcast(shape, tree, program);
       } else if (collective == Collective::kReduce) {
         algorithms::buildTreeReduce(shape, tree, program);
