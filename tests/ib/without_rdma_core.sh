@@ -16,9 +16,11 @@ fi
 verbs=$(ldconfig -p | awk '/libibverbs.so.1 / {print $NF; exit}')
 [[ -n $verbs ]] || verbs=none
 
-# Runs 2 ranks of all_reduce_perf (Weft's launch without MPI) with libibverbs hidden.
-run_hidden() {
-  local port=$((20000 + RANDOM % 20000)) rank status=0
+# Runs 2 ranks of all_reduce_perf (Weft's launch without MPI) with libibverbs hidden, the root on
+# `port`.
+run_hidden_on() {
+  local port=$1 rank status=0
+  shift
   for rank in 0 1; do
     unshare -m bash -c "{ [[ $verbs == none ]] || mount --bind /dev/null $verbs; } && exec env $* RANK=$rank WORLD_SIZE=2 \
       NCCL_COMM_ID=127.0.0.1:$port NCCL_SHM_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
@@ -27,6 +29,19 @@ run_hidden() {
   wait -n || status=1
   wait -n || status=1
   return $status
+}
+
+# run_hidden_on a port below the kernel's ephemeral range, where other tests' connections take
+# theirs; where another socket still holds it (rank 0 says so), again on another port.
+ephemeral_low=$(awk '{print $1}' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+run_hidden() {
+  local attempt
+  for attempt in 1 2 3 4 5; do
+    run_hidden_on $((10000 + RANDOM % (ephemeral_low - 10000))) "$@" && return 0
+    grep -q "the port is in use" "$work/rank0.log" || return 1
+    echo "the root's port is in use; trying another"
+  done
+  return 1
 }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
