@@ -55,16 +55,6 @@ bool oneHost(std::span<const int> hostOfRank) {
   return std::all_of(hostOfRank.begin(), hostOfRank.end(), [&](int host) { return host == hostOfRank.front(); });
 }
 
-// A ring cut into its hosts' chains, in the order the ring visits the hosts.
-std::vector<std::vector<int>> chainsAlong(const Ring& ring, std::span<const int> hostOfRank) {
-  std::vector<std::vector<int>> chains;
-  for (size_t i = 0; i < ring.size(); ++i) {
-    if (i == 0 || hostOfRank[ring[i]] != hostOfRank[ring[i - 1]]) chains.emplace_back();
-    chains.back().push_back(ring[i]);
-  }
-  return chains;
-}
-
 // The node that is the root of tree `tree` of topology::doubleBinaryTreeLinks over `count` nodes.
 int treeRootOf(int count, int tree) {
   int root = 0;
@@ -89,6 +79,15 @@ TreePlace turnedRingTreePlace(const Ring& ring, int tree, int root, int rank) {
 
 }  // namespace
 
+std::vector<std::vector<int>> chainsAlong(const Ring& ring, std::span<const int> hostOfRank) {
+  std::vector<std::vector<int>> chains;
+  for (size_t i = 0; i < ring.size(); ++i) {
+    if (i == 0 || hostOfRank[ring[i]] != hostOfRank[ring[i - 1]]) chains.emplace_back();
+    chains.back().push_back(ring[i]);
+  }
+  return chains;
+}
+
 TreePlace rootedNodeTreePlace(std::span<const std::vector<int>> chains, int tree, int root, RootPlace place,
                               int rank) {
   const int nodes = static_cast<int>(chains.size());
@@ -109,13 +108,14 @@ TreePlace rootedNodeTreePlace(std::span<const std::vector<int>> chains, int tree
   }
   TreePlace result = nodeTreePlace(turnedChains, tree, rank);
   if (above && rank == head) result.parent = root;
-  // Only a chain's first rank has several children, its chain's second first (nodeTreePlace); it
-  // serves the other nodes first, whose way is the longer.
-  const auto chain = std::find_if(turnedChains.begin(), turnedChains.end(), [&](const std::vector<int>& ranks) {
-    return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
-  });
+  // Only a chain's first rank has several children, its chain's second first where the chain has
+  // one (nodeTreePlace); it serves the other nodes first, whose way is the longer.
   std::vector<int>& children = result.children;
-  if (children.size() > 1 && chain->size() > 1) std::rotate(children.begin(), children.begin() + 1, children.end());
+  if (children.size() > 1) {
+    const auto chain = std::find_if(turnedChains.begin(), turnedChains.end(),
+                                    [&](const std::vector<int>& ranks) { return ranks.front() == rank; });
+    if (chain->size() > 1) std::rotate(children.begin(), children.begin() + 1, children.end());
+  }
   return result;
 }
 

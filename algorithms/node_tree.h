@@ -22,6 +22,10 @@ TreePlace placeOnRing(const Ring& ring, const topology::TreeLinks& links);
 /// its chain's second rank, then the first ranks of its child nodes. Pure.
 TreePlace nodeTreePlace(std::span<const std::vector<int>> chains, int tree, int rank);
 
+/// `ring` cut into its hosts' chains (hostOfRank[r]: rank r's host), in the order the ring visits
+/// the hosts; every ring of a communicator holds each host's ranks consecutively. Pure.
+std::vector<std::vector<int>> chainsAlong(const Ring& ring, std::span<const int> hostOfRank);
+
 /// Where a rooted tree puts its root on the root's own node.
 enum class RootPlace {
   /// The root's chain starts at the root (the ranks before it move to its end), so the root itself

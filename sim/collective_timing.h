@@ -5,11 +5,11 @@
 //
 // Ring: buildRingProgram on every channel's ring, each channel an even part of the data (every
 // collective). Tree (AllReduce, Broadcast, Reduce): NCCL's tree over nodes (algorithms/node_tree.h),
-// channel c on tree c mod 2 with its own chains, each channel an even part; for Broadcast and Reduce
-// the tree turned to the root, which stands above its chain (rootedNodeTreePlace's kAboveChain: the
-// chains' first ranks, nearest their channel's NIC, talk between nodes), its data moving one way. Channels do not interact once
-// the fabric has shared the links out, so each is timed alone, and channels whose connections all
-// time alike are timed once. Pat (Bruck's AllGather and ReduceScatter) and rhd (recursive
+// channel c on tree c mod 2 with its own chains, each channel an even part; for Broadcast and
+// Reduce the tree turned to the root, which stands above its chain (rootedNodeTreePlace's
+// kAboveChain: the chains' first ranks, nearest their channel's NIC, talk between nodes), its data
+// moving one way. Channels do not interact once the fabric has shared the links out, so each is
+// timed alone, and channels whose connections all time alike are timed once. Pat (Bruck's AllGather and ReduceScatter) and rhd (recursive
 // halving-doubling AllReduce) run as Weft runs them: all the data on channel 0 (its NIC between
 // nodes), between ranks in rank order; their exchanges do not all move at once, so the links are
 // shared out among the connections that are each rank's k-th peer, for every k apart. The

@@ -260,12 +260,7 @@ std::vector<TreePlace> rootedPlaces(const std::vector<Ring>& rings, const std::v
   if (where == RootPlace::kLeadsChain) return rootedTreePlaces(rings, hostOfRank, root, rank);
   std::vector<TreePlace> places;
   for (size_t t = 0; t < std::min<size_t>(2, rings.size()); ++t) {
-    std::vector<std::vector<int>> chains;
-    for (size_t i = 0; i < rings[t].size(); ++i) {
-      if (i == 0 || hostOfRank[rings[t][i]] != hostOfRank[rings[t][i - 1]]) chains.emplace_back();
-      chains.back().push_back(rings[t][i]);
-    }
-    places.push_back(rootedNodeTreePlace(chains, static_cast<int>(t), root, where, rank));
+    places.push_back(rootedNodeTreePlace(chainsAlong(rings[t], hostOfRank), static_cast<int>(t), root, where, rank));
   }
   return places;
 }
