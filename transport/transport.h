@@ -55,6 +55,17 @@ struct DeviceEnd {
   int slotCount = 0;
 };
 
+class RegisteredMemory;
+
+/// Where one piece a receiving end will peek should land: in `dst` (`bytes` of it, inside the
+/// registered buffer `memory`) if the transport can write there directly, else in a slot of its
+/// own (always, when `dst` is nullptr).
+struct Landing {
+  char* dst = nullptr;
+  size_t bytes = 0;
+  RegisteredMemory* memory = nullptr;
+};
+
 /// Sending end of a connection. Used by one thread at a time.
 class SendConnection {
  public:
@@ -87,6 +98,12 @@ class RecvConnection {
   /// which lets the sender start). Callers call it on every receiving end they will use while
   /// they wait, so that no sender waits on an end that nobody peeks yet. Default: nothing to do.
   virtual Status progress() { return Status::ok(); }
+  /// True for an end that lets its sender write only where it was told, piece by piece (ib): its
+  /// user must announce every piece through expectLandings before peeking it.
+  virtual bool takesLandings() const { return false; }
+  /// Announces, in order, the pieces that come after those announced so far, once every piece
+  /// announced before has been released. A piece that landed in its `dst` is peeked there.
+  virtual Status expectLandings(std::span<const Landing> /*landings*/) { return Status::ok(); }
   virtual size_t slotBytes() const = 0;
   /// For a connection driven by GPU kernels: where a kernel finds it; nullptr for host connections.
   virtual const DeviceEnd* deviceEnd() const { return nullptr; }

@@ -26,12 +26,6 @@ struct Allocation {
 std::mutex gAllocationsMutex;
 std::map<void*, Allocation> gAllocations;
 
-// What ncclCommRegister hands back.
-struct Registration {
-  void* buffer;
-  size_t size;
-};
-
 }  // namespace
 
 WEFT_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
@@ -112,8 +106,9 @@ WEFT_API ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t
   Status status = resolveComm(comm, &impl);
   if (status.isOk() && handle == nullptr) status = weft::invalidArgument("handle is NULL");
   if (status.isOk() && buff == nullptr && size > 0) status = weft::invalidArgument("buff is NULL with size %zu", size);
-  // Registration records the buffer; host-memory collectives do not need it yet.
-  if (status.isOk()) *handle = new Registration{buff, size};
+  // The handle is the registration itself; a transport that can write into the buffer directly
+  // (ib) makes what it needs from it on first use.
+  if (status.isOk()) *handle = impl->registrations().add(buff, size);
   return toResult(status, "ncclCommRegister");
 }
 WEFT_PROFILING_ALIAS(ncclCommRegister)
@@ -122,7 +117,7 @@ WEFT_API ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
   Communicator* impl = nullptr;
   Status status = resolveComm(comm, &impl);
   if (status.isOk() && handle == nullptr) status = weft::invalidArgument("handle is NULL");
-  if (status.isOk()) delete static_cast<Registration*>(handle);
+  if (status.isOk()) status = impl->registrations().remove(handle);
   return toResult(status, "ncclCommDeregister");
 }
 WEFT_PROFILING_ALIAS(ncclCommDeregister)

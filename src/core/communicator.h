@@ -24,6 +24,7 @@
 #include "src/core/peer_watch.h"
 #include "src/core/progress_record.h"
 #include "src/core/redop_table.h"
+#include "transport/registered_memory.h"
 
 namespace weft::core {
 
@@ -138,6 +139,8 @@ class Communicator {
   Status deviceResources(const std::function<Status(std::unique_ptr<DeviceResources>*)>& make,
                          DeviceResources** out);
   RedOpTable& redOps() { return redOps_; }
+  /// The buffers registered with ncclCommRegister.
+  transport::RegistrationTable& registrations() { return registrations_; }
   /// What this communicator is doing, for hang reports; null when the pool was exhausted.
   ProgressRecord* progress() { return progress_; }
   /// Numbers the operations started on this communicator: 1, 2, ...
@@ -249,6 +252,7 @@ class Communicator {
   size_t slotBytes_ = 0;
   int slotCount_ = 0;
   RedOpTable redOps_;
+  transport::RegistrationTable registrations_;
   std::mutex deviceMutex_;
   // Last of the members that use the ones above: destroyed first.
   std::unique_ptr<DeviceResources> device_;

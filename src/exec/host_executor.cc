@@ -16,6 +16,7 @@
 #include "src/core/op_tuning.h"
 #include "src/core/progress_record.h"
 #include "src/exec/direct_allreduce.h"
+#include "src/exec/landings.h"
 #include "src/exec/program_connections.h"
 
 namespace weft::exec {
@@ -44,6 +45,8 @@ struct HostExecutor::LaneState {
   bool finished = false;
   int firstQueue = 0;    // this lane's entries in laneQueues__ are [firstQueue, firstQueue + queueCount)
   int queueCount = 0;
+  int firstGuard = 0;    // this lane's guards are guards_[firstGuard, firstGuard + guardCount)
+  int guardCount = 0;
   uint64_t sequence = 0;  // the op's number on its communicator
   // A direct allreduce (direct_allreduce.h) runs as lanes of three kinds: its descriptor allgather,
   // then the lane that reduces this rank's share (computes, moves no slots), then its done
@@ -263,6 +266,7 @@ Status HostExecutor::plan(std::span<const core::Op> ops) {
     if (key == lastPlan_) {
       for (LaneState& lane : lanes_) lane.restart(op, sequences_[0]);
       for (EndpointQueue& queue : queues_) queue.head = 0;
+      buildGuards();  // the buffers, and so what overlaps, may differ from the last call's
       return Status::ok();
     }
   }
@@ -270,6 +274,7 @@ Status HostExecutor::plan(std::span<const core::Op> ops) {
   WEFT_RETURN_IF_ERROR(buildPrograms(ops));
   WEFT_RETURN_IF_ERROR(connectMissing(ops));
   buildQueues(ops);
+  buildGuards();
   // A direct allreduce's lanes depend on one another and on its buffers: it is built anew.
   if (ops.size() == 1 && !runsDirect_[0]) lastPlan_ = key;
   return Status::ok();
@@ -436,6 +441,92 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
   }
 }
 
+namespace {
+
+// Whether the lanes of one `collective` are independent transfers (all-to-all, gather, scatter),
+// none waiting for another's data, so that one lane's receive may overwrite what another sends.
+bool hasIndependentLanes(Collective collective) {
+  return collective == Collective::kAllToAll || collective == Collective::kGather ||
+         collective == Collective::kScatter;
+}
+
+// The bytes of the user's buffers that `slice` of `count` elements covers: [*begin, *end), or
+// empty for scratch and absent slices.
+void userBytes(const core::Op& op, const algorithms::BufferSlice& slice, size_t count, size_t elementSize,
+               const char** begin, const char** end) {
+  *begin = *end = nullptr;
+  if (slice.buffer != BufferKind::kSend && slice.buffer != BufferKind::kRecv) return;
+  *begin = bufferAddress(op, slice, elementSize, 0, nullptr);
+  *end = *begin + count * elementSize;
+}
+
+// Pieces of step `step` that `lane` has finished (SIZE_MAX: all of them).
+size_t finishedPieces(bool started, bool finished, size_t phaseBegin, size_t phaseEnd, size_t round, size_t current,
+                      size_t step) {
+  if (finished) return SIZE_MAX;
+  if (!started || step >= phaseEnd) return 0;
+  if (step < phaseBegin) return SIZE_MAX;
+  return round + (step < current ? 1 : 0);
+}
+
+}  // namespace
+
+void HostExecutor::buildGuards() {
+  guards_.clear();
+  for (size_t l = 0; l < lanes_.size(); ++l) {
+    LaneState& lane = lanes_[l];
+    lane.firstGuard = static_cast<int>(guards_.size());
+    for (size_t s = 0; s < lane.lane->steps.size(); ++s) {
+      const Step& step = lane.lane->steps[s];
+      const char *dstBegin, *dstEnd;
+      userBytes(*lane.op, step.dst, step.count, lane.elementSize, &dstBegin, &dstEnd);
+      if (step.recvPeer < 0 || dstBegin == dstEnd) continue;
+      for (size_t other = 0; other < lanes_.size(); ++other) {
+        const LaneState& sender = lanes_[other];
+        if (other == l || (sender.op == lane.op && !hasIndependentLanes(lane.op->collective))) continue;
+        for (size_t t = 0; t < sender.lane->steps.size(); ++t) {
+          const Step& send = sender.lane->steps[t];
+          const char *srcBegin, *srcEnd;
+          userBytes(*sender.op, send.src, send.count, sender.elementSize, &srcBegin, &srcEnd);
+          if (send.sendPeer < 0 || srcBegin >= dstEnd || dstBegin >= srcEnd) continue;
+          guards_.push_back(Guard{static_cast<int>(l), s, static_cast<int>(other), t});
+        }
+      }
+    }
+    lane.guardCount = static_cast<int>(guards_.size()) - lane.firstGuard;
+  }
+}
+
+bool HostExecutor::guarded(const LaneState& lane, size_t step) const {
+  for (int g = lane.firstGuard; g < lane.firstGuard + lane.guardCount; ++g) {
+    if (guards_[g].step == step) return true;
+  }
+  return false;
+}
+
+bool HostExecutor::guardHolds(const LaneState& state) const {
+  const Step& step = state.lane->steps[state.step];
+  const size_t begin = state.round * state.slotElements;
+  const char* pieceBegin = bufferAddress(*state.op, step.dst, state.elementSize, begin, nullptr);
+  const char* pieceEnd = pieceBegin + std::min(step.count - begin, state.slotElements) * state.elementSize;
+  for (int g = state.firstGuard; g < state.firstGuard + state.guardCount; ++g) {
+    const Guard& guard = guards_[g];
+    if (guard.step != state.step) continue;
+    const LaneState& sender = lanes_[guard.sendLane];
+    const Step& send = sender.lane->steps[guard.sendStep];
+    const char *srcBegin, *srcEnd;
+    userBytes(*sender.op, send.src, send.count, sender.elementSize, &srcBegin, &srcEnd);
+    if (srcBegin >= pieceEnd || pieceBegin >= srcEnd) continue;
+    // The sender's last piece that reads any of these bytes must have been sent.
+    const size_t senderPieceBytes = sender.slotElements * sender.elementSize;
+    const size_t lastPiece = static_cast<size_t>(std::min(pieceEnd, srcEnd) - 1 - srcBegin) / senderPieceBytes;
+    const size_t finished = finishedPieces(sender.started, sender.finished, sender.phaseBegin, sender.phaseEnd,
+                                           sender.round, sender.step, guard.sendStep);
+    if (finished <= lastPiece) return true;
+  }
+  return false;
+}
+
 Status HostExecutor::advance(LaneState& state, bool* progressed) {
   int laneIndex = static_cast<int>(&state - lanes_.data());
   if (state.dependsOn >= 0 && !lanes_[state.dependsOn].finished) return state.blockOn(-1, core::WaitDirection::kQueued);
@@ -451,6 +542,7 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
       if (queue.lanes[queue.head] != laneIndex) return state.blockOn(-1, core::WaitDirection::kQueued);
     }
     state.started = true;
+    WEFT_RETURN_IF_ERROR(announceLandings(state));
   }
   const core::Op& op = *state.op;
   core::ConnectionTable& table = op.comm->connections();
@@ -461,6 +553,7 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
   while (state.round < state.rounds || state.phaseEnd < steps.size()) {
     if (state.round == state.rounds) {
       state.startPhase(state.phaseEnd);
+      WEFT_RETURN_IF_ERROR(announceLandings(state));
       continue;
     }
     if (state.step == state.phaseEnd) {
@@ -482,6 +575,7 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
       size_t bytes = 0;
       WEFT_RETURN_IF_ERROR(recv->tryPeekSlot(&received, &bytes, state.slotKind));
       if (received == nullptr) return state.blockOn(step.recvPeer, core::WaitDirection::kReceive);
+      if (state.guardCount > 0 && guardHolds(state)) return state.blockOn(-1, core::WaitDirection::kQueued);
       if (bytes != piece * size) {
         return internalError("rank %d received %zu bytes from rank %d where %zu were expected (%s, channel %d): "
                              "the ranks are not calling the same operations with the same counts",
@@ -521,6 +615,24 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
   state.finished = true;
   for (int k = 0; k < state.queueCount; ++k) ++queues_[laneQueues_[state.firstQueue + k]].head;
   *progressed = true;
+  return Status::ok();
+}
+
+Status HostExecutor::announceLandings(const LaneState& state) {
+  const std::vector<Step>& steps = state.lane->steps;
+  core::ConnectionTable& table = state.op->comm->connections();
+  for (size_t s = state.phaseBegin; s < state.phaseEnd; ++s) {
+    const int peer = steps[s].recvPeer;
+    if (peer < 0) continue;
+    // Each peer once: at the phase's first step that receives from it.
+    bool seen = false;
+    for (size_t earlier = state.phaseBegin; earlier < s && !seen; ++earlier) seen = steps[earlier].recvPeer == peer;
+    transport::RecvConnection* end = table.recv(state.lane->channel, peer);
+    if (seen || !end->takesLandings()) continue;
+    phaseLandings(*state.op, *state.lane, state.phaseBegin, state.phaseEnd, state.slotElements, peer,
+                  state.op->comm->registrations(), [&](size_t step) { return guarded(state, step); }, &landings_);
+    WEFT_RETURN_IF_ERROR(end->expectLandings(landings_));
+  }
   return Status::ok();
 }
 

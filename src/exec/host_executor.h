@@ -38,6 +38,15 @@ class HostExecutor {
   struct LaneState;
   struct EndpointQueue;
   struct DirectWork;
+  // A receive step of one lane whose output overlaps what a send step of another lane reads
+  // (sendrecv or all-to-all in place): a piece of it is written only once the send has read the
+  // bytes it overwrites, and it never lands directly (transport::Landing).
+  struct Guard {
+    int lane = 0;
+    size_t step = 0;
+    int sendLane = 0;
+    size_t sendStep = 0;
+  };
   // What one operation's plan (its program, lanes and queues) depends on beyond what is fixed at
   // the communicator's init: a call with the same key runs the same plan, with only the buffers,
   // the sequence number and the reduction's scalar new.
@@ -64,6 +73,15 @@ class HostExecutor {
   static void prepareDirectWork(const core::Op& op, DirectWork* work);
   Status connectMissing(std::span<const core::Op> ops);
   void buildQueues(std::span<const core::Op> ops);
+  /// Fills guards_ for the lanes of the current plan and its buffers.
+  void buildGuards();
+  /// True if a guard of `lane`'s current step forbids writing its current piece yet.
+  bool guardHolds(const LaneState& lane) const;
+  /// True if `step` of `lane` has a guard.
+  bool guarded(const LaneState& lane, size_t step) const;
+  /// Tells the receiving ends of the lane's current phase that take landings (ib) which pieces
+  /// come and where each may be written (landings.h).
+  Status announceLandings(const LaneState& lane);
   /// Moves `lane` as far as it can without waiting. Sets *progressed if anything moved.
   Status advance(LaneState& lane, bool* progressed);
   /// Pushes pending data of every sending end the plan uses and moves on the setup of its
@@ -91,6 +109,8 @@ class HostExecutor {
   std::vector<std::unique_ptr<DirectWork>> directs_;
   size_t directsUsed_ = 0;
   std::vector<char> directScratch_;
+  std::vector<transport::Landing> landings_;  // announceLandings' list
+  std::vector<Guard> guards_;  // by lane, then step
   std::vector<std::vector<char>> opScratch_;  // op i's BufferKind::kScratch memory (grows, never shrinks)
 };
 

@@ -87,6 +87,25 @@ collective() {
   echo "PASS: $binary at $nranks ranks ($*)"
 }
 
+# direct_writes / no_direct_writes: the last run's receiving ends did / did not write posts straight
+# into registered buffers (their NET line at teardown).
+direct_posts() {
+  grep -h "were written directly into registered buffers" $logs/rank*.log |
+  awk '{for (i = 2; i < NF; i++) if ($i == "of" && $(i + 2) == "posts") sum += $(i - 1)} END {print sum + 0}'
+}
+direct_writes() {
+  local posts
+  posts=$(direct_posts)
+  ((posts > 0)) || fail "no post was written directly into a registered buffer"
+  echo "PASS: $posts posts written directly into registered buffers"
+}
+no_direct_writes() {
+  local posts
+  posts=$(direct_posts)
+  ((posts == 0)) || fail "$posts posts were written directly without -R 1"
+  echo "PASS: without -R 1 every post went through the slots"
+}
+
 case $case in
   allreduce_2ranks) collective 2 all_reduce_perf -b 8 -e 1M -f 8 ;;
   allreduce_4ranks_ops) collective 4 all_reduce_perf -b 64 -e 64K -f 32 -o all -d int32 ;;
@@ -103,7 +122,11 @@ case $case in
   p2p_gather_scatter)
     collective 2 sendrecv_perf -b 8 -e 256K -f 32 && collective 3 gather_perf -b 24 -e 96K -f 64 &&
       collective 3 scatter_perf -b 24 -e 96K -f 64 ;;
-  registered_buffers) collective 4 all_reduce_perf -b 8 -e 512K -f 8 -R 1 ;;
+  registered_buffers) # -R 1: pieces that land unreduced in a registered buffer are written there directly
+    collective 4 all_reduce_perf -b 8 -e 512K -f 8 -R 1 && direct_writes && collective 3 all_gather_perf -b 24 -e 768K -f 32 -R 1 &&
+      direct_writes && collective 3 broadcast_perf -b 8 -e 64K -f 64 -r -1 -R 1 && direct_writes &&
+      collective 2 sendrecv_perf -b 8 -e 256K -f 32 -R 1 && direct_writes &&
+      collective 3 all_gather_perf -b 24 -e 768K -f 32 && no_direct_writes ;;
   slot_ring_wraps) # 8 slots of 4 KiB: a 1 MiB allreduce wraps the ring of each connection many times
     NCCL_BUFFSIZE=32768 collective 2 all_reduce_perf -b 1M -e 1M && NCCL_BUFFSIZE=32768 collective 3 alltoall_perf -b 768K -e 768K ;;
   queue_pairs) # each slot split over 3 queue pairs, odd sizes and a wrapping slot ring included

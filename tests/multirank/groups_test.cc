@@ -336,8 +336,51 @@ TEST(Groups, NcclMemAllocAndRegisteredBuffersWork) {
     }
     RANK_CHECK_NCCL(ncclCommDeregister(comm, sendHandle));
     RANK_CHECK_NCCL(ncclCommDeregister(comm, recvHandle));
+    RANK_CHECK(ncclCommDeregister(comm, sendHandle) == ncclInvalidArgument)
+        << "a handle deregistered twice was accepted";
     RANK_CHECK_NCCL(ncclMemFree(send));
     RANK_CHECK_NCCL(ncclMemFree(recv));
+  }));
+}
+
+// In place, each rank sends the bytes it then receives over: every piece must leave before the
+// peer's piece overwrites it, also when the message is larger than a connection's slots hold (two
+// lanes of a group, or of one all-to-all, run side by side).
+TEST(Groups, SendRecvAndAllToAllInPlaceLargerThanTheSlots) {
+  harness::RankRunOptions options;
+  options.nranks = 3;
+  options.mode = harness::RankMode::kThreads;
+  options.env = testEnv();
+  options.label = "in-place sendrecv and alltoall";
+  EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
+    harness::ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    const size_t count = size_t{3} << 20;  // 12 MiB of int32: three times the 4 MiB of slots
+    std::vector<int32_t> buffer(count);
+    for (size_t i = 0; i < count; ++i) buffer[i] = inputOf(rank, i);
+    const int next = (rank + 1) % nranks, previous = (rank + nranks - 1) % nranks;
+    RANK_CHECK_NCCL(ncclGroupStart());
+    RANK_CHECK_NCCL(ncclSend(buffer.data(), count, ncclInt32, next, comm, kStream));
+    RANK_CHECK_NCCL(ncclRecv(buffer.data(), count, ncclInt32, previous, comm, kStream));
+    RANK_CHECK_NCCL(ncclGroupEnd());
+    for (size_t i = 0; i < count; ++i) {
+      RANK_CHECK(buffer[i] == inputOf(previous, i))
+          << "in-place sendrecv: element " << i << " is " << buffer[i] << ", want " << inputOf(previous, i);
+    }
+
+    const size_t block = count / nranks;  // block b of rank r goes to rank b
+    for (int b = 0; b < nranks; ++b) {
+      for (size_t i = 0; i < block; ++i) buffer[b * block + i] = inputOf(rank, b * block + i);
+    }
+    RANK_CHECK_NCCL(ncclAlltoAll(buffer.data(), buffer.data(), block, ncclInt32, comm, kStream));
+    for (int from = 0; from < nranks; ++from) {
+      for (size_t i = 0; i < block; ++i) {
+        const int32_t want = inputOf(from, rank * block + i);
+        RANK_CHECK(buffer[from * block + i] == want)
+            << "in-place alltoall: block " << from << " element " << i << " is " << buffer[from * block + i]
+            << ", want " << want;
+      }
+    }
   }));
 }
 

@@ -173,12 +173,12 @@ TEST(IbWire, BlobRoundTripsAndBelongsToItsConnection) {
   blob.channel = params.channel;
   blob.slotBytes = params.slotBytes;
   blob.slotCount = params.slotCount;
-  blob.slotsKey = 77;
+  blob.queuePairs[0].qpNumber = 77;
   std::vector<uint8_t> bytes;
   encodeBlob(blob, &bytes);
   IbBlob decoded;
   ASSERT_TRUE(decodeBlob(bytes, params, &decoded).isOk());
-  EXPECT_EQ(decoded.slotsKey, 77u);
+  EXPECT_EQ(decoded.queuePairs[0].qpNumber, 77u);
 
   params.channel = 4;
   Status wrongChannel = decodeBlob(bytes, params, &decoded);

@@ -33,8 +33,17 @@ Status checkShare(const ConnectionParams& params, const IbPort& port, int queueP
   return Status::ok();
 }
 
-uint64_t loadCredit(const uint8_t* word) {
-  return __atomic_load_n(reinterpret_cast<const uint64_t*>(word), __ATOMIC_ACQUIRE);
+// Count writes the receiver may have in flight, and the words they read (one more, so that the
+// word a new write takes was read by a write that completed).
+int controlDepth(int slotCount) { return 2 * slotCount + 2; }
+uint64_t countSources(uint64_t slotCount) { return static_cast<uint64_t>(controlDepth(static_cast<int>(slotCount))) + 1; }
+
+uint64_t loadOffered(const uint8_t* table) {
+  return __atomic_load_n(reinterpret_cast<const uint64_t*>(table), __ATOMIC_ACQUIRE);
+}
+
+const Offer& offerAt(const uint8_t* table, uint64_t post, uint64_t slotCount) {
+  return reinterpret_cast<const Offer*>(table + kOfferEntriesOffset)[post % slotCount];
 }
 
 }  // namespace
@@ -49,8 +58,6 @@ Status IbSendConnection::create(const ConnectionParams& params, const IbPort& po
   WEFT_RETURN_IF_ERROR(checkShare(params, port, queuePairs));
   created->slotBytes_ = params.slotBytes;
   created->slotCount_ = static_cast<uint64_t>(slotCount);
-  created->remoteSlots_ = blob.slotsAddress;
-  created->remoteKey_ = blob.slotsKey;
   created->completed_.assign(static_cast<size_t>(queuePairs), 0);
   for (int q = 0; q < queuePairs; ++q) {
     std::unique_ptr<QueuePair> queuePair;
@@ -63,18 +70,19 @@ Status IbSendConnection::create(const ConnectionParams& params, const IbPort& po
   WEFT_RETURN_IF_ERROR(allocateSlotMemory(slotsBytes, "ib send slots", &created->slots_));
   WEFT_RETURN_IF_ERROR(
       first.registerMemory(created->slots_.get(), slotsBytes, IBV_ACCESS_LOCAL_WRITE, &created->slotsMr_));
-  WEFT_RETURN_IF_ERROR(allocateSlotMemory(sizeof(uint64_t), "ib credit word", &created->credit_));
-  memcpy(created->credit_.get(), &kCreditNotReady, sizeof(kCreditNotReady));
-  ibv_mr* creditMr = nullptr;
-  WEFT_RETURN_IF_ERROR(first.registerMemory(created->credit_.get(), sizeof(uint64_t),
-                                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &creditMr));
+  const size_t tableBytes = offerTableBytes(slotCount);
+  WEFT_RETURN_IF_ERROR(allocateSlotMemory(tableBytes, "ib offer table", &created->offerTable_));
+  memset(created->offerTable_.get(), 0, tableBytes);
+  ibv_mr* tableMr = nullptr;
+  WEFT_RETURN_IF_ERROR(first.registerMemory(created->offerTable_.get(), tableBytes,
+                                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &tableMr));
   SenderInfo info;
   for (int q = 0; q < queuePairs; ++q) {
     WEFT_RETURN_IF_ERROR(created->queuePairs_[q]->connect(blob.queuePairs[q]));
     info.queuePairs[q] = created->queuePairs_[q]->address();
   }
-  info.creditAddress = reinterpret_cast<uintptr_t>(created->credit_.get());
-  info.creditKey = creditMr->rkey;
+  info.offerTableAddress = reinterpret_cast<uintptr_t>(created->offerTable_.get());
+  info.offerTableKey = tableMr->rkey;
 
   net::Socket setup;  // closed on return: the kernel still delivers what it took, and the queue pairs carry the rest
   WEFT_RETURN_IF_ERROR(connectToReceiver("ib", params, blob.setupAddress, blob.nonce,
@@ -102,8 +110,8 @@ Status IbSendConnection::pollCompletions() {
   return Status::ok();
 }
 
-bool IbSendConnection::slotFree(uint64_t released) const {
-  if (released == kCreditNotReady || posted_ - released >= slotCount_) return false;
+bool IbSendConnection::mayPost() const {
+  if (loadOffered(offerTable_.get()) <= posted_) return false;
   return std::all_of(completed_.begin(), completed_.end(),
                      [&](uint64_t completed) { return posted_ - completed < slotCount_; });
 }
@@ -112,8 +120,7 @@ Status IbSendConnection::tryAcquireSlot(void** slot, SlotKind /*kind: no LL ring
   *slot = nullptr;
   if (!error_.isOk()) return error_;
   WEFT_RETURN_IF_ERROR(pollCompletions());
-  // Until the receiver has connected, the credit word holds kCreditNotReady.
-  if (slotFree(loadCredit(credit_.get()))) *slot = slotAt(posted_);
+  if (mayPost()) *slot = slotAt(posted_);
   return Status::ok();
 }
 
@@ -123,19 +130,30 @@ Status IbSendConnection::postSlot(size_t bytes) {
     return invalidUsage("ib transport: posted %zu bytes in a slot of %zu bytes (to %s)", bytes, slotBytes_,
                         peer().c_str());
   }
-  if (!slotFree(loadCredit(credit_.get()))) {
+  if (!mayPost()) {
     return invalidUsage("ib transport: postSlot without a free slot (to %s): call tryAcquireSlot until it returns a "
                         "slot",
                         peer().c_str());
   }
+  const Offer& offer = offerAt(offerTable_.get(), posted_, slotCount_);
+  if (offer.post != posted_) {
+    return fail(remoteError("ib transport: %s offered post %llu where post %llu was due: the offer stream is "
+                            "corrupted",
+                            peer().c_str(), static_cast<unsigned long long>(offer.post),
+                            static_cast<unsigned long long>(posted_)));
+  }
+  if (bytes > offer.bytes) {
+    return fail(internalError("ib transport: %zu bytes to post to %s, which offered room for %u: the ranks are not "
+                              "calling the same operations with the same counts",
+                              bytes, peer().c_str(), offer.bytes));
+  }
   const uint32_t immediate = static_cast<uint32_t>(bytes);
-  const uint64_t remote = remoteSlots_ + (posted_ % slotCount_) * slotBytes_;
   const size_t share = (bytes + queuePairs_.size() - 1) / queuePairs_.size();
   for (size_t q = 0; q < queuePairs_.size(); ++q) {
     const size_t offset = std::min(q * share, bytes);
     const size_t length = std::min(share, bytes - offset);
     WEFT_RETURN_IF_ERROR(fail(queuePairs_[q]->postWrite(slotAt(posted_) + offset, slotsMr_->lkey, length,
-                                                        remote + offset, remoteKey_, &immediate)));
+                                                        offer.address + offset, offer.key, &immediate)));
   }
   ++posted_;
   return Status::ok();
@@ -162,12 +180,13 @@ Status IbRecvConnection::create(const ConnectionParams& params, const IbPort& po
   created->slotBytes_ = params.slotBytes;
   created->slotCount_ = static_cast<uint64_t>(slotCount);
   created->sizes_.assign(static_cast<size_t>(slotCount), 0);
+  created->landedAt_.assign(static_cast<size_t>(slotCount), nullptr);
   created->arrivedShares_.assign(static_cast<size_t>(queuePairs), 0);
   for (int q = 0; q < queuePairs; ++q) {
-    // Queue pair 0 also carries the credit writes: at most one per slot plus the first.
+    // Queue pair 0 also carries the offer and count writes.
     std::unique_ptr<QueuePair> queuePair;
-    WEFT_RETURN_IF_ERROR(
-        QueuePair::create(port, q == 0 ? slotCount + 1 : 1, slotCount, describePeer(params), &queuePair));
+    WEFT_RETURN_IF_ERROR(QueuePair::create(port, q == 0 ? controlDepth(slotCount) : 1, slotCount,
+                                           describePeer(params), &queuePair));
     for (int i = 0; i < slotCount; ++i) WEFT_RETURN_IF_ERROR(queuePair->postReceive());
     created->queuePairs_.push_back(std::move(queuePair));
   }
@@ -177,9 +196,12 @@ Status IbRecvConnection::create(const ConnectionParams& params, const IbPort& po
   ibv_mr* slotsMr = nullptr;
   WEFT_RETURN_IF_ERROR(first.registerMemory(created->slots_.get(), slotsBytes,
                                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &slotsMr));
-  WEFT_RETURN_IF_ERROR(allocateSlotMemory(sizeof(uint64_t), "ib credit source", &created->creditSource_));
-  WEFT_RETURN_IF_ERROR(first.registerMemory(created->creditSource_.get(), sizeof(uint64_t), IBV_ACCESS_LOCAL_WRITE,
-                                            &created->creditMr_));
+  created->slotsKey_ = slotsMr->rkey;
+  const size_t sourcesBytes =
+      sizeof(Offer) * static_cast<size_t>(slotCount) + sizeof(uint64_t) * countSources(created->slotCount_);
+  WEFT_RETURN_IF_ERROR(allocateSlotMemory(sourcesBytes, "ib offer sources", &created->offerSources_));
+  WEFT_RETURN_IF_ERROR(first.registerMemory(created->offerSources_.get(), sourcesBytes, IBV_ACCESS_LOCAL_WRITE,
+                                            &created->offerSourcesMr_));
 
   *blob = IbBlob{};
   blob->receiverRank = params.self.rank;
@@ -188,12 +210,19 @@ Status IbRecvConnection::create(const ConnectionParams& params, const IbPort& po
   blob->channel = params.channel;
   blob->slotCount = slotCount;
   blob->slotBytes = params.slotBytes;
-  blob->slotsAddress = reinterpret_cast<uintptr_t>(created->slots_.get());
-  blob->slotsKey = slotsMr->rkey;
   blob->queuePairCount = queuePairs;
   for (int q = 0; q < queuePairs; ++q) blob->queuePairs[q] = created->queuePairs_[q]->address();
   *connection = std::move(created);
   return Status::ok();
+}
+
+IbRecvConnection::~IbRecvConnection() {
+  if (directPosts_ > 0) {
+    WEFT_INFO(log::kNet, "Channel %02d : %llu of %llu posts from %s (%llu bytes) were written directly into "
+              "registered buffers",
+              channel_, static_cast<unsigned long long>(directPosts_), static_cast<unsigned long long>(released_),
+              peer().c_str(), static_cast<unsigned long long>(directBytes_));
+  }
 }
 
 Status IbRecvConnection::fail(Status status) {
@@ -222,7 +251,7 @@ Status IbRecvConnection::trySetup() {
   connected_ = true;
   WEFT_INFO(log::kNet, "Channel %02d : receiving from %s over ib %s, %zu queue pairs", channel_, peer().c_str(),
             queuePairs_.front()->port().name().c_str(), queuePairs_.size());
-  return writeCredit();  // released 0: the sender may start
+  return makeOffers();
 }
 
 Status IbRecvConnection::pollCompletions() {
@@ -233,11 +262,11 @@ Status IbRecvConnection::pollCompletions() {
       WEFT_RETURN_IF_ERROR(fail(queuePairs_[q]->poll(completions, kPollBatch, &count)));
       for (int i = 0; i < count; ++i) {
         if (completions[i].opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-          // Every share of a slot announces the slot's whole payload size.
+          // Every share of a post announces the post's whole payload size.
           sizes_[arrivedShares_[q] % slotCount_] = ntohl(completions[i].imm_data);
           ++arrivedShares_[q];
         } else {
-          ++creditWritesDone_;
+          ++controlWritesDone_;
         }
       }
     } while (count == kPollBatch);
@@ -246,18 +275,81 @@ Status IbRecvConnection::pollCompletions() {
   return Status::ok();
 }
 
-Status IbRecvConnection::writeCredit() {
-  creditPending_ = true;
-  // At most slotCount + 1 credit writes are in flight (queue pair 0's send depth). When that many
-  // are, the write waits for a later peek or release, which writes the newest count then.
-  if (creditWrites_ - creditWritesDone_ > slotCount_) WEFT_RETURN_IF_ERROR(pollCompletions());
-  if (creditWrites_ - creditWritesDone_ > slotCount_) return Status::ok();
-  creditPending_ = false;
-  memcpy(creditSource_.get(), &released_, sizeof(released_));
-  WEFT_RETURN_IF_ERROR(fail(queuePairs_.front()->postWrite(creditSource_.get(), creditMr_->lkey, sizeof(uint64_t),
-                                                           sender_.creditAddress, sender_.creditKey, nullptr)));
-  ++creditWrites_;
+ibv_mr* IbRecvConnection::regionOf(const Landing& landing) {
+  const std::shared_ptr<DeviceContext>& device = queuePairs_.front()->device();
+  void* region = nullptr;
+  if (landing.memory->cached(device->pd(), &region)) return static_cast<ibv_mr*>(region);
+  ibv_mr* mr = device->verbs().regMr(device->pd(), landing.memory->base(), landing.memory->bytes(),
+                                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+  if (mr == nullptr) {
+    // The buffer still works, through the slots.
+    WEFT_WARN("ib transport: cannot register the buffer at %p (%zu bytes, from ncclCommRegister) on %s (%s): its "
+              "pieces from %s go through the slots; raise the locked-memory limit (ulimit -l) to have them written "
+              "directly",
+              static_cast<void*>(landing.memory->base()), landing.memory->bytes(),
+              queuePairs_.front()->port().name().c_str(), strerror(errno), peer().c_str());
+    landing.memory->cache(device->pd(), nullptr, [] {});
+    return nullptr;
+  }
+  // The region keeps the device open: it is deregistered before the protection domain goes.
+  landing.memory->cache(device->pd(), mr, [device, mr] { device->verbs().deregMr(mr); });
+  return mr;
+}
+
+Status IbRecvConnection::makeOffers() {
+  if (!connected_) return Status::ok();
+  const uint64_t depth = static_cast<uint64_t>(controlDepth(static_cast<int>(slotCount_)));
+  uint64_t room = std::min<uint64_t>(released_ + slotCount_ - offered_, landings_.size() - nextLanding_);
+  if (room == 0) return Status::ok();
+  // One write per offer, and one for the count.
+  if (controlWrites_ - controlWritesDone_ + room + 1 > depth) WEFT_RETURN_IF_ERROR(pollCompletions());
+  const uint64_t free = depth - (controlWrites_ - controlWritesDone_);
+  room = std::min(room, free > 0 ? free - 1 : 0);
+  if (room == 0) return Status::ok();  // a later poll offers them
+  Offer* sources = reinterpret_cast<Offer*>(offerSources_.get());
+  QueuePair& control = *queuePairs_.front();
+  for (uint64_t i = 0; i < room; ++i) {
+    const Landing& landing = landings_[nextLanding_++];
+    const uint64_t post = offered_++;
+    ibv_mr* region = landing.dst != nullptr ? regionOf(landing) : nullptr;
+    Offer& offer = sources[post % slotCount_];
+    offer = Offer{};
+    offer.post = post;
+    if (region != nullptr) {
+      offer.address = reinterpret_cast<uintptr_t>(landing.dst);
+      offer.key = region->rkey;
+      offer.bytes = static_cast<uint32_t>(landing.bytes);
+      landedAt_[post % slotCount_] = landing.dst;
+    } else {
+      offer.address = reinterpret_cast<uintptr_t>(slotAt(post));
+      offer.key = slotsKey_;
+      offer.bytes = static_cast<uint32_t>(slotBytes_);
+      landedAt_[post % slotCount_] = nullptr;
+    }
+    const uint64_t entry = sender_.offerTableAddress + kOfferEntriesOffset + (post % slotCount_) * sizeof(Offer);
+    WEFT_RETURN_IF_ERROR(fail(control.postWrite(&offer, offerSourcesMr_->lkey, sizeof(Offer), entry,
+                                                sender_.offerTableKey, nullptr)));
+    ++controlWrites_;
+  }
+  // The count goes last, on the same queue pair: the sender reads an offer only once it counts it.
+  uint64_t* counts = reinterpret_cast<uint64_t*>(sources + slotCount_);
+  uint64_t* count = &counts[controlWrites_ % countSources(slotCount_)];
+  *count = offered_;
+  WEFT_RETURN_IF_ERROR(fail(control.postWrite(count, offerSourcesMr_->lkey, sizeof(uint64_t),
+                                              sender_.offerTableAddress, sender_.offerTableKey, nullptr)));
+  ++controlWrites_;
   return Status::ok();
+}
+
+Status IbRecvConnection::expectLandings(std::span<const Landing> landings) {
+  if (!error_.isOk()) return error_;
+  if (nextLanding_ < landings_.size()) {
+    return invalidUsage("ib transport: new pieces announced (from %s) before the %zu announced earlier were offered",
+                        peer().c_str(), landings_.size() - nextLanding_);
+  }
+  landings_.assign(landings.begin(), landings.end());
+  nextLanding_ = 0;
+  return makeOffers();
 }
 
 Status IbRecvConnection::tryPeekSlot(const void** data, size_t* bytes, SlotKind /*kind: no LL ring*/) {
@@ -268,11 +360,13 @@ Status IbRecvConnection::tryPeekSlot(const void** data, size_t* bytes, SlotKind 
     WEFT_RETURN_IF_ERROR(trySetup());
     if (!connected_) return Status::ok();
   }
-  if (creditPending_) WEFT_RETURN_IF_ERROR(writeCredit());
+  if (nextLanding_ < landings_.size()) WEFT_RETURN_IF_ERROR(makeOffers());
   if (arrived_ == released_) WEFT_RETURN_IF_ERROR(pollCompletions());
   if (arrived_ > released_) {
-    *data = slotAt(released_);
-    *bytes = sizes_[released_ % slotCount_];
+    const uint64_t at = released_ % slotCount_;
+    *bytes = sizes_[at];
+    char* landed = landedAt_[at];
+    *data = landed != nullptr ? static_cast<const void*>(landed) : slotAt(released_);
     if (*bytes > slotBytes_) {
       return fail(remoteError("ib transport: %s announced %zu bytes in a slot of %zu bytes: the stream is corrupted",
                               peer().c_str(), *bytes, slotBytes_));
@@ -284,7 +378,7 @@ Status IbRecvConnection::tryPeekSlot(const void** data, size_t* bytes, SlotKind 
 Status IbRecvConnection::progress() {
   if (!error_.isOk()) return error_;
   if (!connected_) return trySetup();
-  return creditPending_ ? writeCredit() : Status::ok();
+  return makeOffers();
 }
 
 Status IbRecvConnection::releaseSlot() {
@@ -292,10 +386,14 @@ Status IbRecvConnection::releaseSlot() {
   if (arrived_ == released_) {
     return invalidUsage("ib transport: releaseSlot without a peeked slot (from %s)", peer().c_str());
   }
-  // The slot's receives are posted again before the sender can learn the slot is free.
+  // The post's receives are posted again before the sender can be offered another.
   for (auto& queuePair : queuePairs_) WEFT_RETURN_IF_ERROR(fail(queuePair->postReceive()));
+  if (landedAt_[released_ % slotCount_] != nullptr) {
+    ++directPosts_;
+    directBytes_ += sizes_[released_ % slotCount_];
+  }
   ++released_;
-  return writeCredit();
+  return makeOffers();
 }
 
 }  // namespace weft::transport::ib

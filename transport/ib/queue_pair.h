@@ -70,6 +70,8 @@ class QueuePair {
 
   const std::string& peerDescription() const { return peerDescription_; }
   const IbPort& port() const { return port_; }
+  /// The open device: memory registered in its protection domain serves every queue pair on it.
+  const std::shared_ptr<DeviceContext>& device() const { return device_; }
 
  private:
   QueuePair() = default;

@@ -1,18 +1,18 @@
 #pragma once
-// What the ib transport exchanges to set up one connection (fixed-size structs in host byte
-// order: they travel between processes of one build).
+// What the ib transport exchanges to set up one connection, and the offers that steer its writes
+// (fixed-size structs in host byte order: they travel between processes of one build).
 //
 //   receiver --IbBlob (bootstrap)--> sender: its queue pairs' addresses (NCCL_IB_QPS_PER_CONNECTION
-//       of them, the receiver's value), its slots (address, rkey), and a TCP port for the setup
-//       channel with the nonce that admits the sender there.
+//       of them, the receiver's value) and a TCP port for the setup channel with the nonce that
+//       admits the sender there.
 //   sender --Handshake (transport/handshake.h), then SenderInfo (TCP)--> receiver: as many queue
-//       pair addresses, and its credit word (address, rkey).
-// Queue pair i of one end connects to queue pair i of the other. The receiver then connects its
-// queue pairs and RDMA-writes its released count (0) to the credit word over queue pair 0: from
-// then on the sender writes each slot with write-with-immediate, one contiguous share of it per
-// queue pair (every immediate is the slot's payload size), and the receiver returns slots by
-// writing the count again.
-
+//       pair addresses, and its offer table (address, rkey).
+// Queue pair i of one end connects to queue pair i of the other. From then on the receiver tells
+// the sender where each post goes, as NCCL's receivers do: for post n it RDMA-writes an Offer
+// (one of its slots, or a place in a registered user buffer, with the rkey) into entry
+// n % slotCount of the sender's OfferTable, then the count of posts offered; both over queue
+// pair 0, in that order. The sender writes post n where offer n says, one contiguous share per
+// queue pair with write-with-immediate (every immediate is the post's payload size).
 #include <infiniband/verbs.h>
 
 #include <cstdint>
@@ -27,7 +27,7 @@
 namespace weft::transport::ib {
 
 inline constexpr uint64_t kIbWireMagic = 0x3142494254464557ull;  // "WEFTBIB1" read little-endian
-inline constexpr uint32_t kIbWireVersion = 1;
+inline constexpr uint32_t kIbWireVersion = 2;
 /// Queue pairs per connection, at most (NCCL_IB_QPS_PER_CONNECTION).
 inline constexpr int kMaxQueuePairs = 8;
 
@@ -50,8 +50,6 @@ struct IbBlob {
   int32_t channel = 0;
   int32_t slotCount = 0;
   uint64_t slotBytes = 0;
-  uint64_t slotsAddress = 0;
-  uint32_t slotsKey = 0;    // rkey of the slots
   int32_t queuePairCount = 1;
   QueuePairAddress queuePairs[kMaxQueuePairs];
   net::SocketAddress setupAddress;
@@ -61,11 +59,28 @@ static_assert(std::is_trivially_copyable_v<IbBlob>);
 struct SenderInfo {
   uint64_t magic = kIbWireMagic;
   QueuePairAddress queuePairs[kMaxQueuePairs];  // the blob's queuePairCount of them
-  uint64_t creditAddress = 0;
-  uint32_t creditKey = 0;
+  uint64_t offerTableAddress = 0;  // its OfferTable
+  uint32_t offerTableKey = 0;
   uint32_t reserved = 0;
 };
 static_assert(std::is_trivially_copyable_v<SenderInfo>);
+
+/// Where the sender writes one post.
+struct Offer {
+  uint64_t address = 0;
+  uint32_t key = 0;     // rkey of the memory at `address`
+  uint32_t bytes = 0;   // room there
+  uint64_t post = 0;    // which post it is for (n)
+  uint64_t reserved = 0;
+};
+static_assert(sizeof(Offer) == 32);
+
+/// The sender's offer table, written by the receiver only: at offset 0 the count of posts offered so
+/// far (a uint64_t); from kOfferEntriesOffset the offer for post n as entry n % slotCount.
+inline constexpr size_t kOfferEntriesOffset = 64;
+inline constexpr size_t offerTableBytes(int slotCount) {
+  return kOfferEntriesOffset + sizeof(Offer) * static_cast<size_t>(slotCount);
+}
 
 /// Serializes `blob` into *bytes (replacing its contents).
 void encodeBlob(const IbBlob& blob, std::vector<uint8_t>* bytes);
