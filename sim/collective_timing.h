@@ -9,10 +9,11 @@
 // Reduce the tree turned to the root, which stands above its chain (rootedNodeTreePlace's
 // kAboveChain: the chains' first ranks, nearest their channel's NIC, talk between nodes), its data
 // moving one way. Channels do not interact once the fabric has shared the links out, so each is
-// timed alone, and channels whose connections all time alike are timed once. Pat (Bruck's AllGather and ReduceScatter) and rhd (recursive
-// halving-doubling AllReduce) run as Weft runs them: all the data on channel 0 (its NIC between
-// nodes), between ranks in rank order; their exchanges do not all move at once, so the links are
-// shared out among the connections that are each rank's k-th peer, for every k apart. The
+// timed alone, and channels whose connections all time alike are timed once. Pat (Bruck's
+// AllGather and ReduceScatter) and rhd (recursive halving-doubling AllReduce) run as Weft runs
+// them: all the data on channel 0 (its NIC between nodes), between ranks in rank order; their
+// exchanges do not all move at once, so the links are shared out among the connections that are
+// each rank's k-th peer, for every k apart. The
 // operation ends with its slowest channel, plus a launch latency (NCCL's base latency for the
 // Simple protocol, 8.4 us).
 

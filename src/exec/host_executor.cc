@@ -93,6 +93,8 @@ struct HostExecutor::EndpointQueue {
   const void* endpoint = nullptr;
   transport::SendConnection* send = nullptr;  // set when the end is a sending end
   transport::RecvConnection* recv = nullptr;  // set when the end is a receiving end
+  int peer = -1;                  // the rank at the other end
+  bool takesLandings = false;     // recv->takesLandings()
   std::vector<int> lanes;
   size_t head = 0;
 };
@@ -357,19 +359,25 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
     queue.endpoint = nullptr;
     queue.send = nullptr;
     queue.recv = nullptr;
+    queue.peer = -1;
+    queue.takesLandings = false;
     queue.lanes.clear();
     queue.head = 0;
   }
   size_t queuesUsed = 0;
   laneQueues_.clear();
-  auto queueFor = [&](const void* endpoint, transport::SendConnection* send, transport::RecvConnection* recv) -> int {
+  auto queueFor = [&](const void* endpoint, transport::SendConnection* send, transport::RecvConnection* recv,
+                      int peer) -> int {
     for (size_t q = 0; q < queuesUsed; ++q) {
       if (queues_[q].endpoint == endpoint) return static_cast<int>(q);
     }
     if (queuesUsed == queues_.size()) queues_.emplace_back();
-    queues_[queuesUsed].endpoint = endpoint;
-    queues_[queuesUsed].send = send;
-    queues_[queuesUsed].recv = recv;
+    EndpointQueue& queue = queues_[queuesUsed];
+    queue.endpoint = endpoint;
+    queue.send = send;
+    queue.recv = recv;
+    queue.peer = peer;
+    queue.takesLandings = recv != nullptr && recv->takesLandings();
     return static_cast<int>(queuesUsed++);
   };
   // Adds the lane `lane` of `op`, queued on the connection ends it uses; returns its index.
@@ -389,8 +397,8 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
     state.dependsOn = dependsOn;
     state.firstQueue = static_cast<int>(laneQueues_.size());
     const int laneIndex = static_cast<int>(lanes_.size());
-    auto use = [&](const void* endpoint, transport::SendConnection* send, transport::RecvConnection* recv) {
-      int queue = queueFor(endpoint, send, recv);
+    auto use = [&](const void* endpoint, transport::SendConnection* send, transport::RecvConnection* recv, int peer) {
+      int queue = queueFor(endpoint, send, recv, peer);
       for (int k = state.firstQueue; k < static_cast<int>(laneQueues_.size()); ++k) {
         if (laneQueues_[k] == queue) return;
       }
@@ -399,10 +407,10 @@ void HostExecutor::buildQueues(std::span<const core::Op> ops) {
     };
     for (const Step& step : lane.steps) {
       if (step.sendPeer >= 0) {
-        use(table.send(lane.channel, step.sendPeer), table.send(lane.channel, step.sendPeer), nullptr);
+        use(table.send(lane.channel, step.sendPeer), table.send(lane.channel, step.sendPeer), nullptr, step.sendPeer);
       }
       if (step.recvPeer >= 0) {
-        use(table.recv(lane.channel, step.recvPeer), nullptr, table.recv(lane.channel, step.recvPeer));
+        use(table.recv(lane.channel, step.recvPeer), nullptr, table.recv(lane.channel, step.recvPeer), step.recvPeer);
       }
     }
     state.queueCount = static_cast<int>(laneQueues_.size()) - state.firstQueue;
@@ -450,16 +458,6 @@ bool hasIndependentLanes(Collective collective) {
          collective == Collective::kScatter;
 }
 
-// The bytes of the user's buffers that `slice` of `count` elements covers: [*begin, *end), or
-// empty for scratch and absent slices.
-void userBytes(const core::Op& op, const algorithms::BufferSlice& slice, size_t count, size_t elementSize,
-               const char** begin, const char** end) {
-  *begin = *end = nullptr;
-  if (slice.buffer != BufferKind::kSend && slice.buffer != BufferKind::kRecv) return;
-  *begin = bufferAddress(op, slice, elementSize, 0, nullptr);
-  *end = *begin + count * elementSize;
-}
-
 // Pieces of step `step` that `lane` has finished (SIZE_MAX: all of them).
 size_t finishedPieces(bool started, bool finished, size_t phaseBegin, size_t phaseEnd, size_t round, size_t current,
                       size_t step) {
@@ -473,23 +471,25 @@ size_t finishedPieces(bool started, bool finished, size_t phaseBegin, size_t pha
 
 void HostExecutor::buildGuards() {
   guards_.clear();
+  // Only lanes of different operations, or of one with independent lanes, can be guarded.
+  const bool mayOverlap = std::any_of(lanes_.begin(), lanes_.end(), [&](const LaneState& lane) {
+    return lane.op != lanes_.front().op || hasIndependentLanes(lane.op->collective);
+  });
   for (size_t l = 0; l < lanes_.size(); ++l) {
     LaneState& lane = lanes_[l];
     lane.firstGuard = static_cast<int>(guards_.size());
-    for (size_t s = 0; s < lane.lane->steps.size(); ++s) {
+    for (size_t s = 0; mayOverlap && s < lane.lane->steps.size(); ++s) {
       const Step& step = lane.lane->steps[s];
-      const char *dstBegin, *dstEnd;
-      userBytes(*lane.op, step.dst, step.count, lane.elementSize, &dstBegin, &dstEnd);
-      if (step.recvPeer < 0 || dstBegin == dstEnd) continue;
+      const UserBytes dst = userBytes(*lane.op, step.dst, step.count, lane.elementSize);
+      if (step.recvPeer < 0 || dst.empty()) continue;
       for (size_t other = 0; other < lanes_.size(); ++other) {
         const LaneState& sender = lanes_[other];
         if (other == l || (sender.op == lane.op && !hasIndependentLanes(lane.op->collective))) continue;
         for (size_t t = 0; t < sender.lane->steps.size(); ++t) {
           const Step& send = sender.lane->steps[t];
-          const char *srcBegin, *srcEnd;
-          userBytes(*sender.op, send.src, send.count, sender.elementSize, &srcBegin, &srcEnd);
-          if (send.sendPeer < 0 || srcBegin >= dstEnd || dstBegin >= srcEnd) continue;
-          guards_.push_back(Guard{static_cast<int>(l), s, static_cast<int>(other), t});
+          const UserBytes src = userBytes(*sender.op, send.src, send.count, sender.elementSize);
+          if (send.sendPeer < 0 || !src.overlaps(dst)) continue;
+          guards_.push_back(Guard{s, static_cast<int>(other), t, src});
         }
       }
     }
@@ -508,18 +508,15 @@ bool HostExecutor::guardHolds(const LaneState& state) const {
   const Step& step = state.lane->steps[state.step];
   const size_t begin = state.round * state.slotElements;
   const char* pieceBegin = bufferAddress(*state.op, step.dst, state.elementSize, begin, nullptr);
-  const char* pieceEnd = pieceBegin + std::min(step.count - begin, state.slotElements) * state.elementSize;
+  const UserBytes piece{pieceBegin, pieceBegin + std::min(step.count - begin, state.slotElements) * state.elementSize};
   for (int g = state.firstGuard; g < state.firstGuard + state.guardCount; ++g) {
     const Guard& guard = guards_[g];
-    if (guard.step != state.step) continue;
+    if (guard.step != state.step || !guard.src.overlaps(piece)) continue;
     const LaneState& sender = lanes_[guard.sendLane];
-    const Step& send = sender.lane->steps[guard.sendStep];
-    const char *srcBegin, *srcEnd;
-    userBytes(*sender.op, send.src, send.count, sender.elementSize, &srcBegin, &srcEnd);
-    if (srcBegin >= pieceEnd || pieceBegin >= srcEnd) continue;
     // The sender's last piece that reads any of these bytes must have been sent.
     const size_t senderPieceBytes = sender.slotElements * sender.elementSize;
-    const size_t lastPiece = static_cast<size_t>(std::min(pieceEnd, srcEnd) - 1 - srcBegin) / senderPieceBytes;
+    const size_t lastPiece =
+        static_cast<size_t>(std::min(piece.end, guard.src.end) - 1 - guard.src.begin) / senderPieceBytes;
     const size_t finished = finishedPieces(sender.started, sender.finished, sender.phaseBegin, sender.phaseEnd,
                                            sender.round, sender.step, guard.sendStep);
     if (finished <= lastPiece) return true;
@@ -619,19 +616,12 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
 }
 
 Status HostExecutor::announceLandings(const LaneState& state) {
-  const std::vector<Step>& steps = state.lane->steps;
-  core::ConnectionTable& table = state.op->comm->connections();
-  for (size_t s = state.phaseBegin; s < state.phaseEnd; ++s) {
-    const int peer = steps[s].recvPeer;
-    if (peer < 0) continue;
-    // Each peer once: at the phase's first step that receives from it.
-    bool seen = false;
-    for (size_t earlier = state.phaseBegin; earlier < s && !seen; ++earlier) seen = steps[earlier].recvPeer == peer;
-    transport::RecvConnection* end = table.recv(state.lane->channel, peer);
-    if (seen || !end->takesLandings()) continue;
-    phaseLandings(*state.op, *state.lane, state.phaseBegin, state.phaseEnd, state.slotElements, peer,
+  for (int k = state.firstQueue; k < state.firstQueue + state.queueCount; ++k) {
+    const EndpointQueue& queue = queues_[laneQueues_[k]];
+    if (!queue.takesLandings) continue;
+    phaseLandings(*state.op, *state.lane, state.phaseBegin, state.phaseEnd, state.slotElements, queue.peer,
                   state.op->comm->registrations(), [&](size_t step) { return guarded(state, step); }, &landings_);
-    WEFT_RETURN_IF_ERROR(end->expectLandings(landings_));
+    WEFT_RETURN_IF_ERROR(queue.recv->expectLandings(landings_));
   }
   return Status::ok();
 }

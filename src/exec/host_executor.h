@@ -21,6 +21,7 @@
 #include "src/core/connection_table.h"
 #include "src/core/op.h"
 #include "src/core/progress_record.h"
+#include "src/exec/landings.h"
 
 namespace weft::exec {
 
@@ -42,10 +43,10 @@ class HostExecutor {
   // (sendrecv or all-to-all in place): a piece of it is written only once the send has read the
   // bytes it overwrites, and it never lands directly (transport::Landing).
   struct Guard {
-    int lane = 0;
-    size_t step = 0;
+    size_t step = 0;      // of the guarded lane
     int sendLane = 0;
     size_t sendStep = 0;
+    UserBytes src;        // what the send step reads
   };
   // What one operation's plan (its program, lanes and queues) depends on beyond what is fixed at
   // the communicator's init: a call with the same key runs the same plan, with only the buffers,

@@ -14,17 +14,21 @@ namespace {
 char* directOutput(const core::Op& op, const Step& step, size_t elementSize,
                    const transport::RegistrationTable& registrations, transport::RegisteredMemory** memory) {
   *memory = nullptr;
-  if (step.contribute || !step.dst.present() || step.dst.buffer == BufferKind::kScratch || step.count == 0) {
-    return nullptr;
-  }
-  char* base = step.dst.buffer == BufferKind::kSend ? const_cast<char*>(static_cast<const char*>(op.sendbuff))
-                                                     : static_cast<char*>(op.recvbuff);
-  char* output = base + step.dst.offset * elementSize;
-  *memory = registrations.find(output, step.count * elementSize);
-  return *memory != nullptr ? output : nullptr;
+  const UserBytes output = userBytes(op, step.dst, step.count, elementSize);
+  if (step.contribute || output.empty()) return nullptr;
+  *memory = registrations.find(output.begin, step.count * elementSize);
+  return *memory != nullptr ? const_cast<char*>(output.begin) : nullptr;
 }
 
 }  // namespace
+
+UserBytes userBytes(const core::Op& op, const algorithms::BufferSlice& slice, size_t count, size_t elementSize) {
+  if (slice.buffer != BufferKind::kSend && slice.buffer != BufferKind::kRecv) return {};
+  const char* base = slice.buffer == BufferKind::kSend ? static_cast<const char*>(op.sendbuff)
+                                                       : static_cast<const char*>(op.recvbuff);
+  const char* begin = base + slice.offset * elementSize;
+  return {begin, begin + count * elementSize};
+}
 
 void phaseLandings(const core::Op& op, const algorithms::Lane& lane, size_t phaseBegin, size_t phaseEnd,
                    size_t slotElements, int peer, const transport::RegistrationTable& registrations,
@@ -42,7 +46,9 @@ void phaseLandings(const core::Op& op, const algorithms::Lane& lane, size_t phas
     const Step& step = lane.steps[s];
     if (step.recvPeer != peer) continue;
     Receiving entry{&step, nullptr, nullptr};
-    if (!registrations.empty() && !mustWait(s)) entry.output = directOutput(op, step, elementSize, registrations, &entry.memory);
+    if (!registrations.empty() && !mustWait(s)) {
+      entry.output = directOutput(op, step, elementSize, registrations, &entry.memory);
+    }
     receiving.push_back(entry);
     rounds = std::max(rounds, (step.count + slotElements - 1) / slotElements);
   }

@@ -13,6 +13,18 @@
 
 namespace weft::exec {
 
+/// A range of the user's buffers, [begin, end).
+struct UserBytes {
+  const char* begin = nullptr;
+  const char* end = nullptr;
+  bool empty() const { return begin == end; }
+  bool overlaps(const UserBytes& other) const { return begin < other.end && other.begin < end; }
+};
+
+/// The bytes of the user's send or receive buffer that `slice` of `count` elements covers; empty
+/// for scratch and absent slices.
+UserBytes userBytes(const core::Op& op, const algorithms::BufferSlice& slice, size_t count, size_t elementSize);
+
 /// The pieces that `lane` receives from `peer` in its phase [phaseBegin, phaseEnd), in the order
 /// the executor peeks them (piece k of every step, then piece k + 1; pieces of `slotElements`).
 /// A piece that a step only passes into the user's buffer (no reduction) gets its place there as

@@ -33,10 +33,13 @@ Status checkShare(const ConnectionParams& params, const IbPort& port, int queueP
   return Status::ok();
 }
 
-// Count writes the receiver may have in flight, and the words they read (one more, so that the
-// word a new write takes was read by a write that completed).
+// Offer and count writes the receiver may have in flight (queue pair 0's send depth), and the
+// count words they read (one more, so that the word a new count write takes was read by a write
+// that completed).
 int controlDepth(int slotCount) { return 2 * slotCount + 2; }
-uint64_t countSources(uint64_t slotCount) { return static_cast<uint64_t>(controlDepth(static_cast<int>(slotCount))) + 1; }
+uint64_t countSources(uint64_t slotCount) {
+  return static_cast<uint64_t>(controlDepth(static_cast<int>(slotCount))) + 1;
+}
 
 uint64_t loadOffered(const uint8_t* table) {
   return __atomic_load_n(reinterpret_cast<const uint64_t*>(table), __ATOMIC_ACQUIRE);
