@@ -120,6 +120,19 @@ struct ConnectionParams {
   /// Bytes of each of the slotCount slots of the LL ring (a multiple of 64, at most 2 slotBytes; 0:
   /// no LL ring, LL pieces take Simple slots). Transports without an LL ring ignore it.
   size_t llSlotBytes = 0;
+  /// The network device this channel uses at this end, as an index into the transport's
+  /// netDevices(): chosen by the topology layer (src/core/channel_nics.h). -1: the transport
+  /// chooses. Transports without network devices ignore it.
+  int netDevice = -1;
+};
+
+/// A device a network transport sends through (an ib port), where the topology layer finds it:
+/// the PCI function it sits on, or its names.
+struct NetDevice {
+  std::string name;       // "mlx5_0:1", "rxe0:1"
+  std::string device;     // "mlx5_0", "rxe0": the name hwloc and NCCL's topology files give it
+  std::string netdev;     // the network interface it carries ("eth0"), where it has one
+  std::string pciBusId;   // "0000:3b:00.0" (lower case): its PCI function, or its netdev's; empty: none
 };
 
 class Transport {
@@ -129,6 +142,9 @@ class Transport {
   virtual const char* name() const = 0;
   /// True if this transport can connect `self` and `peer` (e.g. shm: same host and shm folder).
   virtual bool canConnect(const PeerInfo& self, const PeerInfo& peer) const = 0;
+  /// The devices this process may send through, in the order ConnectionParams::netDevice indexes
+  /// them; empty for transports that are not networks of several devices.
+  virtual std::vector<NetDevice> netDevices() const { return {}; }
   /// Receiving end: allocates the connection's resources and writes the blob for the sender.
   /// Does not block on the peer.
   virtual Status listen(const ConnectionParams& params, std::unique_ptr<RecvConnection>* connection,

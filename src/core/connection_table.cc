@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "src/base/log.h"
+#include "src/core/channel_nics.h"
 #include "transport/registry.h"
 
 namespace weft::core {
@@ -55,7 +56,7 @@ Status ConnectionTable::beginConnect(const std::vector<ConnectionRequest>& reque
     transport::Transport* transport = nullptr;
     WEFT_RETURN_IF_ERROR(kind_ == ConnectionKind::kHost ? transport::pickTransport(self, peer, &transport)
                                                         : transport::pickDeviceTransport(self, peer, &transport));
-    transport::ConnectionParams params{self, peer, commHash_, request.channel, slotBytes_, slotCount_, llSlotBytes_};
+    const transport::ConnectionParams params = paramsFor(transport, request.channel, request.peer);
     std::vector<uint8_t> blob;
     std::unique_ptr<transport::RecvConnection> connection;
     WEFT_RETURN_IF_ERROR(transport->listen(params, &connection, &blob)
@@ -94,9 +95,7 @@ Status ConnectionTable::finishConnect() {
     if (transport == nullptr) {
       return internalError("rank %d chose transport \"%s\", which this build does not have", request.peer, name);
     }
-    const PeerInfo& self = (*peers_)[rank_];
-    const PeerInfo& peer = (*peers_)[request.peer];
-    transport::ConnectionParams params{self, peer, commHash_, request.channel, slotBytes_, slotCount_, llSlotBytes_};
+    const transport::ConnectionParams params = paramsFor(transport, request.channel, request.peer);
     std::unique_ptr<transport::SendConnection> connection;
     std::span<const uint8_t> blob(message.data() + kTransportNameBytes, message.size() - kTransportNameBytes);
     WEFT_RETURN_IF_ERROR(transport->connect(params, blob, &connection)
@@ -104,6 +103,20 @@ Status ConnectionTable::finishConnect() {
     sends_[index(request.channel, request.peer)] = std::move(connection);
   }
   return Status::ok();
+}
+
+transport::ConnectionParams ConnectionTable::paramsFor(transport::Transport* transport, int channel, int peer) {
+  transport::ConnectionParams params{(*peers_)[rank_], (*peers_)[peer], commHash_, channel, slotBytes_, slotCount_,
+                                     llSlotBytes_};
+  if (netTransport_ == nullptr) {
+    const std::vector<transport::NetDevice> devices = transport->netDevices();
+    if (!devices.empty()) {
+      netTransport_ = transport;
+      channelNetDevice_ = channelNetDevicesHere(devices, (*peers_)[rank_], nChannels_);
+    }
+  }
+  if (transport == netTransport_) params.netDevice = channelNetDevice_[channel % nChannels_];
+  return params;
 }
 
 }  // namespace weft::core

@@ -71,6 +71,13 @@ class ConnectionTable {
   std::vector<std::unique_ptr<transport::SendConnection>> sends_;
   std::vector<std::unique_ptr<transport::RecvConnection>> recvs_;
   std::vector<ConnectionRequest> pendingSends_;
+  // The network device of each ring channel for the network transport that has devices
+  // (channel_nics.h), found at its first connection; point-to-point channel nChannels + c uses
+  // ring channel c's.
+  transport::Transport* netTransport_ = nullptr;
+  std::vector<int> channelNetDevice_;
+
+  transport::ConnectionParams paramsFor(transport::Transport* transport, int channel, int peer);
 };
 
 }  // namespace weft::core

@@ -183,6 +183,41 @@ case $case in
     echo "rank 0 failed $elapsed s after rank 1 was killed: $(grep -m1 -i 'error\|warn' $logs/rank0.log)"
     ((elapsed <= 60)) || fail "rank 0 took $elapsed s to report the dead peer"
     echo "PASS: a killed peer is reported" ;;
+  two_nics) # a second NIC (eth1, given by tests/ib/CMakeLists.txt), each NIC with its own device,
+    # named against the NICs' PCI order: rxe1 on eth0, rxe0 on eth1. Channel c takes the
+    # topology's NIC c mod 2 (eth0 first), whatever the devices' names, so each device carries its
+    # channel's half of the bytes.
+    ip link set eth1 up && ip addr add 10.0.4.15/24 dev eth1 && rdma link delete rxe0 &&
+      rdma link add rxe1 type rxe netdev eth0 && rdma link add rxe0 type rxe netdev eth1 ||
+      fail "could not put rxe1 on eth0 and rxe0 on eth1"
+    hw_counter() { cat /sys/class/infiniband/$1/ports/1/hw_counters/$2; }
+    before=($(hw_counter rxe1 sent_pkts) $(hw_counter rxe0 sent_pkts))
+    NCCL_MIN_NCHANNELS=2 NCCL_MAX_NCHANNELS=2 NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH \
+      run_ranks 2 all_reduce_perf -c 1 -n 2 -w 1 -b 1M -e 1M || fail "all_reduce_perf over two devices failed"
+    grep -q "Out of bounds values : 0 OK" $logs/rank0.log || fail "wrong data: $(grep -i 'out of bounds' $logs/rank0.log)"
+    channel_device=(rxe1 rxe0)
+    for rank in 0 1; do
+      grep -q "network device per channel, from the NICs of .*: 0:rxe1:1 1:rxe0:1$" $logs/rank$rank.log ||
+        fail "rank $rank did not take rxe1 (eth0) for channel 0 and rxe0 (eth1) for channel 1:" \
+          "$(grep -m2 'device' $logs/rank$rank.log)"
+      for channel in 0 1; do
+        grep -q "Channel 0$channel : sending to rank .* over ib ${channel_device[channel]}:1" $logs/rank$rank.log ||
+          fail "rank $rank's channel $channel does not send over ${channel_device[channel]}"
+      done
+    done
+    # Each channel moves half of what crosses the network: (n-1)/n of 1 MiB, out-of-place and in
+    # place, 4 times (warm-up, 2 timed, check); a packet carries at most 4096 bytes.
+    least=$((1048576 / 2 * 2 * 4 / 2 / 4096))
+    for channel in 0 1; do
+      device=${channel_device[channel]}
+      grown=$(($(hw_counter $device sent_pkts) - before[channel]))
+      errors=$(($(hw_counter $device rcvd_rnr_err) + $(hw_counter $device retry_exceeded_err)))
+      echo "channel $channel's $device: sent_pkts grew by $grown (at least $least needed), rnr and retry-exceeded" \
+        "errors $errors"
+      ((grown >= least)) || fail "$device sent $grown packets, less than its channel's $least"
+      ((errors == 0)) || fail "$device counted $errors rnr or retry-exceeded errors"
+    done
+    echo "PASS: channel 0 over eth0's rxe1, channel 1 over eth1's rxe0, as the topology orders the NICs" ;;
   across_guests) # ranks 2 GUEST and 2 GUEST + 1 of 4, two per guest (tests/ib/two_guests.sh sets GUEST)
     port=29600
     for binary in all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf reduce_perf alltoall_perf \

@@ -133,6 +133,14 @@ TEST(IbPortChoice, SharedPciLevelsCountTheCommonWayDown) {
   EXPECT_EQ(sharedPciLevels("/sys/devices/virtual/net/eth0", kGpu0), 0);
 }
 
+TEST(IbPortChoice, ADevicesBusIdIsItsLastPciFunction) {
+  EXPECT_EQ(pciBusIdOf(twoSocketPorts()[0].pciPath), "0000:3e:00.0");
+  EXPECT_EQ(pciBusIdOf("/sys/devices/pci0000:00/0000:00:03.0/virtio0"), "0000:00:03.0");  // a virtio netdev's
+  EXPECT_EQ(pciBusIdOf("/sys/devices/pci0000:00"), "");
+  EXPECT_EQ(pciBusIdOf("/sys/devices/virtual/net/eth0"), "");
+  EXPECT_EQ(pciBusIdOf(""), "");
+}
+
 TEST(IbPortChoice, TheNicNearestTheGpuWinsForEveryChannel) {
   for (int channel = 0; channel < 4; ++channel) {
     EXPECT_EQ(choosePort(twoSocketPorts(), kGpu0, 1, channel).device, "mlx5_0") << channel;

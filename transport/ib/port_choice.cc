@@ -34,6 +34,12 @@ int sharedPciLevels(std::string_view a, std::string_view b) {
   return shared;
 }
 
+std::string pciBusIdOf(std::string_view path) {
+  const std::vector<std::string_view> components = pciComponents(path);
+  if (components.size() < 2) return {};  // the first is the root complex
+  return std::string(components.back());
+}
+
 const IbPort& choosePort(const std::vector<IbPort>& ports, const std::string& gpuPciPath, int numaNode,
                          int channel) {
   std::vector<const IbPort*> nearest;

@@ -17,7 +17,12 @@ namespace weft::transport::ib {
 /// complexes or an empty path.
 int sharedPciLevels(std::string_view a, std::string_view b);
 
-/// The port for `channel`; `gpuPciPath` is empty for a rank on host memory. `ports` is not empty.
+/// The bus id of the last PCI function on a sysfs device path ("0000:3b:00.0" for
+/// /sys/devices/pci0000:00/0000:00:01.0/0000:3b:00.0/virtio1); empty when the path has none.
+std::string pciBusIdOf(std::string_view path);
+
+/// The port for `channel` when the topology layer names none; `gpuPciPath` is empty for a rank on
+/// host memory. `ports` is not empty.
 const IbPort& choosePort(const std::vector<IbPort>& ports, const std::string& gpuPciPath, int numaNode,
                          int channel);
 

@@ -35,12 +35,12 @@ int roceVersionAt(const std::string& device, int port, int index) {
 // Where the device sits: its PCI function's sysfs path and NUMA node. A virtual device (rxe) has
 // no PCI function of its own: its first netdev's is used, or none (placed at the CPU: -1 and "").
 void placeDevice(IbPort* port) {
+  port->netdev = readSysfs("/sys/class/infiniband/" + port->device + "/ports/" + std::to_string(port->port) +
+                           "/gid_attrs/ndevs/0");
   std::string device = "/sys/class/infiniband/" + port->device + "/device";
   std::error_code error;
   if (!std::filesystem::exists(device, error)) {
-    const std::string netdev = readSysfs("/sys/class/infiniband/" + port->device + "/ports/" +
-                                         std::to_string(port->port) + "/gid_attrs/ndevs/0");
-    device = netdev.empty() ? std::string() : "/sys/class/net/" + netdev + "/device";
+    device = port->netdev.empty() ? std::string() : "/sys/class/net/" + port->netdev + "/device";
   }
   if (device.empty() || !std::filesystem::exists(device, error)) return;
   port->pciPath = std::filesystem::canonical(device, error).string();

@@ -24,6 +24,7 @@ struct IbPort {
   ibv_gid gid{};
   int numaNode = -1;        // of the device's PCI function (an rxe device: of its netdev's); -1 unknown
   std::string pciPath;      // that PCI function's sysfs path (/sys/devices/pci0000:00/...); empty: none
+  std::string netdev;       // the network interface of the port's first GID ("eth0"); empty: none
 
   bool isRoce() const { return linkLayer == IBV_LINK_LAYER_ETHERNET; }
   /// "rxe0:1" as NCCL writes it.

@@ -25,13 +25,17 @@ Status checkParams(const ConnectionParams& params, const char* side) {
   return Status::ok();
 }
 
-// The port this rank uses for `channel` (port_choice.h): the nearest to its GPU, or on its NUMA
-// node.
+// The port this rank uses for `channel`: the one the topology layer chose (params.netDevice), or
+// else the nearest to its GPU, or on its NUMA node (port_choice.h).
 Status pickPort(const ConnectionParams& params, const IbPort** port) {
   const PortScan& scan = usablePorts();
   if (!scan.configError.isOk()) return scan.configError;
   if (scan.usable.empty()) {
     return invalidUsage("ib transport: rank %d has no usable verbs port (%s)", params.self.rank, scan.report.c_str());
+  }
+  if (params.netDevice >= 0 && params.netDevice < static_cast<int>(scan.usable.size())) {
+    *port = &scan.usable[params.netDevice];
+    return Status::ok();
   }
   std::string gpuPath;
   if (params.self.gpuBusId[0] != '\0') {
@@ -50,6 +54,16 @@ class IbTransport final : public Transport {
 
   bool canConnect(const PeerInfo& self, const PeerInfo& peer) const override {
     return self.ibPorts > 0 && peer.ibPorts > 0;
+  }
+
+  std::vector<NetDevice> netDevices() const override {
+    std::vector<NetDevice> devices;
+    const PortScan& scan = usablePorts();
+    if (!scan.configError.isOk()) return devices;
+    for (const IbPort& port : scan.usable) {
+      devices.push_back(NetDevice{port.name(), port.device, port.netdev, pciBusIdOf(port.pciPath)});
+    }
+    return devices;
   }
 
   Status listen(const ConnectionParams& params, std::unique_ptr<RecvConnection>* connection,
