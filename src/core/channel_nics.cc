@@ -29,13 +29,12 @@ struct Candidate {
 std::vector<int> channelNetDevices(const topology::System& system, const std::vector<transport::NetDevice>& devices,
                                    const PeerInfo& self, int channels) {
   std::vector<Candidate> candidates;
+  std::vector<bool> taken(devices.size(), false);
   for (int nic : system.nodesOfType(topology::NodeType::kNic)) {
     for (size_t d = 0; d < devices.size(); ++d) {
-      const bool taken = std::any_of(candidates.begin(), candidates.end(),
-                                     [&](const Candidate& c) { return c.device == static_cast<int>(d); });
-      if (!taken && carries(system.node(nic), devices[d])) {
-        candidates.push_back(Candidate{static_cast<int>(d), system.node(nic).cpuNuma});
-      }
+      if (taken[d] || !carries(system.node(nic), devices[d])) continue;
+      taken[d] = true;
+      candidates.push_back(Candidate{static_cast<int>(d), system.node(nic).cpuNuma});
     }
   }
   std::vector<int> chosen(channels, -1);
