@@ -277,7 +277,7 @@ case $case in
     # The status depends on where the write met the cut: retries exceeded (the peer's side went
     # silent), a remote invalid request (its queue pair had already failed), or a local queue-pair
     # operation error (rxe could not send on this guest's downed link).
-    if grep -Eq "ib transport: a work request on $device:1 to rank $peer .* failed: [A-Za-z ]+ \(status [0-9]+\)" "$log"; then
+    if grep -Eq "ib transport: a work request on $device:1 to rank $peer .* failed: [A-Za-z ]+ \(status [0-9]+(, vendor error [0-9a-fx]+)?\)" "$log"; then
       if grep -q "failed: transport retry counter exceeded" "$log"; then
         (($(counter retry_exceeded_err) > 0)) || fail "rxe0's retry_exceeded_err did not count the failed writes"
       fi
