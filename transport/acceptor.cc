@@ -2,6 +2,7 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -20,8 +21,8 @@ constexpr size_t kMaxPending = 64;
 
 }  // namespace
 
-Status Acceptor::open(const char* transportName, const ConnectionParams& params, std::unique_ptr<Acceptor>* acceptor,
-                      net::SocketAddress* address, uint64_t* nonce) {
+Status listeningInterface(const char* transportName, const ConnectionParams& params, int choice,
+                          net::NetInterface* out) {
   std::vector<net::NetInterface> interfaces;
   WEFT_RETURN_IF_ERROR(net::findInterfaces(&interfaces));
   if (interfaces.empty()) {
@@ -29,13 +30,19 @@ Status Acceptor::open(const char* transportName, const ConnectionParams& params,
                        "NCCL_SOCKET_IFNAME and NCCL_SOCKET_FAMILY",
                        transportName, params.peer.rank, params.channel);
   }
-  net::SocketAddress local = interfaces.front().address;
+  *out = interfaces[static_cast<size_t>(std::max(choice, 0)) % interfaces.size()];
+  return Status::ok();
+}
+
+Status Acceptor::open(const char* transportName, const ConnectionParams& params, const net::NetInterface& on,
+                      std::unique_ptr<Acceptor>* acceptor, net::SocketAddress* address, uint64_t* nonce) {
+  net::SocketAddress local = on.address;
   local.setPort(0);
   net::Socket listener;
   Status status = net::Socket::listen(local, &listener);
   if (!status.isOk()) {
-    return status.withContext(std::string(transportName) + " transport: listening on " + interfaces.front().name +
-                              " (" + local.toString() + ") for rank " + std::to_string(params.peer.rank));
+    return status.withContext(std::string(transportName) + " transport: listening on " + on.name + " (" +
+                              local.toString() + ") for rank " + std::to_string(params.peer.rank));
   }
   for (size_t got = 0; got < sizeof(*nonce);) {
     const ssize_t n = getrandom(reinterpret_cast<uint8_t*>(nonce) + got, sizeof(*nonce) - got, 0);

@@ -22,12 +22,11 @@ namespace weft::transport {
 
 class Acceptor {
  public:
-  /// The receiving end of `params` opens its port: listens on the first interface
-  /// NCCL_SOCKET_IFNAME allows (a free port) and draws the nonce its sender must present, which it
-  /// publishes in its blob with *address. Handshakes time out after
-  /// WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT. `transportName` ("socket", "ib") names it in messages.
-  static Status open(const char* transportName, const ConnectionParams& params, std::unique_ptr<Acceptor>* acceptor,
-                     net::SocketAddress* address, uint64_t* nonce);
+  /// The receiving end of `params` opens its port: listens on `on` (a free port) and draws the
+  /// nonce its sender must present, which it publishes in its blob with *address. Handshakes time
+  /// out after WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT. `transportName` ("socket", "ib") names it in messages.
+  static Status open(const char* transportName, const ConnectionParams& params, const net::NetInterface& on,
+                     std::unique_ptr<Acceptor>* acceptor, net::SocketAddress* address, uint64_t* nonce);
 
   /// Takes the listening socket. `transportName` ("socket", "ib") and `peerRank`/`peerHost` name
   /// the listener and the expected sender in messages.
@@ -72,6 +71,11 @@ class Acceptor {
   std::string peerHost_;
   std::vector<Pending> pending_;
 };
+
+/// The interface a receiving end of `params` listens on: of those NCCL_SOCKET_IFNAME and
+/// NCCL_SOCKET_FAMILY allow (net::findInterfaces), the one at `choice` modulo their count.
+Status listeningInterface(const char* transportName, const ConnectionParams& params, int choice,
+                          net::NetInterface* out);
 
 /// The sending end of `params` reaches its receiver: connects to `address` (retrying up to
 /// WEFT_SOCKET_CONNECT_TIMEOUT) and writes the handshake for `nonce`, then `payload`. Both are small

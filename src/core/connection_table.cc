@@ -108,14 +108,14 @@ Status ConnectionTable::finishConnect() {
 transport::ConnectionParams ConnectionTable::paramsFor(transport::Transport* transport, int channel, int peer) {
   transport::ConnectionParams params{(*peers_)[rank_], (*peers_)[peer], commHash_, channel, slotBytes_, slotCount_,
                                      llSlotBytes_};
-  if (netTransport_ == nullptr) {
+  auto known = channelNetDevices_.find(transport);
+  if (known == channelNetDevices_.end()) {
     const std::vector<transport::NetDevice> devices = transport->netDevices();
-    if (!devices.empty()) {
-      netTransport_ = transport;
-      channelNetDevice_ = channelNetDevicesHere(devices, (*peers_)[rank_], nChannels_);
-    }
+    std::vector<int> chosen;  // empty: no devices
+    if (!devices.empty()) chosen = channelNetDevicesHere(devices, (*peers_)[rank_], nChannels_);
+    known = channelNetDevices_.emplace(transport, std::move(chosen)).first;
   }
-  if (transport == netTransport_) params.netDevice = channelNetDevice_[channel % nChannels_];
+  if (!known->second.empty()) params.netDevice = known->second[channel % nChannels_];
   return params;
 }
 

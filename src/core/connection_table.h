@@ -5,6 +5,7 @@
 // rank needs and sends its blob to the peer over the bootstrap; finishConnect receives the blobs
 // for this rank's sending ends and connects them. Between the two, no wait on a peer happens.
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -71,11 +72,10 @@ class ConnectionTable {
   std::vector<std::unique_ptr<transport::SendConnection>> sends_;
   std::vector<std::unique_ptr<transport::RecvConnection>> recvs_;
   std::vector<ConnectionRequest> pendingSends_;
-  // The network device of each ring channel for the network transport that has devices
+  // For each transport that has network devices, the device of each ring channel
   // (channel_nics.h), found at its first connection; point-to-point channel nChannels + c uses
   // ring channel c's.
-  transport::Transport* netTransport_ = nullptr;
-  std::vector<int> channelNetDevice_;
+  std::map<const transport::Transport*, std::vector<int>> channelNetDevices_;
 
   transport::ConnectionParams paramsFor(transport::Transport* transport, int channel, int peer);
 };

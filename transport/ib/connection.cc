@@ -208,7 +208,11 @@ Status IbRecvConnection::create(const ConnectionParams& params, const IbPort& po
 
   *blob = IbBlob{};
   blob->receiverRank = params.self.rank;
-  WEFT_RETURN_IF_ERROR(Acceptor::open("ib", params, &created->acceptor_, &blob->setupAddress, &blob->nonce));
+  // The setup connection is small and brief: the first allowed interface carries it.
+  net::NetInterface setupInterface;
+  WEFT_RETURN_IF_ERROR(listeningInterface("ib", params, 0, &setupInterface));
+  WEFT_RETURN_IF_ERROR(
+      Acceptor::open("ib", params, setupInterface, &created->acceptor_, &blob->setupAddress, &blob->nonce));
   blob->commHash = params.commHash;
   blob->channel = params.channel;
   blob->slotCount = slotCount;
