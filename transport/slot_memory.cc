@@ -1,6 +1,7 @@
 #include "transport/slot_memory.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace weft::transport {
 
@@ -11,6 +12,9 @@ Status allocateSlotMemory(size_t bytes, const char* what, SlotMemory* memory) {
   if (!*memory) {
     return systemError("could not allocate %zu bytes for %s: lower NCCL_BUFFSIZE or free memory", rounded, what);
   }
+  // Touched now, at setup: the first pass through the slots would otherwise pay a page fault
+  // per page inside the calls.
+  memset(memory->get(), 0, rounded);
   return Status::ok();
 }
 

@@ -17,7 +17,8 @@ struct FreeDeleter {
 /// Page-aligned memory for slots, from allocateSlotMemory.
 using SlotMemory = std::unique_ptr<uint8_t[], FreeDeleter>;
 
-/// Allocates `bytes` (rounded up to a page) page-aligned; `what` names the use in the error.
+/// Allocates `bytes` (rounded up to a page) page-aligned and zeroed, every page touched; `what`
+/// names the use in the error.
 Status allocateSlotMemory(size_t bytes, const char* what, SlotMemory* memory);
 
 }  // namespace weft::transport
