@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "topology/gdr.h"
 #include "topology/node_channels.h"
 #include "topology/search.h"
 
@@ -39,7 +40,9 @@ Status Fabric::build(const topology::System& system, const FabricOptions& option
   } else {
     const size_t nicCount = fabric.nics_.size();
     if (rings.rings.size() > nicCount) rings.rings.resize(rings.rings.size() / nicCount * nicCount);
-    for (const topology::NodeChannel& channel : topology::channelsAcrossNodes(system, *fabric.paths_, rings)) {
+    const std::vector<topology::NodeChannel> channels =
+        topology::channelsAcrossNodes(system, *fabric.paths_, rings, options.netGdrLevel);
+    for (const topology::NodeChannel& channel : channels) {
       algorithms::Ring ring;
       std::vector<std::vector<int>> chains;
       for (int node = 0; node < options.nodes; ++node) {
@@ -86,8 +89,7 @@ Status Fabric::build(const topology::System& system, const FabricOptions& option
   return Status::ok();
 }
 
-void Fabric::addPath(int fromNode, int toNode, std::vector<int>* resources) const {
-  const topology::Path& path = paths_->between(fromNode, toNode);
+void Fabric::addPath(const topology::Path& path, std::vector<int>* resources) const {
   const size_t links = system_->links().size();
   auto gpuIndex = [&](int node) {
     return static_cast<int>(std::find(gpus_.begin(), gpus_.end(), node) - gpus_.begin());
@@ -116,7 +118,7 @@ void Fabric::addPath(int fromNode, int toNode, std::vector<int>* resources) cons
 
 Fabric::Route Fabric::routeWithin(int fromGpu, int toGpu) const {
   Route route;
-  addPath(gpus_[fromGpu], gpus_[toGpu], &route.here);
+  addPath(paths_->between(gpus_[fromGpu], gpus_[toGpu]), &route.here);
   const topology::PathType type = paths_->between(gpus_[fromGpu], gpus_[toGpu]).type;
   route.kind = type <= topology::PathType::kC2c ? &HopKinds::nvlink : &HopKinds::pci;
   return route;
@@ -126,10 +128,11 @@ Fabric::Route Fabric::routeAcross(int fromGpu, int toGpu, int nic) const {
   Route route;
   const int links = static_cast<int>(system_->links().size());
   const int perNode = gpusPerNode_;
-  addPath(gpus_[fromGpu], nics_[nic], &route.here);
+  // Without GPUDirect RDMA (NCCL_NET_GDR_LEVEL) the data passes through the GPU's host memory.
+  addPath(topology::netPath(*system_, *paths_, gpus_[fromGpu], nics_[nic], options_.netGdrLevel).toNic, &route.here);
   route.here.push_back(links + 2 * perNode + nic);  // the NIC sending
   route.there.push_back(links + 2 * perNode + static_cast<int>(nics_.size()) + nic);  // the NIC receiving
-  addPath(nics_[nic], gpus_[toGpu], &route.there);
+  addPath(topology::netPath(*system_, *paths_, gpus_[toGpu], nics_[nic], options_.netGdrLevel).fromNic, &route.there);
   route.kind = &HopKinds::network;
   return route;
 }

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -52,6 +53,7 @@ struct FabricOptions {
   int nodes = 1;
   int maxChannels = 32;  // rings searched on one node (NCCL's MAXCHANNELS)
   double nicGbps = 0;    // each NIC's rate in Gb/s; 0: the sum of its ports' speeds in the file
+  std::optional<topology::PathType> netGdrLevel;  // NCCL_NET_GDR_LEVEL; none: NCCL's default
   HopLatencies latency;
 };
 
@@ -95,7 +97,7 @@ class Fabric {
     double HopKinds::*kind = &HopKinds::nvlink;
   };
   // The resources of the path from one node of the system to another (local ids), appended.
-  void addPath(int fromNode, int toNode, std::vector<int>* resources) const;
+  void addPath(const topology::Path& path, std::vector<int>* resources) const;
   Route routeWithin(int fromGpu, int toGpu) const;
   Route routeAcross(int fromGpu, int toGpu, int nic) const;
 

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <tuple>
 
+#include "topology/gdr.h"
+
 namespace weft::topology {
 
-std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& paths, const RingSet& rings) {
+std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& paths, const RingSet& rings,
+                                             std::optional<PathType> gdrLevel) {
   const std::vector<int> gpus = system.nodesOfType(NodeType::kGpu);
   const std::vector<int> nics = system.nodesOfType(NodeType::kNic);
   std::vector<NodeChannel> channels;
@@ -19,8 +22,10 @@ std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& 
     // The chain starts at one ring position and ends at the one before: pick the cut whose worse
     // end is nearest the NIC, then whose better end is, then the widest (the first such on ties).
     auto cutKey = [&](size_t position) {
-      const Path& in = paths.between(nic, gpus[ring[position]]);
-      const Path& out = paths.between(gpus[ring[(position + ring.size() - 1) % ring.size()]], nic);
+      const int first = gpus[ring[position]];
+      const int last = gpus[ring[(position + ring.size() - 1) % ring.size()]];
+      const Path in = netPath(system, paths, first, nic, gdrLevel).fromNic;
+      const Path out = netPath(system, paths, last, nic, gdrLevel).toNic;
       return std::make_tuple(std::max(in.type, out.type), std::min(in.type, out.type),
                              -std::min(in.bandwidth, out.bandwidth));
     };
@@ -29,8 +34,8 @@ std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& 
       if (cutKey(position) < cutKey(start)) start = position;
     }
     for (size_t i = 0; i < ring.size(); ++i) channel.chain.push_back(ring[(start + i) % ring.size()]);
-    channel.entry = paths.between(nic, gpus[channel.chain.front()]).type;
-    channel.exit = paths.between(gpus[channel.chain.back()], nic).type;
+    channel.entry = netPath(system, paths, gpus[channel.chain.front()], nic, gdrLevel).fromNic.type;
+    channel.exit = netPath(system, paths, gpus[channel.chain.back()], nic, gdrLevel).toNic.type;
     channels.push_back(std::move(channel));
   }
   return channels;

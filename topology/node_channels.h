@@ -4,6 +4,7 @@
 // first GPU and leaves for the next at its last, both through the channel's NIC. The same chains,
 // entered at the first GPU, are what each node runs below the trees (trees.h) that link the nodes.
 
+#include <optional>
 #include <vector>
 
 #include "topology/paths.h"
@@ -18,7 +19,8 @@ struct NodeChannel {
   std::vector<int> chain;
   /// The channel's NIC, as an index into system.nodesOfType(NodeType::kNic).
   int nic = -1;
-  /// The path from the NIC to the chain's first GPU, and from its last GPU to the NIC.
+  /// The way the network's data takes from the NIC to the chain's first GPU, and from its last GPU
+  /// to the NIC (gdr.h: through the GPU's CPU where GPUDirect RDMA is off).
   PathType entry = PathType::kDis;
   PathType exit = PathType::kDis;
 };
@@ -27,9 +29,11 @@ struct NodeChannel {
 /// max(rings, NICs) channels, so that every NIC carries at least one (channel c follows ring
 /// c mod the ring count and uses NIC c mod the NIC count, as NCCL spreads channels over rails).
 /// Each chain is its ring cut open where both ends are nearest the channel's NIC: the cut whose
-/// worse end (by path type, from the NIC to the first GPU and from the last GPU to the NIC) is
-/// best, then whose better end is, then whose slower end is fastest, then the earliest on the
-/// ring. Empty when the system has no NIC or `rings` has no ring. Pure and deterministic.
-std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& paths, const RingSet& rings);
+/// worse end (by the type of netPath's way, from the NIC to the first GPU and from the last GPU to
+/// the NIC, under NCCL_NET_GDR_LEVEL `gdrLevel`) is best, then whose better end is, then whose
+/// slower end is fastest, then the earliest on the ring. Empty when the system has no NIC or
+/// `rings` has no ring. Pure and deterministic.
+std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& paths, const RingSet& rings,
+                                             std::optional<PathType> gdrLevel = std::nullopt);
 
 }  // namespace weft::topology

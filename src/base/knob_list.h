@@ -21,6 +21,9 @@
   X(ShmDisable, "NCCL_SHM_DISABLE", Bool, "0", "1: ranks of one host talk over the network, not shared memory") \
   X(ShmDir, "WEFT_SHM_DIR", String, "/dev/shm", "folder that holds shared-memory segments")       \
   X(P2pDisable, "NCCL_P2P_DISABLE", Bool, "0", "1: no direct GPU peer-to-peer (CUDA IPC) transport") \
+  X(NetGdrLevel, "NCCL_NET_GDR_LEVEL", String, "",                                                 \
+    "the worst path between a GPU and a NIC over which the NIC reads and writes the GPU's memory "  \
+    "itself (GPUDirect RDMA): LOC (never), PIX, PXB, PHB, SYS (default: PXB, or P2C)")             \
   X(P2pLevel, "NCCL_P2P_LEVEL", String, "",                                                       \
     "the worst path between two GPUs that may use CUDA IPC: LOC (never), NVL, PIX, PXB, PHB, SYS " \
     "(default: any path on one host)")                                                            \

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,10 @@ struct NodesPlan {
   double searchMs = 0;
 };
 
-/// Builds the channels and trees for `nodes` nodes like `system` from its `rings`.
+/// Builds the channels and trees for `nodes` nodes like `system` from its `rings`, with
+/// NCCL_NET_GDR_LEVEL `gdrLevel` (none: NCCL's default).
 NodesPlan planNodes(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings,
-                    int nodes);
+                    int nodes, std::optional<topology::PathType> gdrLevel);
 
 /// "Channel 0: NIC0 (mlx5_0) -> GPU0 ... GPU7 -> NIC0 (enters PXB, leaves PXN)" per channel, then
 /// the trees: each node's parent and children up to 16 nodes, else their depths and roots.

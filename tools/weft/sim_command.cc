@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "algorithms/tuner.h"
 #include "sim/collective_timing.h"
 #include "src/base/knobs.h"
+#include "topology/gdr.h"
 #include "topology/load.h"
 
 namespace weft::tools {
@@ -86,6 +88,11 @@ int runSim(const SimOptions& options) {
     std::fprintf(stderr, "weft sim: %s\n", loaded.message().c_str());
     return 1;
   }
+  std::optional<topology::PathType> gdrLevel;
+  if (const Status level = topology::netGdrLevelFromKnob(&gdrLevel); !level.isOk()) {
+    std::fprintf(stderr, "weft sim: %s\n", level.message().c_str());
+    return 1;
+  }
   sim::TimingOptions timing;
   timing.pieceBytes = algorithms::simpleSlotBytes(static_cast<int64_t>(options.buffSize));
   const std::vector<size_t> sizes = sizesOf(options);
@@ -99,6 +106,7 @@ int runSim(const SimOptions& options) {
     fabricOptions.nodes = nodes;
     fabricOptions.maxChannels = options.maxChannels;
     fabricOptions.nicGbps = options.nicGbps;
+    fabricOptions.netGdrLevel = gdrLevel;
     sim::Fabric fabric;
     const Status built = sim::Fabric::build(system, fabricOptions, &fabric);
     if (!built.isOk()) {

@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "src/base/knobs.h"
+#include "topology/gdr.h"
 #include "topology/load.h"
 #include "topology/paths.h"
 #include "topology/search.h"
@@ -31,20 +33,26 @@ int runTopo(const TopoOptions& options) {
     std::fprintf(stderr, "weft topo: %s\n", status.message().c_str());
     return 1;
   }
+  std::optional<topology::PathType> gdrLevel;
+  status = topology::netGdrLevelFromKnob(&gdrLevel);
+  if (!status.isOk()) {
+    std::fprintf(stderr, "weft topo: %s\n", status.message().c_str());
+    return 1;
+  }
   const auto start = std::chrono::steady_clock::now();
   const topology::Paths paths(system);
   topology::RingSearchOptions search;
   search.maxRings = options.maxRings;
   const topology::RingSet rings = topology::searchRings(system, paths, search);
   NodesPlan plan;
-  if (options.nodes > 1) plan = planNodes(system, paths, rings, options.nodes);
+  if (options.nodes > 1) plan = planNodes(system, paths, rings, options.nodes, gdrLevel);
   plan.searchMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (options.json) {
-    nlohmann::json json = topoJson(system, paths, rings);
+    nlohmann::json json = topoJson(system, paths, rings, gdrLevel);
     if (options.nodes > 1) json["across_nodes"] = nodesJson(plan);
     std::cout << json.dump(2) << "\n";
   } else {
-    std::cout << topoText(system, paths, rings, options.nodes > 1 ? nodesText(system, plan) : "");
+    std::cout << topoText(system, paths, rings, gdrLevel, options.nodes > 1 ? nodesText(system, plan) : "");
   }
   return 0;
 }

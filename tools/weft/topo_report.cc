@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "topology/gdr.h"
+
 namespace weft::tools {
 namespace {
 
@@ -55,6 +57,28 @@ void appendCell(std::string* line, const std::string& text, size_t width) {
   if (text.size() < width) line->append(width - text.size(), ' ');
 }
 
+// Per GPU, the NICs that reach its memory themselves (GPUDirect RDMA) under `gdrLevel`, with the
+// path the data takes: "  GPU0: NIC0 (PIX) NIC1 (PXN)", or "  GPU3: none, through host memory
+// (nearest NIC: SYS)".
+std::string gdrLines(const System& system, const Paths& paths, const Devices& devices,
+                     std::optional<topology::PathType> gdrLevel) {
+  std::string out = "\nGPUDirect RDMA (NCCL_NET_GDR_LEVEL=" +
+                    std::string(gdrLevel ? topology::pathTypeName(*gdrLevel) : "unset: PXB, or P2C") + "):\n";
+  for (size_t g = 0; g < devices.gpus.size(); ++g) {
+    std::string line = "  " + devices.labels[g] + ":";
+    topology::PathType nearest = topology::PathType::kDis;
+    for (size_t n = 0; n < devices.nics.size(); ++n) {
+      const topology::NetPath net = topology::netPath(system, paths, devices.gpus[g], devices.nics[n], gdrLevel);
+      nearest = std::min(nearest, net.distance);
+      if (net.gdr) line += " NIC" + std::to_string(n) + " (" + topology::pathTypeName(net.toNic.type) + ")";
+    }
+    if (line.back() == ':') line += std::string(" none, through host memory (nearest NIC: ") +
+                                    topology::pathTypeName(nearest) + ")";
+    out += line + "\n";
+  }
+  return out;
+}
+
 // "Ring 0: GPU0 GPU1 ... GPU7 (NVL, 20.6 GB/s)" per ring, or why there is none.
 std::string ringLines(const topology::RingSet& rings, const Devices& devices) {
   if (devices.gpus.empty()) return "Rings: none (no GPU).\n";
@@ -89,7 +113,7 @@ const char* const kLegend =
 }  // namespace
 
 std::string topoText(const System& system, const Paths& paths, const topology::RingSet& rings,
-                     const std::string& nodesSection) {
+                     std::optional<topology::PathType> gdrLevel, const std::string& nodesSection) {
   const Devices devices = devicesOf(system);
   std::string out = "# " + system.source() + ": " + std::to_string(devices.gpus.size()) + " GPU(s), " +
                     std::to_string(devices.nics.size()) + " NIC(s), " +
@@ -131,13 +155,14 @@ std::string topoText(const System& system, const Paths& paths, const topology::R
       out += "\n";
     }
   }
+  if (!devices.gpus.empty() && !devices.nics.empty()) out += gdrLines(system, paths, devices, gdrLevel);
   if (!system.nvlinkDescribed() && !devices.gpus.empty()) {
     out += "\nNVLink is not described by this source: the paths above are those it does describe "
            "(PCIe, CPUs), and the rings below assume them; GPUs it connects by NVLink would show NVL.\n";
   }
   out += "\n" + ringLines(rings, devices);
-  out += "\nCommunicators do not use these GPU rings yet (their rings keep each host's and socket's ranks "
-         "together).\n";
+  out += "\nCommunicators whose ranks have GPUs order each host's ranks along these rings "
+         "(NCCL_DEBUG_SUBSYS=GRAPH shows them); ranks on host memory follow their NUMA nodes.\n";
   out += nodesSection.empty() ? "--nodes N shows the NICs each channel would use and the trees over N such nodes.\n"
                               : nodesSection;
   out += "\n";
@@ -145,7 +170,8 @@ std::string topoText(const System& system, const Paths& paths, const topology::R
   return out;
 }
 
-nlohmann::json topoJson(const System& system, const Paths& paths, const topology::RingSet& rings) {
+nlohmann::json topoJson(const System& system, const Paths& paths, const topology::RingSet& rings,
+                        std::optional<topology::PathType> gdrLevel) {
   const Devices devices = devicesOf(system);
   nlohmann::json json;
   json["source"] = system.source();
@@ -186,6 +212,14 @@ nlohmann::json topoJson(const System& system, const Paths& paths, const topology
                    {"gpu_nic", matrix(devices.gpus, devices.nics, false)},
                    {"gpu_gpu_bandwidth", matrix(devices.gpus, devices.gpus, true)},
                    {"gpu_nic_bandwidth", matrix(devices.gpus, devices.nics, true)}};
+  nlohmann::json gdr = nlohmann::json::array();
+  for (int gpu : devices.gpus) {
+    nlohmann::json line = nlohmann::json::array();
+    for (int nic : devices.nics) line.push_back(topology::netPath(system, paths, gpu, nic, gdrLevel).gdr);
+    gdr.push_back(line);
+  }
+  json["paths"]["gpu_nic_gdr"] = gdr;
+  json["net_gdr_level"] = gdrLevel ? topology::pathTypeName(*gdrLevel) : "default";
   json["channels"] = nlohmann::json::array();
   for (const std::vector<int>& ring : rings.rings) json["channels"].push_back(ring);
   json["ring_bandwidth"] = rings.bandwidthPerRing;

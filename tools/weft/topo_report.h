@@ -4,6 +4,7 @@
 // as JSON.
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "topology/paths.h"
@@ -13,20 +14,23 @@
 namespace weft::tools {
 
 /// The matrix of path types between GPUs and NICs, the CPU and NUMA affinity of each, the NICs'
-/// names and ports, each ring of `rings` ("Ring 0: GPU0 GPU1 ... (NVL, 20.6 GB/s)"), then
-/// `nodesSection` (the plan across nodes, when there is one) and a legend; says so when the source
-/// did not describe NVLink (the rings then assume the paths it describes).
+/// names and ports, the NICs each GPU reaches with GPUDirect RDMA under NCCL_NET_GDR_LEVEL
+/// `gdrLevel` (none: NCCL's default), each ring of `rings` ("Ring 0: GPU0 GPU1 ... (NVL, 20.6
+/// GB/s)"), then `nodesSection` (the plan across nodes, when there is one) and a legend; says so
+/// when the source did not describe NVLink (the rings then assume the paths it describes).
 std::string topoText(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings,
-                     const std::string& nodesSection = "");
+                     std::optional<topology::PathType> gdrLevel, const std::string& nodesSection);
 
 /// {"source", "nvlink_described", "cpus": [{numa, affinity}], "gpus": [{dev, busid, numa, sm}],
 ///  "nics": [{name, busid, numa, ports: [{name, port, speed_mbps}]}],
 ///  "paths": {"gpu_gpu": [[type]], "gpu_nic": [[type]], "gpu_gpu_bandwidth": [[GB/s]],
-///            "gpu_nic_bandwidth": [[GB/s]]}, "channels": [[gpu indices]], "ring_bandwidth": GB/s,
-///  "ring_worst_hop": type}.
+///            "gpu_nic_bandwidth": [[GB/s]], "gpu_nic_gdr": [[bool]]}, "net_gdr_level": type or
+///  "default", "channels": [[gpu indices]], "ring_bandwidth": GB/s, "ring_worst_hop": type}.
 /// Path types are NCCL's names ("NVL", "PIX", ...); `channels` lists the rings, each as indices into
 /// "gpus"; `ring_bandwidth` is what each ring moves and `ring_worst_hop` the worst path type between
-/// consecutive GPUs ("DIS" when there is no ring).
-nlohmann::json topoJson(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings);
+/// consecutive GPUs ("DIS" when there is no ring); `gpu_nic_gdr` says which NIC reaches which GPU's
+/// memory itself (GPUDirect RDMA) under NCCL_NET_GDR_LEVEL `gdrLevel`.
+nlohmann::json topoJson(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings,
+                        std::optional<topology::PathType> gdrLevel);
 
 }  // namespace weft::tools

@@ -1,0 +1,158 @@
+// GPUDirect RDMA between GPUs and NICs (topology/gdr.h), NCCL_NET_GDR_LEVEL, on the project's
+// fixtures.
+
+#include "topology/gdr.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "tests/harness/scoped_env.h"
+#include "topology/nccl_xml.h"
+#include "topology/node_channels.h"
+#include "topology/search.h"
+
+namespace weft::topology {
+namespace {
+
+namespace fs = std::filesystem;
+
+System load(const std::string& name) {
+  System system;
+  const fs::path path = fs::path(__FILE__).parent_path() / ".." / "fixtures" / "topology" / name;
+  const Status status = readNcclTopologyFile(path.string(), &system);
+  EXPECT_TRUE(status.isOk()) << status.message();
+  return system;
+}
+
+bool passesThroughCpu(const System& system, const Path& path) {
+  return std::any_of(path.nodes.begin() + 1, path.nodes.end() - 1,
+                     [&](int node) { return system.node(node).type == NodeType::kCpu; });
+}
+
+TEST(NetGdr, ByDefaultOnlyNicsBehindTheGpusSwitchesReachItsMemory) {
+  // 8 A100s on PCIe under two sockets, a NIC beside each pair of GPUs (PIX); no NVLink to relay.
+  const System system = load("flattened-a100x8.xml");
+  const Paths paths(system);
+  int direct = 0;
+  int staged = 0;
+  for (int gpu : system.nodesOfType(NodeType::kGpu)) {
+    int reached = 0;
+    for (int nic : system.nodesOfType(NodeType::kNic)) {
+      const NetPath net = netPath(system, paths, gpu, nic, std::nullopt);
+      const PathType own = paths.between(gpu, nic).type;
+      if (net.gdr) {
+        ++reached;
+        ++direct;
+        EXPECT_LE(net.distance, PathType::kPxb);
+        EXPECT_EQ(net.toNic.nodes, paths.between(gpu, nic).nodes);
+        EXPECT_EQ(net.fromNic.nodes, paths.between(nic, gpu).nodes);
+      } else {
+        ++staged;
+        EXPECT_GT(net.distance, PathType::kPxb) << pathTypeName(net.distance);
+        // Through host memory: at the CPU, typed no better than PHB, and never better than the
+        // GPU's own path to the NIC.
+        EXPECT_TRUE(passesThroughCpu(system, net.toNic));
+        EXPECT_TRUE(passesThroughCpu(system, net.fromNic));
+        EXPECT_GE(net.toNic.type, std::max(own, PathType::kPhb));
+        EXPECT_EQ(net.toNic.nodes.front(), gpu);
+        EXPECT_EQ(net.toNic.nodes.back(), nic);
+        EXPECT_EQ(net.fromNic.nodes.front(), nic);
+        EXPECT_EQ(net.fromNic.nodes.back(), gpu);
+      }
+    }
+    EXPECT_EQ(reached, 1) << "every GPU of this box shares a PCIe switch with one NIC";
+  }
+  EXPECT_EQ(direct, 8);
+  EXPECT_EQ(staged, 24);
+}
+
+TEST(NetGdr, AGpuRelayingOverNvLinkIsJudgedByTheRelaysDistance) {
+  // 8 H100s on NVSwitches; each of the 4 NICs sits under the PCIe switches of two GPUs. A GPU
+  // reaches the other NICs through the GPU beside them (PXN), whose distance is PXB.
+  const System system = load("full-dump-h100x8-nvswitch.xml");
+  const Paths paths(system);
+  int relayed = 0;
+  for (int gpu : system.nodesOfType(NodeType::kGpu)) {
+    for (int nic : system.nodesOfType(NodeType::kNic)) {
+      const NetPath net = netPath(system, paths, gpu, nic, std::nullopt);
+      EXPECT_TRUE(net.gdr);
+      EXPECT_EQ(net.distance, PathType::kPxb);
+      EXPECT_EQ(net.toNic.nodes, paths.between(gpu, nic).nodes);
+      if (net.toNic.type == PathType::kPxn) ++relayed;
+    }
+  }
+  EXPECT_EQ(relayed, 8 * 3);
+}
+
+TEST(NetGdr, TheLevelDecides) {
+  const System system = load("full-dump-h100x8-nvswitch.xml");
+  const Paths paths(system);
+  for (int gpu : system.nodesOfType(NodeType::kGpu)) {
+    for (int nic : system.nodesOfType(NodeType::kNic)) {
+      EXPECT_FALSE(netPath(system, paths, gpu, nic, PathType::kLoc).gdr);  // LOC: never
+      EXPECT_TRUE(netPath(system, paths, gpu, nic, PathType::kSys).gdr);   // SYS: any path on the host
+      const NetPath pix = netPath(system, paths, gpu, nic, PathType::kPix);
+      EXPECT_EQ(pix.gdr, pix.distance <= PathType::kPix);
+    }
+  }
+}
+
+TEST(NetGdr, WithoutItTheChannelsEnterThroughHostMemory) {
+  const System system = load("full-dump-h100x8-nvswitch.xml");
+  const Paths paths(system);
+  const RingSet rings = searchRings(system, paths);
+  for (const NodeChannel& channel : channelsAcrossNodes(system, paths, rings, PathType::kLoc)) {
+    EXPECT_EQ(channel.entry, PathType::kPhb);
+    EXPECT_EQ(channel.exit, PathType::kPhb);
+  }
+  for (const NodeChannel& channel : channelsAcrossNodes(system, paths, rings, std::nullopt)) {
+    EXPECT_EQ(channel.entry, PathType::kPxb);
+  }
+}
+
+TEST(NetGdr, AGpuWithAChipToChipLinkReachesItsCpusNicByDefault) {
+  const System system = load("grace-hopper-c2c.xml");
+  const Paths paths(system);
+  int p2c = 0;
+  for (int gpu : system.nodesOfType(NodeType::kGpu)) {
+    for (int nic : system.nodesOfType(NodeType::kNic)) {
+      const NetPath net = netPath(system, paths, gpu, nic, std::nullopt);
+      if (net.distance != PathType::kP2c) continue;
+      ++p2c;
+      EXPECT_TRUE(net.gdr);
+      EXPECT_FALSE(netPath(system, paths, gpu, nic, PathType::kPxb).gdr);  // a level set replaces the default
+    }
+  }
+  EXPECT_GT(p2c, 0) << "the fixture has a NIC on the CPU of a C2C GPU";
+}
+
+TEST(NetGdr, TheKnobTakesNcclsLevels) {
+  std::optional<PathType> level = PathType::kSys;
+  {
+    harness::ScopedEnv env("NCCL_NET_GDR_LEVEL", nullptr);
+    ASSERT_TRUE(netGdrLevelFromKnob(&level).isOk());
+    EXPECT_FALSE(level.has_value());
+  }
+  {
+    harness::ScopedEnv env("NCCL_NET_GDR_LEVEL", "phb");
+    ASSERT_TRUE(netGdrLevelFromKnob(&level).isOk());
+    EXPECT_EQ(level, PathType::kPhb);
+  }
+  {
+    harness::ScopedEnv env("NCCL_NET_GDR_LEVEL", "2");  // NCCL's legacy number for PXB
+    ASSERT_TRUE(netGdrLevelFromKnob(&level).isOk());
+    EXPECT_EQ(level, PathType::kPxb);
+  }
+  {
+    harness::ScopedEnv env("NCCL_NET_GDR_LEVEL", "near");
+    const Status status = netGdrLevelFromKnob(&level);
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(status.message().find("NCCL_NET_GDR_LEVEL=near is not a level"), std::string::npos) << status.message();
+  }
+}
+
+}  // namespace
+}  // namespace weft::topology

@@ -1,0 +1,83 @@
+#include "topology/gdr.h"
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+
+#include "src/base/knobs.h"
+
+namespace weft::topology {
+namespace {
+
+// The relaying GPU of a PXN path: the last GPU before the NIC; -1 when none relays.
+int relayingGpu(const System& system, const Path& path) {
+  for (size_t i = path.nodes.size() - 1; i-- > 1;) {
+    if (system.node(path.nodes[i]).type == NodeType::kGpu) return path.nodes[i];
+  }
+  return -1;
+}
+
+// The CPU node with the best path from `gpu` (type, then bandwidth, then hops); -1 when none.
+int nearestCpu(const System& system, const Paths& paths, int gpu) {
+  int best = -1;
+  auto key = [&](int cpu) {
+    const Path& path = paths.between(gpu, cpu);
+    return std::make_tuple(path.type, -path.bandwidth, path.nodes.size());
+  };
+  for (int cpu : system.nodesOfType(NodeType::kCpu)) {
+    if (paths.between(gpu, cpu).type == PathType::kDis) continue;
+    if (best < 0 || key(cpu) < key(best)) best = cpu;
+  }
+  return best;
+}
+
+// The two legs joined at the CPU, where host memory is: the type at least PHB; DIS when a leg is.
+Path throughCpu(const Path& first, const Path& second) {
+  Path joined;
+  if (first.type == PathType::kDis || second.type == PathType::kDis) return joined;
+  joined.type = std::max({first.type, second.type, PathType::kPhb});
+  joined.bandwidth = std::min(first.bandwidth, second.bandwidth);
+  joined.nodes = first.nodes;
+  joined.nodes.insert(joined.nodes.end(), second.nodes.begin() + 1, second.nodes.end());
+  return joined;
+}
+
+}  // namespace
+
+NetPath netPath(const System& system, const Paths& paths, int gpu, int nic, std::optional<PathType> level) {
+  NetPath result;
+  const Path& direct = paths.between(gpu, nic);
+  result.distance = direct.type;
+  if (direct.type == PathType::kPxn) {
+    const int relay = relayingGpu(system, direct);
+    if (relay >= 0) result.distance = paths.between(relay, nic).type;
+  }
+  if (direct.type == PathType::kDis) return result;
+  result.gdr = level.has_value() ? withinLevel(result.distance, *level)
+                                 : result.distance <= kDefaultNetGdrLevel || result.distance == PathType::kP2c;
+  if (result.gdr) {
+    result.toNic = direct;
+    result.fromNic = paths.between(nic, gpu);
+    return result;
+  }
+  const int cpu = nearestCpu(system, paths, gpu);
+  if (cpu < 0) return result;
+  result.toNic = throughCpu(paths.between(gpu, cpu), paths.between(cpu, nic));
+  result.fromNic = throughCpu(paths.between(nic, cpu), paths.between(cpu, gpu));
+  return result;
+}
+
+Status netGdrLevelFromKnob(std::optional<PathType>* level) {
+  const std::string text = knobs::getString(knobs::KnobId::kNetGdrLevel);
+  level->reset();
+  if (text.empty()) return Status::ok();
+  PathType parsed;
+  if (!parseLevel(text, &parsed)) {
+    return invalidArgument("NCCL_NET_GDR_LEVEL=%s is not a level: use LOC, PIX, PXB, PHB or SYS (or 0-4), or unset it "
+                           "for NCCL's default (PXB)", text.c_str());
+  }
+  *level = parsed;
+  return Status::ok();
+}
+
+}  // namespace weft::topology
