@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "topology/gdr.h"
 #include "topology/node_channels.h"
 #include "topology/search.h"
 
@@ -41,7 +40,7 @@ Status Fabric::build(const topology::System& system, const FabricOptions& option
     const size_t nicCount = fabric.nics_.size();
     if (rings.rings.size() > nicCount) rings.rings.resize(rings.rings.size() / nicCount * nicCount);
     const std::vector<topology::NodeChannel> channels =
-        topology::channelsAcrossNodes(system, *fabric.paths_, rings, options.netGdrLevel);
+        topology::channelsAcrossNodes(system, *fabric.paths_, rings, options.gdr);
     for (const topology::NodeChannel& channel : channels) {
       algorithms::Ring ring;
       std::vector<std::vector<int>> chains;
@@ -129,10 +128,10 @@ Fabric::Route Fabric::routeAcross(int fromGpu, int toGpu, int nic) const {
   const int links = static_cast<int>(system_->links().size());
   const int perNode = gpusPerNode_;
   // Without GPUDirect RDMA (NCCL_NET_GDR_LEVEL) the data passes through the GPU's host memory.
-  addPath(topology::netPath(*system_, *paths_, gpus_[fromGpu], nics_[nic], options_.netGdrLevel).toNic, &route.here);
+  addPath(topology::netPath(*system_, *paths_, gpus_[fromGpu], nics_[nic], options_.gdr).toNic, &route.here);
   route.here.push_back(links + 2 * perNode + nic);  // the NIC sending
   route.there.push_back(links + 2 * perNode + static_cast<int>(nics_.size()) + nic);  // the NIC receiving
-  addPath(topology::netPath(*system_, *paths_, gpus_[toGpu], nics_[nic], options_.netGdrLevel).fromNic, &route.there);
+  addPath(topology::netPath(*system_, *paths_, gpus_[toGpu], nics_[nic], options_.gdr).fromNic, &route.there);
   route.kind = &HopKinds::network;
   return route;
 }

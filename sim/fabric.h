@@ -23,7 +23,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -32,6 +31,7 @@
 #include "algorithms/schedule.h"
 #include "sim/program_timing.h"
 #include "src/base/status.h"
+#include "topology/gdr.h"
 #include "topology/paths.h"
 #include "topology/system.h"
 
@@ -53,7 +53,7 @@ struct FabricOptions {
   int nodes = 1;
   int maxChannels = 32;  // rings searched on one node (NCCL's MAXCHANNELS)
   double nicGbps = 0;    // each NIC's rate in Gb/s; 0: the sum of its ports' speeds in the file
-  std::optional<topology::PathType> netGdrLevel;  // NCCL_NET_GDR_LEVEL; none: NCCL's default
+  topology::NetGdrPolicy gdr;  // NCCL_NET_GDR_LEVEL, NCCL_NET_GDR_C2C
   HopLatencies latency;
 };
 

@@ -44,7 +44,7 @@ Path throughCpu(const Path& first, const Path& second) {
 
 }  // namespace
 
-NetPath netPath(const System& system, const Paths& paths, int gpu, int nic, std::optional<PathType> level) {
+NetPath netPath(const System& system, const Paths& paths, int gpu, int nic, const NetGdrPolicy& policy) {
   NetPath result;
   const Path& direct = paths.between(gpu, nic);
   result.distance = direct.type;
@@ -53,8 +53,8 @@ NetPath netPath(const System& system, const Paths& paths, int gpu, int nic, std:
     if (relay >= 0) result.distance = paths.between(relay, nic).type;
   }
   if (direct.type == PathType::kDis) return result;
-  result.gdr = level.has_value() ? withinLevel(result.distance, *level)
-                                 : result.distance <= kDefaultNetGdrLevel || result.distance == PathType::kP2c;
+  const PathType judged = policy.c2c && result.distance == PathType::kP2c ? PathType::kC2c : result.distance;
+  result.gdr = withinLevel(judged, policy.level.value_or(kDefaultNetGdrLevel));
   if (result.gdr) {
     result.toNic = direct;
     result.fromNic = paths.between(nic, gpu);
@@ -67,16 +67,17 @@ NetPath netPath(const System& system, const Paths& paths, int gpu, int nic, std:
   return result;
 }
 
-Status netGdrLevelFromKnob(std::optional<PathType>* level) {
+Status netGdrPolicyFromKnobs(NetGdrPolicy* policy) {
+  policy->c2c = knobs::getBool(knobs::KnobId::kNetGdrC2c);
+  policy->level.reset();
   const std::string text = knobs::getString(knobs::KnobId::kNetGdrLevel);
-  level->reset();
   if (text.empty()) return Status::ok();
   PathType parsed;
   if (!parseLevel(text, &parsed)) {
     return invalidArgument("NCCL_NET_GDR_LEVEL=%s is not a level: use LOC, PIX, PXB, PHB or SYS (or 0-4), or unset it "
                            "for NCCL's default (PXB)", text.c_str());
   }
-  *level = parsed;
+  policy->level = parsed;
   return Status::ok();
 }
 

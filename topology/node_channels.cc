@@ -8,7 +8,7 @@
 namespace weft::topology {
 
 std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& paths, const RingSet& rings,
-                                             std::optional<PathType> gdrLevel) {
+                                             const NetGdrPolicy& gdr) {
   const std::vector<int> gpus = system.nodesOfType(NodeType::kGpu);
   const std::vector<int> nics = system.nodesOfType(NodeType::kNic);
   std::vector<NodeChannel> channels;
@@ -24,8 +24,8 @@ std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& 
     auto cutKey = [&](size_t position) {
       const int first = gpus[ring[position]];
       const int last = gpus[ring[(position + ring.size() - 1) % ring.size()]];
-      const Path in = netPath(system, paths, first, nic, gdrLevel).fromNic;
-      const Path out = netPath(system, paths, last, nic, gdrLevel).toNic;
+      const Path in = netPath(system, paths, first, nic, gdr).fromNic;
+      const Path out = netPath(system, paths, last, nic, gdr).toNic;
       return std::make_tuple(std::max(in.type, out.type), std::min(in.type, out.type),
                              -std::min(in.bandwidth, out.bandwidth));
     };
@@ -34,8 +34,8 @@ std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& 
       if (cutKey(position) < cutKey(start)) start = position;
     }
     for (size_t i = 0; i < ring.size(); ++i) channel.chain.push_back(ring[(start + i) % ring.size()]);
-    channel.entry = netPath(system, paths, gpus[channel.chain.front()], nic, gdrLevel).fromNic.type;
-    channel.exit = netPath(system, paths, gpus[channel.chain.back()], nic, gdrLevel).toNic.type;
+    channel.entry = netPath(system, paths, gpus[channel.chain.front()], nic, gdr).fromNic.type;
+    channel.exit = netPath(system, paths, gpus[channel.chain.back()], nic, gdr).toNic.type;
     channels.push_back(std::move(channel));
   }
   return channels;

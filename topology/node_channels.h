@@ -4,9 +4,9 @@
 // first GPU and leaves for the next at its last, both through the channel's NIC. The same chains,
 // entered at the first GPU, are what each node runs below the trees (trees.h) that link the nodes.
 
-#include <optional>
 #include <vector>
 
+#include "topology/gdr.h"
 #include "topology/paths.h"
 #include "topology/search.h"
 #include "topology/system.h"
@@ -30,10 +30,10 @@ struct NodeChannel {
 /// c mod the ring count and uses NIC c mod the NIC count, as NCCL spreads channels over rails).
 /// Each chain is its ring cut open where both ends are nearest the channel's NIC: the cut whose
 /// worse end (by the type of netPath's way, from the NIC to the first GPU and from the last GPU to
-/// the NIC, under NCCL_NET_GDR_LEVEL `gdrLevel`) is best, then whose better end is, then whose
+/// the NIC, under GPUDirect RDMA policy `gdr`) is best, then whose better end is, then whose
 /// slower end is fastest, then the earliest on the ring. Empty when the system has no NIC or
 /// `rings` has no ring. Pure and deterministic.
 std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& paths, const RingSet& rings,
-                                             std::optional<PathType> gdrLevel = std::nullopt);
+                                             const NetGdrPolicy& gdr = {});
 
 }  // namespace weft::topology

@@ -6,7 +6,6 @@
 namespace weft::transport {
 
 Status allocateSlotMemory(size_t bytes, const char* what, SlotMemory* memory) {
-  constexpr size_t kPageBytes = 4096;
   size_t rounded = (std::max<size_t>(bytes, 1) + kPageBytes - 1) / kPageBytes * kPageBytes;
   memory->reset(static_cast<uint8_t*>(aligned_alloc(kPageBytes, rounded)));
   if (!*memory) {

@@ -14,6 +14,10 @@ namespace weft::transport {
 struct FreeDeleter {
   void operator()(uint8_t* memory) const { free(memory); }
 };
+/// The page that slot memory is aligned to and touched by: 4 KiB, the smallest page of the hosts
+/// Weft runs on.
+constexpr size_t kPageBytes = 4096;
+
 /// Page-aligned memory for slots, from allocateSlotMemory.
 using SlotMemory = std::unique_ptr<uint8_t[], FreeDeleter>;
 

@@ -126,11 +126,11 @@ struct ConnectionParams {
   int netDevice = -1;
 };
 
-/// A device a network transport sends through (an ib port), where the topology layer finds it:
-/// the PCI function it sits on, or its names.
+/// A device a network transport sends through (an ib port, a socket transport's interface), where
+/// the topology layer finds it: the PCI function it sits on, or its names.
 struct NetDevice {
-  std::string name;       // "mlx5_0:1", "rxe0:1"
-  std::string device;     // "mlx5_0", "rxe0": the name hwloc and NCCL's topology files give it
+  std::string name;       // "mlx5_0:1", "rxe0:1", "eth0"
+  std::string device;     // "mlx5_0", "rxe0", "eth0": the name hwloc and NCCL's topology files give it
   std::string netdev;     // the network interface it carries ("eth0"), where it has one
   std::string pciBusId;   // "0000:3b:00.0" (lower case): its PCI function, or its netdev's; empty: none
 };

@@ -23,7 +23,9 @@
   X(P2pDisable, "NCCL_P2P_DISABLE", Bool, "0", "1: no direct GPU peer-to-peer (CUDA IPC) transport") \
   X(NetGdrLevel, "NCCL_NET_GDR_LEVEL", String, "",                                                 \
     "the worst path between a GPU and a NIC over which the NIC reads and writes the GPU's memory "  \
-    "itself (GPUDirect RDMA): LOC (never), PIX, PXB, PHB, SYS (default: PXB, or P2C)")             \
+    "itself (GPUDirect RDMA): LOC (never), PIX, PXB, PHB, SYS (default: PXB)")                     \
+  X(NetGdrC2c, "NCCL_NET_GDR_C2C", Bool, "1",                                                      \
+    "1: a NIC on the CPU of a GPU's chip-to-chip link counts as that link for NCCL_NET_GDR_LEVEL")   \
   X(P2pLevel, "NCCL_P2P_LEVEL", String, "",                                                       \
     "the worst path between two GPUs that may use CUDA IPC: LOC (never), NVL, PIX, PXB, PHB, SYS " \
     "(default: any path on one host)")                                                            \

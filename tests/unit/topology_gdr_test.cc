@@ -41,7 +41,7 @@ TEST(NetGdr, ByDefaultOnlyNicsBehindTheGpusSwitchesReachItsMemory) {
   for (int gpu : system.nodesOfType(NodeType::kGpu)) {
     int reached = 0;
     for (int nic : system.nodesOfType(NodeType::kNic)) {
-      const NetPath net = netPath(system, paths, gpu, nic, std::nullopt);
+      const NetPath net = netPath(system, paths, gpu, nic, NetGdrPolicy{});
       const PathType own = paths.between(gpu, nic).type;
       if (net.gdr) {
         ++reached;
@@ -77,7 +77,7 @@ TEST(NetGdr, AGpuRelayingOverNvLinkIsJudgedByTheRelaysDistance) {
   int relayed = 0;
   for (int gpu : system.nodesOfType(NodeType::kGpu)) {
     for (int nic : system.nodesOfType(NodeType::kNic)) {
-      const NetPath net = netPath(system, paths, gpu, nic, std::nullopt);
+      const NetPath net = netPath(system, paths, gpu, nic, NetGdrPolicy{});
       EXPECT_TRUE(net.gdr);
       EXPECT_EQ(net.distance, PathType::kPxb);
       EXPECT_EQ(net.toNic.nodes, paths.between(gpu, nic).nodes);
@@ -92,9 +92,9 @@ TEST(NetGdr, TheLevelDecides) {
   const Paths paths(system);
   for (int gpu : system.nodesOfType(NodeType::kGpu)) {
     for (int nic : system.nodesOfType(NodeType::kNic)) {
-      EXPECT_FALSE(netPath(system, paths, gpu, nic, PathType::kLoc).gdr);  // LOC: never
-      EXPECT_TRUE(netPath(system, paths, gpu, nic, PathType::kSys).gdr);   // SYS: any path on the host
-      const NetPath pix = netPath(system, paths, gpu, nic, PathType::kPix);
+      EXPECT_FALSE(netPath(system, paths, gpu, nic, NetGdrPolicy{PathType::kLoc}).gdr);  // LOC: never
+      EXPECT_TRUE(netPath(system, paths, gpu, nic, NetGdrPolicy{PathType::kSys}).gdr);   // SYS: any path on the host
+      const NetPath pix = netPath(system, paths, gpu, nic, NetGdrPolicy{PathType::kPix});
       EXPECT_EQ(pix.gdr, pix.distance <= PathType::kPix);
     }
   }
@@ -104,51 +104,59 @@ TEST(NetGdr, WithoutItTheChannelsEnterThroughHostMemory) {
   const System system = load("full-dump-h100x8-nvswitch.xml");
   const Paths paths(system);
   const RingSet rings = searchRings(system, paths);
-  for (const NodeChannel& channel : channelsAcrossNodes(system, paths, rings, PathType::kLoc)) {
+  const std::vector<NodeChannel> staged = channelsAcrossNodes(system, paths, rings, NetGdrPolicy{PathType::kLoc});
+  ASSERT_EQ(staged.size(), 16u);
+  for (const NodeChannel& channel : staged) {
     EXPECT_EQ(channel.entry, PathType::kPhb);
     EXPECT_EQ(channel.exit, PathType::kPhb);
   }
-  for (const NodeChannel& channel : channelsAcrossNodes(system, paths, rings, std::nullopt)) {
-    EXPECT_EQ(channel.entry, PathType::kPxb);
-  }
+  const std::vector<NodeChannel> direct = channelsAcrossNodes(system, paths, rings, NetGdrPolicy{});
+  ASSERT_EQ(direct.size(), 16u);
+  for (const NodeChannel& channel : direct) EXPECT_EQ(channel.entry, PathType::kPxb);
 }
 
-TEST(NetGdr, AGpuWithAChipToChipLinkReachesItsCpusNicByDefault) {
+TEST(NetGdr, AGpuWithAChipToChipLinkReachesItsCpusNicUnlessNcclNetGdrC2cIsOff) {
   const System system = load("grace-hopper-c2c.xml");
   const Paths paths(system);
   int p2c = 0;
   for (int gpu : system.nodesOfType(NodeType::kGpu)) {
     for (int nic : system.nodesOfType(NodeType::kNic)) {
-      const NetPath net = netPath(system, paths, gpu, nic, std::nullopt);
+      const NetPath net = netPath(system, paths, gpu, nic, NetGdrPolicy{});
       if (net.distance != PathType::kP2c) continue;
       ++p2c;
       EXPECT_TRUE(net.gdr);
-      EXPECT_FALSE(netPath(system, paths, gpu, nic, PathType::kPxb).gdr);  // a level set replaces the default
+      // The pair counts as C2C under any level but LOC, as NCCL's NCCL_NET_GDR_C2C=1 has it.
+      EXPECT_TRUE(netPath(system, paths, gpu, nic, NetGdrPolicy{PathType::kPix}).gdr);
+      EXPECT_FALSE(netPath(system, paths, gpu, nic, NetGdrPolicy{PathType::kLoc}).gdr);
+      EXPECT_FALSE(netPath(system, paths, gpu, nic, NetGdrPolicy{std::nullopt, false}).gdr);
+      EXPECT_TRUE(netPath(system, paths, gpu, nic, NetGdrPolicy{PathType::kP2c, false}).gdr);
     }
   }
   EXPECT_GT(p2c, 0) << "the fixture has a NIC on the CPU of a C2C GPU";
 }
 
-TEST(NetGdr, TheKnobTakesNcclsLevels) {
-  std::optional<PathType> level = PathType::kSys;
+TEST(NetGdr, TheKnobsTakeNcclsValues) {
+  NetGdrPolicy policy{PathType::kSys, false};
   {
-    harness::ScopedEnv env("NCCL_NET_GDR_LEVEL", nullptr);
-    ASSERT_TRUE(netGdrLevelFromKnob(&level).isOk());
-    EXPECT_FALSE(level.has_value());
+    harness::ScopedEnv env({{"NCCL_NET_GDR_LEVEL", std::nullopt}, {"NCCL_NET_GDR_C2C", std::nullopt}});
+    ASSERT_TRUE(netGdrPolicyFromKnobs(&policy).isOk());
+    EXPECT_FALSE(policy.level.has_value());
+    EXPECT_TRUE(policy.c2c);
   }
   {
-    harness::ScopedEnv env("NCCL_NET_GDR_LEVEL", "phb");
-    ASSERT_TRUE(netGdrLevelFromKnob(&level).isOk());
-    EXPECT_EQ(level, PathType::kPhb);
+    harness::ScopedEnv env({{"NCCL_NET_GDR_LEVEL", "phb"}, {"NCCL_NET_GDR_C2C", "0"}});
+    ASSERT_TRUE(netGdrPolicyFromKnobs(&policy).isOk());
+    EXPECT_EQ(policy.level, PathType::kPhb);
+    EXPECT_FALSE(policy.c2c);
   }
   {
     harness::ScopedEnv env("NCCL_NET_GDR_LEVEL", "2");  // NCCL's legacy number for PXB
-    ASSERT_TRUE(netGdrLevelFromKnob(&level).isOk());
-    EXPECT_EQ(level, PathType::kPxb);
+    ASSERT_TRUE(netGdrPolicyFromKnobs(&policy).isOk());
+    EXPECT_EQ(policy.level, PathType::kPxb);
   }
   {
     harness::ScopedEnv env("NCCL_NET_GDR_LEVEL", "near");
-    const Status status = netGdrLevelFromKnob(&level);
+    const Status status = netGdrPolicyFromKnobs(&policy);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
     EXPECT_NE(status.message().find("NCCL_NET_GDR_LEVEL=near is not a level"), std::string::npos) << status.message();
   }

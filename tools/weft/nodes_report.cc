@@ -30,10 +30,10 @@ std::string linkText(int node) { return node < 0 ? "-" : std::to_string(node); }
 }  // namespace
 
 NodesPlan planNodes(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings,
-                    int nodes, std::optional<topology::PathType> gdrLevel) {
+                    int nodes, const topology::NetGdrPolicy& gdr) {
   NodesPlan plan;
   plan.nodes = nodes;
-  plan.channels = topology::channelsAcrossNodes(system, paths, rings, gdrLevel);
+  plan.channels = topology::channelsAcrossNodes(system, paths, rings, gdr);
   for (int node = 0; node < nodes; ++node) plan.trees.push_back(topology::doubleBinaryTreeLinks(nodes, node));
   return plan;
 }

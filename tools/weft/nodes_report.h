@@ -5,10 +5,10 @@
 
 #include <nlohmann/json.hpp>
 #include <array>
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "topology/gdr.h"
 #include "topology/node_channels.h"
 #include "topology/system.h"
 #include "topology/trees.h"
@@ -25,9 +25,9 @@ struct NodesPlan {
 };
 
 /// Builds the channels and trees for `nodes` nodes like `system` from its `rings`, with
-/// NCCL_NET_GDR_LEVEL `gdrLevel` (none: NCCL's default).
+/// GPUDirect RDMA policy `gdr`.
 NodesPlan planNodes(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings,
-                    int nodes, std::optional<topology::PathType> gdrLevel);
+                    int nodes, const topology::NetGdrPolicy& gdr);
 
 /// "Channel 0: NIC0 (mlx5_0) -> GPU0 ... GPU7 -> NIC0 (enters PXB, leaves PXN)" per channel, then
 /// the trees: each node's parent and children up to 16 nodes, else their depths and roots.

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,9 +87,9 @@ int runSim(const SimOptions& options) {
     std::fprintf(stderr, "weft sim: %s\n", loaded.message().c_str());
     return 1;
   }
-  std::optional<topology::PathType> gdrLevel;
-  if (const Status level = topology::netGdrLevelFromKnob(&gdrLevel); !level.isOk()) {
-    std::fprintf(stderr, "weft sim: %s\n", level.message().c_str());
+  topology::NetGdrPolicy gdr;
+  if (const Status policy = topology::netGdrPolicyFromKnobs(&gdr); !policy.isOk()) {
+    std::fprintf(stderr, "weft sim: %s\n", policy.message().c_str());
     return 1;
   }
   sim::TimingOptions timing;
@@ -106,7 +105,7 @@ int runSim(const SimOptions& options) {
     fabricOptions.nodes = nodes;
     fabricOptions.maxChannels = options.maxChannels;
     fabricOptions.nicGbps = options.nicGbps;
-    fabricOptions.netGdrLevel = gdrLevel;
+    fabricOptions.gdr = gdr;
     sim::Fabric fabric;
     const Status built = sim::Fabric::build(system, fabricOptions, &fabric);
     if (!built.isOk()) {

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <optional>
 
 #include "src/base/knobs.h"
 #include "topology/gdr.h"
@@ -33,8 +32,8 @@ int runTopo(const TopoOptions& options) {
     std::fprintf(stderr, "weft topo: %s\n", status.message().c_str());
     return 1;
   }
-  std::optional<topology::PathType> gdrLevel;
-  status = topology::netGdrLevelFromKnob(&gdrLevel);
+  topology::NetGdrPolicy gdr;
+  status = topology::netGdrPolicyFromKnobs(&gdr);
   if (!status.isOk()) {
     std::fprintf(stderr, "weft topo: %s\n", status.message().c_str());
     return 1;
@@ -45,14 +44,14 @@ int runTopo(const TopoOptions& options) {
   search.maxRings = options.maxRings;
   const topology::RingSet rings = topology::searchRings(system, paths, search);
   NodesPlan plan;
-  if (options.nodes > 1) plan = planNodes(system, paths, rings, options.nodes, gdrLevel);
+  if (options.nodes > 1) plan = planNodes(system, paths, rings, options.nodes, gdr);
   plan.searchMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (options.json) {
-    nlohmann::json json = topoJson(system, paths, rings, gdrLevel);
+    nlohmann::json json = topoJson(system, paths, rings, gdr);
     if (options.nodes > 1) json["across_nodes"] = nodesJson(plan);
     std::cout << json.dump(2) << "\n";
   } else {
-    std::cout << topoText(system, paths, rings, gdrLevel, options.nodes > 1 ? nodesText(system, plan) : "");
+    std::cout << topoText(system, paths, rings, gdr, options.nodes > 1 ? nodesText(system, plan) : "");
   }
   return 0;
 }

@@ -57,18 +57,19 @@ void appendCell(std::string* line, const std::string& text, size_t width) {
   if (text.size() < width) line->append(width - text.size(), ' ');
 }
 
-// Per GPU, the NICs that reach its memory themselves (GPUDirect RDMA) under `gdrLevel`, with the
+// Per GPU, the NICs that reach its memory themselves (GPUDirect RDMA) under policy `gdr`, with the
 // path the data takes: "  GPU0: NIC0 (PIX) NIC1 (PXN)", or "  GPU3: none, through host memory
 // (nearest NIC: SYS)".
 std::string gdrLines(const System& system, const Paths& paths, const Devices& devices,
-                     std::optional<topology::PathType> gdrLevel) {
+                     const topology::NetGdrPolicy& gdr) {
   std::string out = "\nGPUDirect RDMA (NCCL_NET_GDR_LEVEL=" +
-                    std::string(gdrLevel ? topology::pathTypeName(*gdrLevel) : "unset: PXB, or P2C") + "):\n";
+                    std::string(gdr.level ? topology::pathTypeName(*gdr.level) : "PXB, the default") +
+                    ", NCCL_NET_GDR_C2C=" + (gdr.c2c ? "1" : "0") + "):\n";
   for (size_t g = 0; g < devices.gpus.size(); ++g) {
     std::string line = "  " + devices.labels[g] + ":";
     topology::PathType nearest = topology::PathType::kDis;
     for (size_t n = 0; n < devices.nics.size(); ++n) {
-      const topology::NetPath net = topology::netPath(system, paths, devices.gpus[g], devices.nics[n], gdrLevel);
+      const topology::NetPath net = topology::netPath(system, paths, devices.gpus[g], devices.nics[n], gdr);
       nearest = std::min(nearest, net.distance);
       if (net.gdr) line += " NIC" + std::to_string(n) + " (" + topology::pathTypeName(net.toNic.type) + ")";
     }
@@ -113,7 +114,7 @@ const char* const kLegend =
 }  // namespace
 
 std::string topoText(const System& system, const Paths& paths, const topology::RingSet& rings,
-                     std::optional<topology::PathType> gdrLevel, const std::string& nodesSection) {
+                     const topology::NetGdrPolicy& gdr, const std::string& nodesSection) {
   const Devices devices = devicesOf(system);
   std::string out = "# " + system.source() + ": " + std::to_string(devices.gpus.size()) + " GPU(s), " +
                     std::to_string(devices.nics.size()) + " NIC(s), " +
@@ -155,7 +156,7 @@ std::string topoText(const System& system, const Paths& paths, const topology::R
       out += "\n";
     }
   }
-  if (!devices.gpus.empty() && !devices.nics.empty()) out += gdrLines(system, paths, devices, gdrLevel);
+  if (!devices.gpus.empty() && !devices.nics.empty()) out += gdrLines(system, paths, devices, gdr);
   if (!system.nvlinkDescribed() && !devices.gpus.empty()) {
     out += "\nNVLink is not described by this source: the paths above are those it does describe "
            "(PCIe, CPUs), and the rings below assume them; GPUs it connects by NVLink would show NVL.\n";
@@ -171,7 +172,7 @@ std::string topoText(const System& system, const Paths& paths, const topology::R
 }
 
 nlohmann::json topoJson(const System& system, const Paths& paths, const topology::RingSet& rings,
-                        std::optional<topology::PathType> gdrLevel) {
+                        const topology::NetGdrPolicy& gdr) {
   const Devices devices = devicesOf(system);
   nlohmann::json json;
   json["source"] = system.source();
@@ -212,14 +213,14 @@ nlohmann::json topoJson(const System& system, const Paths& paths, const topology
                    {"gpu_nic", matrix(devices.gpus, devices.nics, false)},
                    {"gpu_gpu_bandwidth", matrix(devices.gpus, devices.gpus, true)},
                    {"gpu_nic_bandwidth", matrix(devices.gpus, devices.nics, true)}};
-  nlohmann::json gdr = nlohmann::json::array();
+  nlohmann::json direct = nlohmann::json::array();
   for (int gpu : devices.gpus) {
     nlohmann::json line = nlohmann::json::array();
-    for (int nic : devices.nics) line.push_back(topology::netPath(system, paths, gpu, nic, gdrLevel).gdr);
-    gdr.push_back(line);
+    for (int nic : devices.nics) line.push_back(topology::netPath(system, paths, gpu, nic, gdr).gdr);
+    direct.push_back(line);
   }
-  json["paths"]["gpu_nic_gdr"] = gdr;
-  json["net_gdr_level"] = gdrLevel ? topology::pathTypeName(*gdrLevel) : "default";
+  json["paths"]["gpu_nic_gdr"] = direct;
+  json["net_gdr_level"] = gdr.level ? topology::pathTypeName(*gdr.level) : "default";
   json["channels"] = nlohmann::json::array();
   for (const std::vector<int>& ring : rings.rings) json["channels"].push_back(ring);
   json["ring_bandwidth"] = rings.bandwidthPerRing;

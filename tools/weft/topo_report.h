@@ -4,9 +4,9 @@
 // as JSON.
 
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 
+#include "topology/gdr.h"
 #include "topology/paths.h"
 #include "topology/search.h"
 #include "topology/system.h"
@@ -14,12 +14,11 @@
 namespace weft::tools {
 
 /// The matrix of path types between GPUs and NICs, the CPU and NUMA affinity of each, the NICs'
-/// names and ports, the NICs each GPU reaches with GPUDirect RDMA under NCCL_NET_GDR_LEVEL
-/// `gdrLevel` (none: NCCL's default), each ring of `rings` ("Ring 0: GPU0 GPU1 ... (NVL, 20.6
+/// names and ports, the NICs each GPU reaches with GPUDirect RDMA under policy `gdr`, each ring of `rings` ("Ring 0: GPU0 GPU1 ... (NVL, 20.6
 /// GB/s)"), then `nodesSection` (the plan across nodes, when there is one) and a legend; says so
 /// when the source did not describe NVLink (the rings then assume the paths it describes).
 std::string topoText(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings,
-                     std::optional<topology::PathType> gdrLevel, const std::string& nodesSection);
+                     const topology::NetGdrPolicy& gdr, const std::string& nodesSection);
 
 /// {"source", "nvlink_described", "cpus": [{numa, affinity}], "gpus": [{dev, busid, numa, sm}],
 ///  "nics": [{name, busid, numa, ports: [{name, port, speed_mbps}]}],
@@ -29,8 +28,8 @@ std::string topoText(const topology::System& system, const topology::Paths& path
 /// Path types are NCCL's names ("NVL", "PIX", ...); `channels` lists the rings, each as indices into
 /// "gpus"; `ring_bandwidth` is what each ring moves and `ring_worst_hop` the worst path type between
 /// consecutive GPUs ("DIS" when there is no ring); `gpu_nic_gdr` says which NIC reaches which GPU's
-/// memory itself (GPUDirect RDMA) under NCCL_NET_GDR_LEVEL `gdrLevel`.
+/// memory itself (GPUDirect RDMA) under policy `gdr`.
 nlohmann::json topoJson(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings,
-                        std::optional<topology::PathType> gdrLevel);
+                        const topology::NetGdrPolicy& gdr);
 
 }  // namespace weft::tools

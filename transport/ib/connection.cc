@@ -74,8 +74,7 @@ Status IbSendConnection::create(const ConnectionParams& params, const IbPort& po
   WEFT_RETURN_IF_ERROR(
       first.registerMemory(created->slots_.get(), slotsBytes, IBV_ACCESS_LOCAL_WRITE, &created->slotsMr_));
   const size_t tableBytes = offerTableBytes(slotCount);
-  WEFT_RETURN_IF_ERROR(allocateSlotMemory(tableBytes, "ib offer table", &created->offerTable_));
-  memset(created->offerTable_.get(), 0, tableBytes);
+  WEFT_RETURN_IF_ERROR(allocateSlotMemory(tableBytes, "ib offer table", &created->offerTable_));  // zeroed
   ibv_mr* tableMr = nullptr;
   WEFT_RETURN_IF_ERROR(first.registerMemory(created->offerTable_.get(), tableBytes,
                                             IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &tableMr));

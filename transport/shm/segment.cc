@@ -15,11 +15,10 @@
 #include <cstring>
 #include <utility>
 
+#include "transport/slot_memory.h"
+
 namespace weft::transport::shm {
 namespace {
-
-// Touched once each at mapping; 4 KiB is the smallest page of the hosts Weft runs on.
-constexpr size_t kPageBytes = 4096;
 
 constexpr int kNameAttempts = 8;
 constexpr double kMiB = 1024.0 * 1024.0;
