@@ -7,6 +7,7 @@
 #include <csignal>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cerrno>
 #include <cstring>
@@ -151,6 +152,25 @@ bool runSweep(const std::string& perf, int ranks, int channels, int iterations, 
   return true;
 }
 
+// Runs the sweep `repeats` times (runSweep) and keeps each size's median time: the middle one, or
+// the mean of the middle two.
+bool runMedianSweep(const std::string& perf, int ranks, int channels, int iterations, int repeats, bool network,
+                    const char* protocol, std::map<size_t, double>* times, std::string* why) {
+  std::map<size_t, std::vector<double>> runs;
+  for (int run = 0; run < repeats; ++run) {
+    std::map<size_t, double> one;
+    if (!runSweep(perf, ranks, channels, iterations, network, protocol, &one, why)) return false;
+    for (const auto& [size, time] : one) runs[size].push_back(time);
+  }
+  times->clear();
+  for (auto& [size, values] : runs) {
+    std::sort(values.begin(), values.end());
+    const size_t middle = values.size() / 2;
+    (*times)[size] = values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+  }
+  return true;
+}
+
 // Fits the ring allreduce's model to one sweep.
 algorithms::HopCost fit(const std::map<size_t, double>& times, int ranks) {
   const double n = ranks;
@@ -198,11 +218,13 @@ int runCalibration(const CalibrationOptions& options) {
       const int channels = spread == 0 ? 1 : kSpreadChannels;
       std::map<size_t, double> times;
       std::string why;
-      std::printf("# measuring %s%s: %d ranks of %s, NCCL_ALGO=ring NCCL_PROTO=%s, %d channel(s), %zu B and %zu B\n",
+      std::printf("# measuring %s%s: %d ranks of %s, NCCL_ALGO=ring NCCL_PROTO=%s, %d channel(s), %zu B and %zu B, "
+                  "median of %d runs\n",
                   sweep.what, sweep.network ? " (NCCL_SHM_DISABLE=1)" : "", options.ranks, perf.c_str(), sweep.protocol,
-                  channels, smallestBytes(options.ranks, channels), kLargestBytes);
+                  channels, smallestBytes(options.ranks, channels), kLargestBytes, options.repeats);
       std::fflush(stdout);
-      if (!runSweep(perf, options.ranks, channels, options.iterations, sweep.network, sweep.protocol, &times, &why)) {
+      if (!runMedianSweep(perf, options.ranks, channels, options.iterations, options.repeats, sweep.network,
+                          sweep.protocol, &times, &why)) {
         std::fprintf(stderr, "weft tune --calibrate: %s\n", why.c_str());
         return 1;
       }

@@ -7,7 +7,9 @@
 // (NCCL_PROTO), and with NCCL_SHM_DISABLE=1 (the network), and fits the ring's model to each
 // sweep: the smallest size's time is 2(n-1) latencies, the largest one's adds 2(n-1)/n S at the
 // bandwidth. Each kind of hop is measured on one channel and on four: what a channel adds to a
-// step, and, where four move clearly more than one, their peak bandwidth.
+// step, and, where four move clearly more than one, their peak bandwidth. Each sweep runs
+// `repeats` times and each size's median is fitted: on a busy host one run's step can be 1.5x
+// another's.
 
 #include <string>
 
@@ -18,6 +20,7 @@ struct CalibrationOptions {
   std::string output = "weft-tune.json";
   std::string perfDir;  // where all_reduce_perf is; default: ../perf beside this program
   int iterations = 50;
+  int repeats = 3;  // runs of each sweep; each size's median time is fitted
 };
 
 /// Measures, writes options.output and prints what it found; the exit code.

@@ -197,6 +197,10 @@ void addTuneCommand(CLI::App& app, int* exitCode) {
   tune->add_option("--iters", options->calibration.iterations, "timed iterations per size for --calibrate")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
+  tune->add_option("--repeats", options->calibration.repeats,
+                   "runs of each --calibrate sweep; each size's median time is fitted")
+      ->check(CLI::Range(1, 99))
+      ->capture_default_str();
   tune->callback([options, exitCode]() {
     if (options->calibrate) {
       if (options->ranksGiven) options->calibration.ranks = options->ranks;
