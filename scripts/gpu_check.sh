@@ -14,7 +14,9 @@
 #      1 to 4 ranks on one GPU; stream semantics; abort)
 #   3. a probe of cross-process CUDA IPC (one 2-rank test as forked processes); if it passes, the
 #      rest of the processes tests, each in a process of its own (a process that has used CUDA
-#      cannot fork ranks that use it); if not, it says so and the ranks stay threads
+#      cannot fork ranks that use it); if not, it says so and the ranks stay threads. Then GPU
+#      buffers between two hosts simulated with NCCL_HOSTID, one rank each (the network proxy over
+#      sockets, no CUDA IPC needed), and a lost host ending a waiting kernel
 #   4. part of the host suite, with the CUDA build on a GPU machine (host buffers must still take
 #      the host path)
 #   5. PyTorch with Weft's libnccl.so.2 preloaded (tests/gpu/torch_client.py), if torch is there
@@ -104,10 +106,14 @@ run() {
   echo
   if step "3a. cross-process CUDA IPC probe" 20 "$tests" \
       --gtest_filter='Collectives/GpuCollective.MatchesReference/SendRecvRing_2ranks_processes' --gtest_brief=1; then
-    run_each "3b. GPU suite, ranks as processes" '*processes*:-*SendRecvRing_2ranks_processes' 45 20 "$out" || true
+    run_each "3b. GPU suite, ranks as processes" '*processes*:-*SendRecvRing_2ranks_processes:*2ranks_processes*hosts' \
+      45 20 "$out" || true
   else
     echo "=== 3. cross-process CUDA IPC does not work here: ranks were run as threads only"
   fi
+  # One gtest process: its tests fork every rank, and the parent itself never touches CUDA.
+  step "3c. GPU buffers across simulated hosts (network proxy)" 50 "$tests" \
+    --gtest_filter='*2ranks_processes*hosts:GpuAcrossHosts.*' --gtest_brief=1
 
   step "4. host suite on a GPU machine (part)" 15 "$bundle/weft_multirank_tests" \
     --gtest_filter='Collectives/ExactCollective.MatchesReference/*_2ranks_shm:Groups*' --gtest_brief=1

@@ -17,6 +17,7 @@
 #include "transport/socket/transport.h"
 #if WEFT_CUDA
 #include "transport/cuda_ipc/transport.h"
+#include "transport/proxy/transport.h"
 #endif
 
 namespace weft::transport {
@@ -33,6 +34,14 @@ struct Registry {
 #endif
 #if WEFT_CUDA
   std::unique_ptr<Transport> cudaIpc = cuda_ipc::makeCudaIpcTransport();
+  // GPU buffers between hosts: each network behind a proxy thread.
+  std::unique_ptr<Transport> socketProxy = proxy::makeProxyTransport(socket.get(), proxy::allocatePinnedStaging);
+#if WEFT_IB
+  std::unique_ptr<Transport> ibProxy = proxy::makeProxyTransport(ib.get(), proxy::allocatePinnedStaging);
+  Transport* proxies[2] = {ibProxy.get(), socketProxy.get()};
+#else
+  Transport* proxies[1] = {socketProxy.get()};
+#endif
 #endif
 };
 
@@ -53,6 +62,9 @@ Transport* findTransport(const char* name) {
   }
 #if WEFT_CUDA
   if (strcmp(registry().cudaIpc->name(), name) == 0) return registry().cudaIpc.get();
+  for (Transport* proxied : registry().proxies) {
+    if (strcmp(proxied->name(), name) == 0) return proxied;
+  }
 #endif
   return nullptr;
 }
@@ -66,9 +78,18 @@ Status pickDeviceTransport(const PeerInfo& self, const PeerInfo& peer, Transport
     return Status::ok();
   }
   if (!self.sameHost(peer)) {
-    return invalidUsage("rank %d (%s) and rank %d (%s) are on different hosts: GPU buffers between hosts need the "
-                        "network proxy, which this version of Weft does not have yet; use host buffers there",
-                        self.rank, self.hostname, peer.rank, peer.hostname);
+    // Another host: the network the host path would take, behind the proxy.
+    Transport* network = nullptr;
+    WEFT_RETURN_IF_ERROR(pickTransport(self, peer, &network));
+    const std::string proxiedName = std::string("proxy/") + network->name();
+    for (Transport* proxied : registry().proxies) {
+      if (proxiedName == proxied->name()) {
+        *transport = proxied;
+        return Status::ok();
+      }
+    }
+    return internalError("rank %d reaches rank %d through %s, which has no proxy for GPU buffers", self.rank,
+                         peer.rank, network->name());
   }
   return invalidUsage("rank %d (CUDA device %d) and rank %d (CUDA device %d): both need a CUDA device for GPU "
                       "buffers",

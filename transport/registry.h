@@ -25,8 +25,9 @@ void describeTransports(PeerInfo* self);
 Status pickTransport(const PeerInfo& self, const PeerInfo& peer, Transport** transport);
 
 /// The transport to connect `self` (receiving end) and `peer` when both ends' buffers are in GPU
-/// memory: cuda_ipc on one host. Fails with a message naming the pair otherwise (GPU buffers
-/// between hosts, or a build without CUDA).
+/// memory: cuda_ipc on one host; between hosts, the network pickTransport chooses, behind the
+/// network proxy ("proxy/socket", "proxy/ib"). Fails with a message naming the pair otherwise (a
+/// rank without a CUDA device, or a build without CUDA).
 Status pickDeviceTransport(const PeerInfo& self, const PeerInfo& peer, Transport** transport);
 
 /// The transport whose name() is `name`, or nullptr.

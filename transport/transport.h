@@ -43,14 +43,38 @@ inline size_t lowLatencyPayloadBytes(size_t llSlotBytes) {
   return llSlotBytes < 64 ? 0 : llSlotBytes / 2 - 16;
 }
 
-/// One connection whose slots live in GPU memory (cuda_ipc), as a kernel reaches it: the
-/// receiver's slots and counters, mapped into this process. The sender fills slot
-/// `posted % slotCount` and then increments `posted`; the receiver consumes slot
-/// `released % slotCount` and then increments `released`. Both counts only grow.
+/// Hears, once, that the network connection behind a proxied device end failed (from the proxy's
+/// thread): its kernels will wait in vain unless told to give up.
+class ProxyFailureSink {
+ public:
+  virtual ~ProxyFailureSink() = default;
+  virtual void proxyFailed(const Status& failure) = 0;
+};
+
+/// The host thread that carries a device end's pieces between its kernel and a host network
+/// connection (transport/proxy/). It works only while launches need it.
+class DeviceProxy {
+ public:
+  virtual ~DeviceProxy() = default;
+  /// Called once a launch that moves `pieces` pieces through the end has been enqueued. `sink`
+  /// must outlive the connection.
+  virtual void expect(uint64_t pieces, ProxyFailureSink* sink) = 0;
+};
+
+/// One connection as a kernel reaches it: slots and counters that the GPU can address (cuda_ipc:
+/// the receiver's, in GPU memory; a proxied network connection: this rank's own, in pinned host
+/// memory). The sender fills slot `posted % slotCount` and then increments `posted`; the receiver
+/// consumes slot `released % slotCount` and then increments `released`. Both counts only grow.
 struct DeviceEnd {
   char* slots = nullptr;           // slotCount slots of slotBytes each
   uint64_t* posted = nullptr;      // slots filled so far (written by the sender only)
   uint64_t* released = nullptr;    // slots consumed so far (written by the receiver only)
+  /// Where the sender writes each post's byte count (entry `posted % slotCount`) before it
+  /// increments `posted`; nullptr where the receiver needs no count (it knows it from its program).
+  uint64_t* sizes = nullptr;
+  /// The proxy behind a network connection, which the executor tells what each launch moves;
+  /// nullptr for cuda_ipc, whose kernels reach each other directly.
+  DeviceProxy* proxy = nullptr;
   size_t slotBytes = 0;
   int slotCount = 0;
 };

@@ -1,6 +1,8 @@
 #include "src/core/gpu_peer_access.h"
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "src/base/knobs.h"
 #include "src/core/machine.h"
@@ -40,17 +42,21 @@ Status checkLevel(const PeerInfo& a, const PeerInfo& b, const std::string& level
 }  // namespace
 
 Status checkGpuPeerAccess(const std::vector<PeerInfo>& peers) {
-  if (peers.size() < 2) return Status::ok();
+  // The pairs of one host: the P2P settings govern their CUDA IPC.
+  std::vector<std::pair<const PeerInfo*, const PeerInfo*>> sameHost;
   for (size_t i = 0; i < peers.size(); ++i) {
     for (size_t j = i + 1; j < peers.size(); ++j) {
       transport::Transport* transport = nullptr;
       WEFT_RETURN_IF_ERROR(transport::pickDeviceTransport(peers[i], peers[j], &transport));
+      if (peers[i].sameHost(peers[j])) sameHost.emplace_back(&peers[i], &peers[j]);
     }
   }
+  if (sameHost.empty()) return Status::ok();
   if (knobs::getBool(knobs::KnobId::kP2pDisable)) {
-    return invalidUsage("NCCL_P2P_DISABLE=1 forbids CUDA IPC between the GPUs of this communicator's ranks (rank 0: "
-                        "GPU %s, rank 1: GPU %s); %s, or unset NCCL_P2P_DISABLE",
-                        peers[0].gpuBusId, peers[1].gpuBusId, kNoStaging);
+    const auto [a, b] = sameHost.front();
+    return invalidUsage("NCCL_P2P_DISABLE=1 forbids CUDA IPC between the GPUs of this communicator's ranks on one "
+                        "host (rank %d: GPU %s, rank %d: GPU %s); %s, or unset NCCL_P2P_DISABLE",
+                        a->rank, a->gpuBusId, b->rank, b->gpuBusId, kNoStaging);
   }
   const std::string levelText = knobs::getString(knobs::KnobId::kP2pLevel);
   if (levelText.empty()) return Status::ok();
@@ -59,9 +65,7 @@ Status checkGpuPeerAccess(const std::vector<PeerInfo>& peers) {
     return invalidArgument("NCCL_P2P_LEVEL=%s is not a level: use LOC, NVL, PIX, PXB, PHB or SYS (or 0-4)",
                            levelText.c_str());
   }
-  for (size_t i = 0; i < peers.size(); ++i) {
-    for (size_t j = i + 1; j < peers.size(); ++j) WEFT_RETURN_IF_ERROR(checkLevel(peers[i], peers[j], levelText, level));
-  }
+  for (const auto& [a, b] : sameHost) WEFT_RETURN_IF_ERROR(checkLevel(*a, *b, levelText, level));
   return Status::ok();
 }
 

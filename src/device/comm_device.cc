@@ -4,6 +4,7 @@
 #include <mutex>
 #include <set>
 
+#include "src/base/log.h"
 #include "src/core/gpu_peer_access.h"
 #include "src/device/gpu_runtime.h"
 #include "src/device/step_kernel.h"
@@ -55,7 +56,7 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
                         comm.rank());
   }
   WEFT_RETURN_IF_ERROR(core::checkGpuPeerAccess(comm.peers()));
-  std::unique_ptr<CommDevice> resources(new CommDevice(self.cudaDevice));
+  std::unique_ptr<CommDevice> resources(new CommDevice(comm, self.cudaDevice));
   ScopedDevice device(resources->device_);
   WEFT_RETURN_IF_ERROR(device.status());
   resources->connections_ = std::make_unique<core::ConnectionTable>(
@@ -88,6 +89,12 @@ CommDevice::~CommDevice() {
 
 void CommDevice::abort() {
   if (abortFlagHost_ != nullptr) *abortFlagHost_ = 1;
+}
+
+void CommDevice::proxyFailed(const Status& failure) {
+  WEFT_WARN("rank %d: %s; the communicator's kernels give up", comm_.rank(), failure.message().c_str());
+  comm_.setAsyncError(failure);
+  abort();
 }
 
 Status CommDevice::orderAfterPrevious(cudaStream_t stream) {

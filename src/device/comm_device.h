@@ -36,7 +36,9 @@ class WorkPool {
   std::vector<std::unique_ptr<Buffer>> buffers_;
 };
 
-class CommDevice final : public core::Communicator::DeviceResources {
+/// Also the sink of its network proxies' failures (a peer host lost): the communicator records the
+/// error (ncclCommGetAsyncError) and its kernels give up, as on ncclCommAbort.
+class CommDevice final : public core::Communicator::DeviceResources, public transport::ProxyFailureSink {
  public:
   /// Makes the resources of `comm` (whose rank must have a CUDA device).
   static Status create(core::Communicator& comm, std::unique_ptr<core::Communicator::DeviceResources>* out);
@@ -44,6 +46,7 @@ class CommDevice final : public core::Communicator::DeviceResources {
   ~CommDevice() override;
 
   void abort() override;
+  void proxyFailed(const Status& failure) override;
 
   int device() const { return device_; }
   core::ConnectionTable& connections() { return *connections_; }
@@ -57,8 +60,9 @@ class CommDevice final : public core::Communicator::DeviceResources {
   Status recordLaunch(cudaStream_t stream);
 
  private:
-  explicit CommDevice(int device) : device_(device) {}
+  CommDevice(core::Communicator& comm, int device) : comm_(comm), device_(device) {}
 
+  core::Communicator& comm_;
   int device_;
   std::unique_ptr<core::ConnectionTable> connections_;
   volatile int* abortFlagHost_ = nullptr;

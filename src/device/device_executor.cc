@@ -68,13 +68,16 @@ class LaunchBuilder {
                                "ring programs");
         }
         KernelStep k;
+        const uint64_t pieces = (step.count * scale + pieceUnits - 1) / pieceUnits;
         if (step.recvPeer >= 0) {
           WEFT_RETURN_IF_ERROR(connectionIndex(lane.channel, step.recvPeer, false, &k.recvConnection));
           entry.endpoints.push_back(endpointKey(lane.channel, step.recvPeer, false));
+          connectionPieces_[k.recvConnection] += pieces;
         }
         if (step.sendPeer >= 0) {
           WEFT_RETURN_IF_ERROR(connectionIndex(lane.channel, step.sendPeer, true, &k.sendConnection));
           entry.endpoints.push_back(endpointKey(lane.channel, step.sendPeer, true));
+          connectionPieces_[k.sendConnection] += pieces;
         }
         k.srcBuffer = bufferCode(step.src.buffer);
         k.dstBuffer = bufferCode(step.dst.buffer);
@@ -121,6 +124,10 @@ class LaunchBuilder {
     WEFT_RETURN_IF_ERROR(device_.orderAfterPrevious(stream));
     WEFT_RETURN_IF_ERROR(launchStepKernel(work, static_cast<int>(blocks.size()), reduction, stream));
     WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(buffer->done, stream), "cudaEventRecord"));
+    // The network proxies carry what the kernel will move through their ends.
+    for (size_t i = 0; i < connections_.size(); ++i) {
+      if (proxies_[i] != nullptr && connectionPieces_[i] > 0) proxies_[i]->expect(connectionPieces_[i], &device_);
+    }
     return device_.recordLaunch(stream);
   }
 
@@ -164,10 +171,13 @@ class LaunchBuilder {
     connection.slots = end->slots;
     connection.posted = reinterpret_cast<unsigned long long*>(end->posted);
     connection.released = reinterpret_cast<unsigned long long*>(end->released);
+    connection.sizes = reinterpret_cast<unsigned long long*>(end->sizes);
     connection.slotBytes = end->slotBytes;
     connection.slotCount = static_cast<uint64_t>(end->slotCount);
     connectionKeys_.push_back(key);
     connections_.push_back(connection);
+    proxies_.push_back(end->proxy);
+    connectionPieces_.push_back(0);
     *index = static_cast<int32_t>(connections_.size() - 1);
     return Status::ok();
   }
@@ -213,6 +223,9 @@ class LaunchBuilder {
   std::vector<KernelStep> steps_;
   std::vector<uint64_t> connectionKeys_;
   std::vector<KernelConnection> connections_;
+  // Per connection: its network proxy (or nullptr), and the pieces this launch moves through it.
+  std::vector<transport::DeviceProxy*> proxies_;
+  std::vector<uint64_t> connectionPieces_;
 };
 
 // Makes `primary` wait for the other streams of `ops` before a launch.

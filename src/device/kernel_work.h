@@ -44,6 +44,7 @@ struct KernelConnection {
   char* slots = nullptr;
   unsigned long long* posted = nullptr;
   unsigned long long* released = nullptr;
+  unsigned long long* sizes = nullptr;  // the sender writes each post's byte count here, if set
   uint64_t slotBytes = 0;
   uint64_t slotCount = 0;
 };

@@ -1,11 +1,12 @@
-// The step kernel: each thread block runs its lanes' steps through the connections' slots in GPU
-// memory, as the host executor does through host connections (src/exec/host_executor.cc).
+// The step kernel: each thread block runs its lanes' steps through the connections' slots (in GPU
+// memory for cuda_ipc, in pinned host memory where a network proxy carries them), as the host
+// executor does through host connections (src/exec/host_executor.cc).
 //
 // Per piece, thread 0 waits (acquire loads, polling ncclCommAbort's flag) until the received
 // slot is posted and the slot to send into is free, and leaves the slots' addresses in shared
 // memory; the whole block then moves the piece; after a barrier thread 0 publishes the sent slot
-// and returns the received one (release stores). Only thread 0 reads the work's tables, which
-// live in pinned host memory.
+// (its byte count first, where the connection has a count per slot) and returns the received one
+// (release stores). Only thread 0 reads the work's tables, which live in pinned host memory.
 
 #include <cstring>
 
@@ -84,6 +85,7 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
   __shared__ char* receivedSlot;
   __shared__ char* sendSlot;
   __shared__ unsigned long long* sendPosted;
+  __shared__ unsigned long long* sendSize;  // the sent slot's byte count (a proxied connection's)
   __shared__ unsigned long long* recvReleased;
   __shared__ int action;  // 0: run the piece, 1: no piece of this step in this round, 2: aborted
   __shared__ KernelBlock block;
@@ -99,7 +101,7 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
           step = work.steps[lane.firstStep + s];
           action = begin >= step.count ? 1 : 0;
           receivedSlot = sendSlot = nullptr;
-          sendPosted = recvReleased = nullptr;
+          sendPosted = sendSize = recvReleased = nullptr;
           if (action == 0 && step.recvConnection >= 0) {
             const KernelConnection recv = work.connections[step.recvConnection];
             receivedIndex = *reinterpret_cast<volatile unsigned long long*>(recv.released);
@@ -113,6 +115,7 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
             if (!waitFree(send, sentIndex, work.abortFlag)) action = 2;
             sendSlot = send.slots + (sentIndex % send.slotCount) * send.slotBytes;
             sendPosted = send.posted;
+            if (send.sizes != nullptr) sendSize = send.sizes + sentIndex % send.slotCount;
           }
         }
         __syncthreads();
@@ -134,6 +137,7 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
         body(piece);
         __syncthreads();
         if (threadIdx.x == 0) {
+          if (sendSize != nullptr) *sendSize = piece.units * work.unitBytes;
           __threadfence_system();
           if (sendPosted != nullptr) storeRelease(sendPosted, sentIndex + 1);
           if (recvReleased != nullptr) storeRelease(recvReleased, receivedIndex + 1);

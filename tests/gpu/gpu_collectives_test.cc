@@ -1,5 +1,6 @@
 // Exact results of every collective on GPU buffers, ranks sharing one GPU (as threads of this
-// process and as forked processes), through the same checks as the host suite
+// process and as forked processes, on one host or on hosts simulated with NCCL_HOSTID, where the
+// network proxy carries the data over sockets), through the same checks as the host suite
 // (tests/multirank/collective_run.h): each rank's buffers are copied into device memory, the call
 // is enqueued on the rank's own stream, and the results are copied back and compared element by
 // element. Skipped, saying so, where no GPU is present.
@@ -47,12 +48,14 @@ struct GpuCase {
   int nranks;
   RankMode mode;
   bool large;
+  int hosts = 1;  // more than 1: rank r's NCCL_HOSTID is r mod hosts (processes only)
 };
 
 std::string caseName(const ::testing::TestParamInfo<GpuCase>& info) {
   const GpuCase& c = info.param;
   return std::string(multirank::collectiveName(c.collective)) + "_" + std::to_string(c.nranks) + "ranks_" +
-         (c.mode == RankMode::kThreads ? "threads" : "processes") + (c.large ? "_large" : "");
+         (c.mode == RankMode::kThreads ? "threads" : "processes") + (c.large ? "_large" : "") +
+         (c.hosts > 1 ? "_" + std::to_string(c.hosts) + "hosts" : "");
 }
 
 // Makes device 0 current and gives the rank a stream of its own (ranks of one GPU must not share
@@ -75,6 +78,7 @@ struct RankStream {
 };
 
 void runCase(const GpuCase& c, int nranks, int rank, const ncclUniqueId& id) {
+  if (c.hosts > 1) setenv("NCCL_HOSTID", ("weft-gpu-host-" + std::to_string(rank % c.hosts)).c_str(), 1);
   RankStream rankStream;
   RANK_CHECK(rankStream.error == cudaSuccess) << "CUDA setup: " << cudaGetErrorString(rankStream.error);
   ScopedComm comm;
@@ -139,6 +143,9 @@ std::vector<GpuCase> cases() {
     for (int nranks : {1, 2, 3, 4}) all.push_back({collective, nranks, RankMode::kThreads, false});
     all.push_back({collective, 4, RankMode::kThreads, true});
     for (int nranks : {2, 3}) all.push_back({collective, nranks, RankMode::kProcesses, false});
+    // Across two hosts: one rank each (no CUDA IPC), two each (CUDA IPC within a host), large.
+    for (int nranks : {2, 4}) all.push_back({collective, nranks, RankMode::kProcesses, false, 2});
+    all.push_back({collective, 2, RankMode::kProcesses, true, 2});
   }
   return all;
 }

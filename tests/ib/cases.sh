@@ -284,5 +284,12 @@ case $case in
       echo "VERBS ERROR: rank $GUEST's write to rank $peer failed with the verbs status"
     fi
     echo "PASS: rank $GUEST reported the cut link" ;;
+  proxy) # the network proxy of GPU buffers over ib, a host thread in the kernel's place (PERF_DIR: the unit tests')
+    "$perf/weft_unit_tests" --gtest_filter='Networks/ProxiedNetwork.*/ib' >$logs/proxy.log 2>&1 ||
+      fail "the proxy tests over ib failed: $(grep -B3 -A12 -m3 'Failure\|FAILED' $logs/proxy.log)"
+    ran=$(grep -c '^\[       OK \]' $logs/proxy.log)
+    skipped=$(grep -c '^\[  SKIPPED \] .* ms)$' $logs/proxy.log)
+    ((ran >= 4)) || fail "only $ran proxy tests ran over ib ($skipped skipped): $(grep -m3 -A2 SKIPPED $logs/proxy.log)"
+    echo "PASS: $ran proxy tests over ib ($skipped skipped: ib learns of a lost peer in ib_peer_killed)" ;;
   *) fail "unknown case $case" ;;
 esac

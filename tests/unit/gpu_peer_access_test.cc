@@ -1,6 +1,6 @@
 // Which ranks may exchange GPU buffers (src/core/gpu_peer_access.h): NCCL_P2P_DISABLE and
 // NCCL_P2P_LEVEL against the paths of a real two-socket PCIe server (NCCL_TOPO_FILE), ranks on
-// different hosts, and what each refusal says.
+// different hosts (the network proxy, which the settings do not govern), and what each refusal says.
 
 #include "src/core/gpu_peer_access.h"
 
@@ -104,10 +104,18 @@ TEST_F(GpuPeerAccess, ABadLevelIsAnInvalidArgumentListingTheLevels) {
   EXPECT_NE(status.message().find("LOC, NVL, PIX, PXB, PHB or SYS"), std::string::npos) << status.message();
 }
 
-TEST_F(GpuPeerAccess, RanksOnDifferentHostsOrWithoutAGpuAreRefused) {
-  const Status hosts = check({rankOn(0, "a", 0), rankOn(1, "b", 0)}, nullptr, nullptr);
-  ASSERT_FALSE(hosts.isOk());
-  EXPECT_NE(hosts.message().find("different hosts"), std::string::npos) << hosts.message();
+TEST_F(GpuPeerAccess, RanksOnDifferentHostsTakeTheNetworkProxyWhateverTheP2pSettings) {
+  EXPECT_TRUE(check({rankOn(0, "a", 0), rankOn(1, "b", 0)}, nullptr, nullptr).isOk());
+  EXPECT_TRUE(check({rankOn(0, "a", 0), rankOn(1, "b", 7)}, "1", "LOC").isOk());
+  // Two hosts of two ranks: the settings still govern each host's pair.
+  const Status status = check({rankOn(0, "a", 0), rankOn(1, "b", 0), rankOn(2, "a", 1), rankOn(3, "b", 1)}, "1",
+                              nullptr);
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("rank 0"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("rank 2"), std::string::npos) << status.message();
+}
+
+TEST_F(GpuPeerAccess, RanksWithoutAGpuAreRefused) {
   PeerInfo noGpu = rankOn(1, "a", 1);
   noGpu.cudaDevice = -1;
   noGpu.gpuBusId[0] = '\0';

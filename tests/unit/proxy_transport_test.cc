@@ -1,0 +1,340 @@
+// The network proxy (transport/proxy/) with the kernel played by a host thread: it follows the
+// DeviceEnd protocol on the staged rings (here plain host memory, which is what pinned memory is
+// to the proxy) while the proxy thread carries the pieces over a real network connection (socket
+// over loopback; ib where a verbs port is usable, as in the soft-RoCE guest: ctest -R ib_proxy),
+// or over a scripted network connection that checks the ib transport's announcement rule or fails.
+
+#include "transport/proxy/transport.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/harness/scoped_env.h"
+#include "transport/proxy/connection.h"
+#include "transport/socket/transport.h"
+#if WEFT_IB
+#include "transport/ib/ports.h"
+#include "transport/ib/transport.h"
+#endif
+
+namespace weft::transport::proxy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int kRecvRank = 0;
+constexpr int kSendRank = 3;
+constexpr int kChannel = 2;
+constexpr size_t kSlotBytes = 4096;
+constexpr int kSlotCount = 8;
+constexpr auto kDeadline = std::chrono::seconds(30);
+
+ConnectionParams paramsFor(int selfRank) {
+  ConnectionParams params;
+  params.self.rank = selfRank;
+  params.peer.rank = selfRank == kRecvRank ? kSendRank : kRecvRank;
+  std::snprintf(params.self.hostname, sizeof(params.self.hostname), "host%d", selfRank);
+  std::snprintf(params.peer.hostname, sizeof(params.peer.hostname), "host%d", params.peer.rank);
+  params.commHash = 0x9e0c'0ffeull;
+  params.channel = kChannel;
+  params.slotBytes = kSlotBytes;
+  params.slotCount = kSlotCount;
+  return params;
+}
+
+uint8_t patternByte(uint64_t piece, size_t i) { return static_cast<uint8_t>(piece * 37 + i * 11 + (i >> 8)); }
+
+// Piece sizes as kernels post them: full slots, an empty piece, a short last one.
+size_t pieceBytes(uint64_t piece) {
+  switch (piece % 5) {
+    case 0: return kSlotBytes;
+    case 1: return 0;
+    case 2: return 1;
+    case 3: return kSlotBytes - 8;
+    default: return (piece * 977) % kSlotBytes;
+  }
+}
+
+uint64_t load(uint64_t* counter) { return std::atomic_ref<uint64_t>(*counter).load(std::memory_order_acquire); }
+
+void store(uint64_t* counter, uint64_t value) {
+  std::atomic_ref<uint64_t>(*counter).store(value, std::memory_order_release);
+}
+
+// The kernel's sending side: post `count` pieces through `end`. False past the deadline.
+bool kernelSends(const DeviceEnd& end, uint64_t count, Clock::time_point deadline) {
+  for (uint64_t piece = 0; piece < count; ++piece) {
+    while (piece - load(end.released) >= static_cast<uint64_t>(end.slotCount)) {
+      if (Clock::now() > deadline) return false;
+      std::this_thread::yield();
+    }
+    char* slot = end.slots + (piece % end.slotCount) * end.slotBytes;
+    for (size_t i = 0; i < pieceBytes(piece); ++i) slot[i] = static_cast<char>(patternByte(piece, i));
+    end.sizes[piece % end.slotCount] = pieceBytes(piece);
+    store(end.posted, piece + 1);
+  }
+  return true;
+}
+
+// The kernel's receiving side: takes `count` pieces from `end`, checking each against the
+// pattern (the kernel knows each piece's size from its program). Returns the first problem, or "".
+std::string kernelReceives(const DeviceEnd& end, uint64_t count, Clock::time_point deadline) {
+  for (uint64_t piece = 0; piece < count; ++piece) {
+    while (load(end.posted) <= piece) {
+      if (Clock::now() > deadline) return "piece " + std::to_string(piece) + " never arrived";
+      std::this_thread::yield();
+    }
+    const char* slot = end.slots + (piece % end.slotCount) * end.slotBytes;
+    for (size_t i = 0; i < pieceBytes(piece); ++i) {
+      if (static_cast<uint8_t>(slot[i]) != patternByte(piece, i)) {
+        return "piece " + std::to_string(piece) + " byte " + std::to_string(i) + " differs";
+      }
+    }
+    store(end.released, piece + 1);
+  }
+  return "";
+}
+
+// Records the failures a proxy reports.
+struct RecordingSink final : ProxyFailureSink {
+  void proxyFailed(const Status& failure) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    failures.push_back(failure.message());
+  }
+  std::vector<std::string> seen() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return failures;
+  }
+  std::mutex mutex;
+  std::vector<std::string> failures;
+};
+
+bool waitFor(const std::function<bool()>& condition) {
+  const auto deadline = Clock::now() + kDeadline;
+  while (!condition()) {
+    if (Clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Both ends of a proxied connection of the network GetParam() names ("socket", "ib"), in this process.
+class ProxiedNetwork : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "socket") network_ = socket::makeSocketTransport();
+#if WEFT_IB
+    if (GetParam() == "ib") {
+      if (ib::usablePortCount() == 0) GTEST_SKIP() << "no usable verbs port here: ctest -R ib_proxy runs this in a guest";
+      network_ = ib::makeIbTransport();
+    }
+#endif
+    ASSERT_NE(network_, nullptr) << GetParam() << " is not in this build";
+    proxy_ = makeProxyTransport(network_.get(), allocateHostStaging);
+    std::vector<uint8_t> blob;
+    ASSERT_TRUE(proxy_->listen(paramsFor(kRecvRank), &recv_, &blob).isOk());
+    ASSERT_TRUE(proxy_->connect(paramsFor(kSendRank), blob, &send_).isOk());
+    ASSERT_NE(send_->deviceEnd(), nullptr);
+    ASSERT_NE(recv_->deviceEnd(), nullptr);
+  }
+
+  harness::ScopedEnv env_{"NCCL_SOCKET_IFNAME", "lo"};
+  std::unique_ptr<Transport> network_;
+  std::unique_ptr<Transport> proxy_;
+  std::unique_ptr<RecvConnection> recv_;
+  std::unique_ptr<SendConnection> send_;
+  RecordingSink sink_;
+};
+
+TEST_P(ProxiedNetwork, IsNamedAfterItsNetworkAndOffersItsDevices) {
+  EXPECT_EQ(std::string(proxy_->name()), "proxy/" + GetParam());
+  EXPECT_EQ(proxy_->netDevices().size(), network_->netDevices().size());
+  EXPECT_NE(send_->deviceEnd()->proxy, nullptr);
+  EXPECT_NE(send_->deviceEnd()->sizes, nullptr);   // the kernel writes each post's size
+  EXPECT_EQ(recv_->deviceEnd()->sizes, nullptr);   // the receiving kernel knows them
+}
+
+TEST_P(ProxiedNetwork, CarriesEveryPieceInOrderWithItsSize) {
+  constexpr uint64_t kPieces = 200;  // 25 times round the rings
+  send_->deviceEnd()->proxy->expect(kPieces, &sink_);
+  recv_->deviceEnd()->proxy->expect(kPieces, &sink_);
+  const auto deadline = Clock::now() + kDeadline;
+  bool sent = false;
+  std::thread sender([&] { sent = kernelSends(*send_->deviceEnd(), kPieces, deadline); });
+  const std::string problem = kernelReceives(*recv_->deviceEnd(), kPieces, deadline);
+  sender.join();
+  EXPECT_TRUE(sent) << "the sending kernel found no free slot before the deadline";
+  EXPECT_EQ(problem, "");
+  EXPECT_TRUE(sink_.seen().empty());
+}
+
+TEST_P(ProxiedNetwork, CarriesNothingUntilALaunchExpectsIt) {
+  const DeviceEnd& end = *send_->deviceEnd();
+  ASSERT_TRUE(kernelSends(end, 3, Clock::now() + kDeadline));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(load(end.released), 0u) << "the proxy moved pieces that no launch announced";
+  end.proxy->expect(3, &sink_);
+  recv_->deviceEnd()->proxy->expect(3, &sink_);
+  EXPECT_TRUE(waitFor([&] { return load(end.released) == 3; }));
+  EXPECT_EQ(kernelReceives(*recv_->deviceEnd(), 3, Clock::now() + kDeadline), "");
+}
+
+TEST_P(ProxiedNetwork, ALostPeerReachesTheSinkOnce) {
+  if (GetParam() == "ib") GTEST_SKIP() << "ib notices a lost peer when its retries run out (ib_peer_killed)";
+  recv_->deviceEnd()->proxy->expect(4, &sink_);
+  send_->deviceEnd()->proxy->expect(1, &sink_);
+  ASSERT_TRUE(kernelSends(*send_->deviceEnd(), 1, Clock::now() + kDeadline));
+  ASSERT_TRUE(waitFor([&] { return load(recv_->deviceEnd()->posted) == 1; }));
+  send_.reset();  // the sending host is gone: its socket closes
+  ASSERT_TRUE(waitFor([&] { return !sink_.seen().empty(); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::vector<std::string> failures = sink_.seen();
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_NE(failures[0].find("network proxy receiving from rank 3 on channel 2 over socket"), std::string::npos)
+      << failures[0];
+}
+
+TEST_P(ProxiedNetwork, TheHostPathCannotUseAProxiedEnd) {
+  void* slot = nullptr;
+  EXPECT_FALSE(send_->tryAcquireSlot(&slot, SlotKind::kSimple).isOk());
+  const void* data = nullptr;
+  size_t bytes = 0;
+  EXPECT_FALSE(recv_->tryPeekSlot(&data, &bytes, SlotKind::kSimple).isOk());
+}
+
+#if WEFT_IB
+INSTANTIATE_TEST_SUITE_P(Networks, ProxiedNetwork, ::testing::Values("socket", "ib"),
+                         [](const auto& info) { return info.param; });
+#else
+INSTANTIATE_TEST_SUITE_P(Networks, ProxiedNetwork, ::testing::Values("socket"),
+                         [](const auto& info) { return info.param; });
+#endif
+
+// A receiving network connection that, like ib's, lets a piece arrive only once it was announced,
+// and refuses announcements while earlier ones are still unreleased.
+class AnnouncedOnly final : public RecvConnection {
+ public:
+  Status tryPeekSlot(const void** data, size_t* bytes, SlotKind /*kind*/) override {
+    *data = nullptr;
+    if (arrived_ >= announced_) return Status::ok();
+    fill(arrived_);
+    *data = slot_.data();
+    *bytes = pieceBytes(arrived_);
+    return Status::ok();
+  }
+  Status releaseSlot() override {
+    ++arrived_;
+    return Status::ok();
+  }
+  bool takesLandings() const override { return true; }
+  Status expectLandings(std::span<const Landing> landings) override {
+    if (arrived_ < announced_) return internalError("announced while %llu pieces are unreleased", announced_ - arrived_);
+    for (const Landing& landing : landings) {
+      if (landing.dst != nullptr) return internalError("a proxied piece must land in a slot");
+    }
+    announced_ += landings.size();
+    largestAnnouncement = std::max<uint64_t>(largestAnnouncement, landings.size());
+    return Status::ok();
+  }
+  size_t slotBytes() const override { return kSlotBytes; }
+
+  std::atomic<uint64_t> largestAnnouncement{0};
+
+ private:
+  void fill(uint64_t piece) {
+    for (size_t i = 0; i < pieceBytes(piece); ++i) slot_[i] = static_cast<char>(patternByte(piece, i));
+  }
+  std::vector<char> slot_ = std::vector<char>(kSlotBytes);
+  unsigned long long announced_ = 0;
+  unsigned long long arrived_ = 0;
+};
+
+TEST(ProxiedRecv, AnnouncesExpectedPiecesToANetworkThatTakesLandings) {
+  auto network = std::make_unique<AnnouncedOnly>();
+  AnnouncedOnly* scripted = network.get();
+  std::unique_ptr<ProxyRecvConnection> recv;
+  ASSERT_TRUE(ProxyRecvConnection::create(std::move(network), allocateHostStaging, paramsFor(kRecvRank), "scripted",
+                                          &recv)
+                  .isOk());
+  RecordingSink sink;
+  recv->deviceEnd()->proxy->expect(30, &sink);
+  recv->deviceEnd()->proxy->expect(13, &sink);  // a second launch
+  EXPECT_EQ(kernelReceives(*recv->deviceEnd(), 43, Clock::now() + kDeadline), "");
+  EXPECT_TRUE(sink.seen().empty()) << sink.seen().front();
+  EXPECT_LE(scripted->largestAnnouncement.load(), static_cast<uint64_t>(kSlotCount));
+}
+
+// A sending network connection that records the byte count of every post or, with `failPosts`,
+// fails them as a socket does when the peer resets it.
+class ScriptedSend final : public SendConnection {
+ public:
+  explicit ScriptedSend(bool failPosts) : failPosts_(failPosts) {}
+  Status tryAcquireSlot(void** slot, SlotKind /*kind*/) override {
+    *slot = slot_.data();
+    return Status::ok();
+  }
+  Status postSlot(size_t bytes) override {
+    if (failPosts_) return remoteError("connection reset by peer");
+    std::lock_guard<std::mutex> lock(mutex_);
+    posted_.push_back(bytes);
+    return Status::ok();
+  }
+  Status tryFlush(bool* done) override {
+    *done = true;
+    return Status::ok();
+  }
+  size_t slotBytes() const override { return kSlotBytes; }
+  std::vector<size_t> posted() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return posted_;
+  }
+
+ private:
+  bool failPosts_;
+  std::vector<char> slot_ = std::vector<char>(kSlotBytes);
+  std::mutex mutex_;
+  std::vector<size_t> posted_;
+};
+
+TEST(ProxiedSend, PostsEachPieceWithTheKernelsByteCount) {
+  auto network = std::make_unique<ScriptedSend>(false);
+  ScriptedSend* recording = network.get();
+  std::unique_ptr<ProxySendConnection> send;
+  ASSERT_TRUE(
+      ProxySendConnection::create(std::move(network), allocateHostStaging, paramsFor(kSendRank), "scripted", &send)
+          .isOk());
+  RecordingSink sink;
+  constexpr uint64_t kPieces = 20;
+  send->deviceEnd()->proxy->expect(kPieces, &sink);
+  ASSERT_TRUE(kernelSends(*send->deviceEnd(), kPieces, Clock::now() + kDeadline));
+  ASSERT_TRUE(waitFor([&] { return recording->posted().size() == kPieces; }));
+  const std::vector<size_t> posted = recording->posted();
+  for (uint64_t piece = 0; piece < kPieces; ++piece) EXPECT_EQ(posted[piece], pieceBytes(piece)) << piece;
+}
+
+TEST(ProxiedSend, ANetworkFailureReachesTheSinkWithWhatFailed) {
+  std::unique_ptr<ProxySendConnection> send;
+  ASSERT_TRUE(ProxySendConnection::create(std::make_unique<ScriptedSend>(true), allocateHostStaging, paramsFor(kSendRank),
+                                          "scripted", &send)
+                  .isOk());
+  RecordingSink sink;
+  send->deviceEnd()->proxy->expect(2, &sink);
+  ASSERT_TRUE(kernelSends(*send->deviceEnd(), 1, Clock::now() + kDeadline));
+  ASSERT_TRUE(waitFor([&] { return !sink.seen().empty(); }));
+  const std::string failure = sink.seen().front();
+  EXPECT_NE(failure.find("connection reset by peer"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("network proxy sending to rank 0 on channel 2 over scripted"), std::string::npos) << failure;
+}
+
+}  // namespace
+}  // namespace weft::transport::proxy

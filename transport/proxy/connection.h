@@ -1,0 +1,101 @@
+#pragma once
+// The two ends of a proxied connection: a host network connection (socket or ib) on one side, a
+// staged ring (staged_ring.h) on the other, which the kernel drives as it drives a cuda_ipc end.
+// The proxy thread (proxy_thread.h) carries pieces between them:
+//  - sending: each slot the kernel posts (with its byte count) is copied into a slot of the
+//    network connection and posted there; the kernel's slot is then released;
+//  - receiving: each piece the network delivers is copied into the kernel's next free slot and
+//    posted to it; the network's slot is then released. Where the network writes only where it
+//    was told (ib), the proxy announces the expected pieces to it, into its own slots.
+// The host path never uses these ends: their Send/RecvConnection calls fail.
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "transport/proxy/staged_ring.h"
+#include "transport/transport.h"
+
+namespace weft::transport::proxy {
+
+/// What the proxy thread drives. Thread-safety: expect() from any thread; the rest from the proxy
+/// thread only.
+class ProxiedEnd : public DeviceProxy {
+ public:
+  void expect(uint64_t pieces, ProxyFailureSink* sink) override;
+
+  /// Whether launches still need this end: pieces expected and not all carried, and no failure.
+  bool busy();
+  /// Moves what can move without waiting; true if a piece moved. A failure of the network
+  /// connection goes to the sink of the last expect() (or to the log, if none yet) once, and
+  /// the end stops.
+  bool advance();
+
+ protected:
+  ProxiedEnd(StagedMemory memory, size_t slotBytes, int slotCount, std::string what);
+  virtual Status carry(bool* moved) = 0;
+  virtual bool carriedAll(uint64_t expected) const = 0;
+  uint64_t expected() const { return expected_.load(std::memory_order_acquire); }
+
+  StagedMemory memory_;
+  DeviceEnd ring_;        // as this process reaches it
+  DeviceEnd deviceRing_;  // as the GPU reaches it
+
+ private:
+  std::string what_;  // "sending to rank 3 on channel 1 over socket"
+  std::atomic<uint64_t> expected_{0};
+  std::atomic<ProxyFailureSink*> sink_{nullptr};
+  bool failed_ = false;
+};
+
+class ProxySendConnection final : public SendConnection, public ProxiedEnd {
+ public:
+  /// Wraps `network` (connected) with a ring from `allocate`, and hands the end to the proxy thread.
+  static Status create(std::unique_ptr<SendConnection> network, StagingAllocator allocate,
+                       const ConnectionParams& params, const char* networkName,
+                       std::unique_ptr<ProxySendConnection>* out);
+  ~ProxySendConnection() override;
+
+  Status tryAcquireSlot(void** slot, SlotKind kind) override;
+  Status postSlot(size_t bytes) override;
+  Status tryFlush(bool* done) override;
+  size_t slotBytes() const override { return ring_.slotBytes; }
+  const DeviceEnd* deviceEnd() const override { return &deviceRing_; }
+
+ private:
+  ProxySendConnection(std::unique_ptr<SendConnection> network, StagedMemory memory, const ConnectionParams& params,
+                      std::string what);
+  Status carry(bool* moved) override;
+  bool carriedAll(uint64_t expected) const override { return forwarded_ >= expected && flushed_; }
+
+  std::unique_ptr<SendConnection> network_;
+  uint64_t forwarded_ = 0;  // kernel posts handed to the network
+  bool flushed_ = true;     // every handed post has left this rank
+};
+
+class ProxyRecvConnection final : public RecvConnection, public ProxiedEnd {
+ public:
+  /// Wraps `network` (listening) with a ring from `allocate`, and hands the end to the proxy thread.
+  static Status create(std::unique_ptr<RecvConnection> network, StagingAllocator allocate,
+                       const ConnectionParams& params, const char* networkName,
+                       std::unique_ptr<ProxyRecvConnection>* out);
+  ~ProxyRecvConnection() override;
+
+  Status tryPeekSlot(const void** data, size_t* bytes, SlotKind kind) override;
+  Status releaseSlot() override;
+  size_t slotBytes() const override { return ring_.slotBytes; }
+  const DeviceEnd* deviceEnd() const override { return &deviceRing_; }
+
+ private:
+  ProxyRecvConnection(std::unique_ptr<RecvConnection> network, StagedMemory memory, const ConnectionParams& params,
+                      std::string what);
+  Status carry(bool* moved) override;
+  bool carriedAll(uint64_t expected) const override { return delivered_ >= expected; }
+  Status announce();
+
+  std::unique_ptr<RecvConnection> network_;
+  uint64_t delivered_ = 0;  // network pieces posted to the kernel
+  uint64_t announced_ = 0;  // pieces announced to a network that takes landings
+};
+
+}  // namespace weft::transport::proxy

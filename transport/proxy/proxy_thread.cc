@@ -1,0 +1,88 @@
+#include "transport/proxy/proxy_thread.h"
+
+#include <algorithm>
+
+#include "src/base/wait.h"
+#include "transport/proxy/connection.h"
+
+namespace weft::transport::proxy {
+
+ProxyThread& ProxyThread::instance() {
+  static ProxyThread* proxy = new ProxyThread();
+  return *proxy;
+}
+
+void ProxyThread::add(ProxiedEnd* end) {
+  std::lock_guard<std::mutex> lifecycle(lifecycleMutex_);
+  {
+    std::lock_guard<std::mutex> lock(endsMutex_);
+    ends_.push_back(end);
+  }
+  if (!thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(wakeMutex_);
+      stopping_ = false;
+    }
+    thread_ = std::thread([this] { run(); });
+  }
+}
+
+void ProxyThread::remove(ProxiedEnd* end) {
+  std::lock_guard<std::mutex> lifecycle(lifecycleMutex_);
+  bool last = false;
+  {
+    std::lock_guard<std::mutex> lock(endsMutex_);  // waits for the sweep that may touch `end`
+    ends_.erase(std::remove(ends_.begin(), ends_.end(), end), ends_.end());
+    last = ends_.empty();
+  }
+  if (!last || !thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(wakeMutex_);
+    stopping_ = true;
+  }
+  wakeup_.notify_one();
+  thread_.join();
+}
+
+void ProxyThread::wake() {
+  {
+    std::lock_guard<std::mutex> lock(wakeMutex_);
+    ++wakeups_;
+  }
+  wakeup_.notify_one();
+}
+
+void ProxyThread::run() {
+  const WaitContext context;  // no deadline: the kernels' own waits give up on abort
+  Waiter waiter(&context);
+  for (;;) {
+    uint64_t seen = 0;
+    {
+      std::lock_guard<std::mutex> lock(wakeMutex_);
+      if (stopping_) return;
+      seen = wakeups_;
+    }
+    bool busy = false;
+    bool moved = false;
+    {
+      std::lock_guard<std::mutex> lock(endsMutex_);
+      for (ProxiedEnd* end : ends_) {
+        if (!end->busy()) continue;
+        busy = true;
+        moved |= end->advance();
+      }
+    }
+    if (moved) {
+      waiter.progressed();
+    } else if (busy) {
+      (void)waiter.idle();
+    } else {
+      // Nothing needed: sleep until an expect() (made since `seen` was read) or the end.
+      std::unique_lock<std::mutex> lock(wakeMutex_);
+      wakeup_.wait(lock, [&] { return stopping_ || wakeups_ != seen; });
+      waiter.progressed();
+    }
+  }
+}
+
+}  // namespace weft::transport::proxy

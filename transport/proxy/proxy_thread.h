@@ -1,0 +1,44 @@
+#pragma once
+// The network proxy's thread: one per process, running while any proxied end exists. It sweeps
+// the ends that launches still need (ProxiedEnd::busy), advancing each without waiting; when a
+// sweep moves nothing it backs off as every wait in Weft does (src/base/wait.h), and when no end
+// is needed it sleeps until an expect() wakes it.
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace weft::transport::proxy {
+
+class ProxiedEnd;
+
+class ProxyThread {
+ public:
+  /// The process's proxy. Never destroyed: connections may outlive static destructors.
+  static ProxyThread& instance();
+
+  /// Starts driving `end` (and the thread, with the first end).
+  void add(ProxiedEnd* end);
+  /// Stops driving `end`; returns once the thread no longer touches it. Ends the thread with the
+  /// last end.
+  void remove(ProxiedEnd* end);
+  /// Tells the thread that an end may be needed again. Any thread.
+  void wake();
+
+ private:
+  ProxyThread() = default;
+  void run();
+
+  std::mutex lifecycleMutex_;  // add and remove, whole: starting and joining the thread
+  std::mutex endsMutex_;       // ends_; held by the thread through each sweep
+  std::vector<ProxiedEnd*> ends_;
+  std::mutex wakeMutex_;
+  std::condition_variable wakeup_;
+  uint64_t wakeups_ = 0;  // under wakeMutex_
+  bool stopping_ = false;  // under wakeMutex_
+  std::thread thread_;
+};
+
+}  // namespace weft::transport::proxy
