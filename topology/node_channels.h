@@ -36,4 +36,10 @@ struct NodeChannel {
 std::vector<NodeChannel> channelsAcrossNodes(const System& system, const Paths& paths, const RingSet& rings,
                                              const NetGdrPolicy& gdr = {});
 
+/// Where to cut the ring `ring` of GPU nodes of `system` (node ids, in ring order; a GPU may
+/// appear several times in a row, for ranks that share it) into a chain that enters and leaves
+/// through NIC node `nic`: the position of the chain's first GPU, by channelsAcrossNodes' rule.
+size_t cutNearNic(const System& system, const Paths& paths, const std::vector<int>& ring, int nic,
+                  const NetGdrPolicy& gdr);
+
 }  // namespace weft::topology

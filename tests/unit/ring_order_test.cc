@@ -165,6 +165,28 @@ TEST_F(GpuRingPositions, ARankWithoutAGpuLeavesTheHostInNumaOrder) {
   for (const algorithms::Ring& ring : rings(2)) EXPECT_EQ(ring, hostRingOrder(peers_));
 }
 
+TEST_F(GpuRingPositions, AcrossHostsEachChainEntersAndLeavesNearestTheNic) {
+  // Eight ranks on the T4s of a two-socket server whose NICs hang under socket 1 (NUMA node 1),
+  // and a ninth on another host: host a's chain must start and end on socket 1.
+  placeRanks("hwloc-aws-g4dn-metal-t4x8.xml", {0, 1, 2, 3, 4, 5, 6, 7});
+  if (IsSkipped()) return;
+  const algorithms::Ring alone = rings(1).at(0);
+  ASSERT_EQ(alone.front(), 0);  // one host: the ring as found, from GPU0 (socket 0)
+  PeerInfo remote = peerOn("b", 0);
+  remote.rank = 8;
+  std::snprintf(remote.gpuBusId, sizeof(remote.gpuBusId), "%s", peers_[0].gpuBusId);
+  peers_.push_back(remote);
+  const algorithms::Ring ring = rings(2).at(0);
+  ASSERT_EQ(ring.size(), 9u);
+  EXPECT_EQ(ring.back(), 8);  // host b after host a
+  const algorithms::Ring chain(ring.begin(), ring.end() - 1);
+  EXPECT_EQ(peers_[chain.front()].numaNode, 1) << "the chain enters on socket 0, away from the NICs";
+  EXPECT_EQ(peers_[chain.back()].numaNode, 1) << "the chain leaves from socket 0, away from the NICs";
+  // Still the GPU ring, turned: each rank keeps its neighbours within the chain.
+  const auto at = std::find(alone.begin(), alone.end(), chain.front()) - alone.begin();
+  for (size_t i = 0; i < chain.size(); ++i) EXPECT_EQ(chain[i], alone[(at + i) % alone.size()]) << i;
+}
+
 TEST_F(GpuRingPositions, AnUnreadableTopologyFileIsAnErrorNamingIt) {
   placeRanks("hwloc-aws-g4dn-metal-t4x8.xml", {0, 1});
   if (IsSkipped()) return;
