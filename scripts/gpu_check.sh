@@ -8,7 +8,7 @@
 #                                        packed binaries and writes OUTDIR/gpu_check.log
 #                                        (default build-cuda/gpu_check)
 #
-# What "run" does, each step under its own time limit (at most about 6 minutes in all, on one H200):
+# What "run" does, each step under its own time limit (at most about 6.5 minutes in all, on one H200):
 #   1. the GPU, the driver and CUDA's version
 #   2. the GPU suite with ranks as threads of one process (every collective, type and op at
 #      1 to 4 ranks on one GPU; stream semantics; abort)
@@ -107,12 +107,12 @@ run() {
   if step "3a. cross-process CUDA IPC probe" 20 "$tests" \
       --gtest_filter='Collectives/GpuCollective.MatchesReference/SendRecvRing_2ranks_processes' --gtest_brief=1; then
     run_each "3b. GPU suite, ranks as processes" '*processes*:-*SendRecvRing_2ranks_processes:*2ranks_processes*hosts' \
-      45 20 "$out" || true
+      60 20 "$out" || true
   else
     echo "=== 3. cross-process CUDA IPC does not work here: ranks were run as threads only"
   fi
   # One gtest process: its tests fork every rank, and the parent itself never touches CUDA.
-  step "3c. GPU buffers across simulated hosts (network proxy)" 50 "$tests" \
+  step "3c. GPU buffers across simulated hosts (network proxy)" 70 "$tests" \
     --gtest_filter='*2ranks_processes*hosts:GpuAcrossHosts.*' --gtest_brief=1
 
   step "4. host suite on a GPU machine (part)" 15 "$bundle/weft_multirank_tests" \

@@ -43,8 +43,8 @@ inline size_t lowLatencyPayloadBytes(size_t llSlotBytes) {
   return llSlotBytes < 64 ? 0 : llSlotBytes / 2 - 16;
 }
 
-/// Hears, once, that the network connection behind a proxied device end failed (from the proxy's
-/// thread): its kernels will wait in vain unless told to give up.
+/// Hears that the network connection behind a proxied device end failed (from the proxy's thread,
+/// once per end): its kernels will wait in vain unless told to give up.
 class ProxyFailureSink {
  public:
   virtual ~ProxyFailureSink() = default;
@@ -59,6 +59,9 @@ class DeviceProxy {
   /// Called once a launch that moves `pieces` pieces through the end has been enqueued. `sink`
   /// must outlive the connection.
   virtual void expect(uint64_t pieces, ProxyFailureSink* sink) = 0;
+  /// Whether every piece expected so far has been carried (a sending end's have left this rank),
+  /// or the end has failed. Any thread.
+  virtual bool drained() const = 0;
 };
 
 /// One connection as a kernel reaches it: slots and counters that the GPU can address (cuda_ipc:

@@ -280,8 +280,11 @@ WEFT_PROFILING_ALIAS(ncclCommRevoke)
 
 WEFT_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   Communicator* impl = nullptr;
-  // Host-memory operations complete before their call returns, so there is nothing left to flush.
-  return toResult(resolveComm(comm, &impl), "ncclCommFinalize");
+  // Host-memory operations complete before their call returns; on GPU buffers, the kernels end
+  // and the network proxy sends what they left it.
+  Status status = resolveComm(comm, &impl);
+  if (status.isOk()) status = impl->drainDevice();
+  return toResult(status, "ncclCommFinalize");
 }
 WEFT_PROFILING_ALIAS(ncclCommFinalize)
 

@@ -20,24 +20,25 @@ bool carries(const topology::Node& nic, const transport::NetDevice& device) {
 }
 
 struct Candidate {
-  int device;
-  int numa;  // of the NIC carrying it
+  int device = -1;  // index into the transport's devices
+  int nic = -1;     // the NIC node carrying it
+  int numa = -1;    // of that NIC
 };
 
-}  // namespace
-
-std::vector<int> channelNetDevices(const topology::System& system, const std::vector<transport::NetDevice>& devices,
-                                   const PeerInfo& self, int channels) {
+// The candidate of each channel, by channelNetDevices' rule (all unset when there is none).
+std::vector<Candidate> channelCandidates(const topology::System& system,
+                                         const std::vector<transport::NetDevice>& devices, const PeerInfo& self,
+                                         int channels) {
   std::vector<Candidate> candidates;
   std::vector<bool> taken(devices.size(), false);
   for (int nic : system.nodesOfType(topology::NodeType::kNic)) {
     for (size_t d = 0; d < devices.size(); ++d) {
       if (taken[d] || !carries(system.node(nic), devices[d])) continue;
       taken[d] = true;
-      candidates.push_back(Candidate{static_cast<int>(d), system.node(nic).cpuNuma});
+      candidates.push_back(Candidate{static_cast<int>(d), nic, system.node(nic).cpuNuma});
     }
   }
-  std::vector<int> chosen(channels, -1);
+  std::vector<Candidate> chosen(channels);
   if (candidates.empty()) return chosen;
   if (self.gpuBusId[0] == '\0' && self.numaNode >= 0) {
     std::vector<Candidate> local;
@@ -46,8 +47,26 @@ std::vector<int> channelNetDevices(const topology::System& system, const std::ve
     if (!local.empty()) candidates.swap(local);
   }
   for (int channel = 0; channel < channels; ++channel) {
-    chosen[channel] = candidates[static_cast<size_t>(channel) % candidates.size()].device;
+    chosen[channel] = candidates[static_cast<size_t>(channel) % candidates.size()];
   }
+  return chosen;
+}
+
+}  // namespace
+
+std::vector<int> channelNetDevices(const topology::System& system, const std::vector<transport::NetDevice>& devices,
+                                   const PeerInfo& self, int channels) {
+  std::vector<int> chosen;
+  for (const Candidate& candidate : channelCandidates(system, devices, self, channels)) {
+    chosen.push_back(candidate.device);
+  }
+  return chosen;
+}
+
+std::vector<int> channelNics(const topology::System& system, const std::vector<transport::NetDevice>& devices,
+                             const PeerInfo& self, int channels) {
+  std::vector<int> chosen;
+  for (const Candidate& candidate : channelCandidates(system, devices, self, channels)) chosen.push_back(candidate.nic);
   return chosen;
 }
 

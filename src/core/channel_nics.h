@@ -25,6 +25,10 @@ namespace weft::core {
 std::vector<int> channelNetDevices(const topology::System& system, const std::vector<transport::NetDevice>& devices,
                                    const PeerInfo& self, int channels);
 
+/// The NIC node of `system` carrying each channel's device of channelNetDevices (-1 where none).
+std::vector<int> channelNics(const topology::System& system, const std::vector<transport::NetDevice>& devices,
+                             const PeerInfo& self, int channels);
+
 /// channelNetDevices on this machine (core/machine.h), logged under NCCL_DEBUG_SUBSYS=GRAPH
 /// with the NIC each channel takes, or why the transport chooses (-1 for every channel): no
 /// device, a machine that could not be read, no NIC of it carrying one of `devices`.

@@ -231,6 +231,15 @@ Status Communicator::deviceResources(const std::function<Status(std::unique_ptr<
   return Status::ok();
 }
 
+Status Communicator::drainDevice() {
+  DeviceResources* device = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(deviceMutex_);
+    device = device_.get();
+  }
+  return device != nullptr ? device->drain() : Status::ok();
+}
+
 void Communicator::leaveCleanly() {
   if (watch_ != nullptr) watch_->sayGoodbye();
 }

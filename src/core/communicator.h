@@ -134,10 +134,16 @@ class Communicator {
     virtual ~DeviceResources() = default;
     /// Makes running kernels of this communicator give up. Any thread.
     virtual void abort() = 0;
+    /// Waits until the kernels enqueued so far have ended and everything they sent has left this
+    /// rank (a network proxy may still hold pieces after its kernel ended). Fails, through the
+    /// communicator's wait context, on abort or a dead peer.
+    virtual Status drain() = 0;
   };
   /// Returns the resources, making them with `make` if there are none yet. Thread-safe.
   Status deviceResources(const std::function<Status(std::unique_ptr<DeviceResources>*)>& make,
                          DeviceResources** out);
+  /// DeviceResources::drain, if the communicator has GPU resources (ncclCommFinalize).
+  Status drainDevice();
   RedOpTable& redOps() { return redOps_; }
   /// The buffers registered with ncclCommRegister.
   transport::RegistrationTable& registrations() { return registrations_; }

@@ -16,8 +16,10 @@ namespace weft::core {
 ///    of this machine (topology::orderGpuRanks over NCCL_TOPO_FILE, or over what hwloc detects;
 ///    read once per process), channel c on ring c mod the rings found. When the communicator spans
 ///    several hosts, each ring is cut into the chain that enters and leaves the host nearest the
-///    channel's NIC (NIC c mod the machine's NICs; topology::cutNearNic, with the data staged
-///    through host memory as the network proxy does), and the chain's first rank is position 0;
+///    channel's NIC (the one carrying the channel's device of the network between the hosts,
+///    channel_nics.h; else NIC c mod the machine's NICs; topology::cutNearNic, with the data
+///    staged through host memory as the network proxy does), and the chain's first rank is
+///    position 0;
 ///  - otherwise, or when hwloc cannot read the machine or its GPUs cannot be ringed (said under
 ///    NCCL_DEBUG_SUBSYS=GRAPH): its place in hostRingOrder (NUMA order), the same for every channel.
 /// The ranks of one host compute consistent positions from the same machine. Fails, naming the

@@ -82,6 +82,12 @@ CommDevice::~CommDevice() {
     (void)cudaEventSynchronize(lastLaunch_);
     (void)cudaEventDestroy(lastLaunch_);
   }
+  // What the kernels posted to other hosts may still be with the proxy: let it leave, unless the
+  // communicator was aborted (then nobody waits for it).
+  if (connections_ != nullptr && abortFlagHost_ != nullptr && *abortFlagHost_ == 0) {
+    const Status drained = waitUntil(comm_.waitContext(), [this] { return proxiesDrained(); });
+    if (!drained.isOk()) WEFT_WARN("rank %d: destroying the communicator: %s", comm_.rank(), drained.message().c_str());
+  }
   connections_.reset();
   if (abortFlagHost_ != nullptr) (void)cudaFreeHost(const_cast<int*>(abortFlagHost_));
   (void)cudaGetLastError();
@@ -89,6 +95,30 @@ CommDevice::~CommDevice() {
 
 void CommDevice::abort() {
   if (abortFlagHost_ != nullptr) *abortFlagHost_ = 1;
+}
+
+Status CommDevice::drain() {
+  const WaitContext& context = comm_.waitContext();
+  if (launched_) {
+    ScopedDevice device(device_);
+    WEFT_RETURN_IF_ERROR(device.status());
+    cudaError_t state = cudaErrorNotReady;
+    WEFT_RETURN_IF_ERROR(
+        waitUntil(context, [&] { return (state = cudaEventQuery(lastLaunch_)) != cudaErrorNotReady; }));
+    WEFT_RETURN_IF_ERROR(cudaStatus(state, "cudaEventQuery of the last launch"));
+  }
+  return waitUntil(context, [this] { return proxiesDrained(); });
+}
+
+bool CommDevice::proxiesDrained() const {
+  for (int channel = 0; channel < 2 * connections_->nChannels(); ++channel) {
+    for (int peer = 0; peer < comm_.nranks(); ++peer) {
+      const transport::SendConnection* send = connections_->send(channel, peer);
+      const transport::DeviceEnd* end = send != nullptr ? send->deviceEnd() : nullptr;
+      if (end != nullptr && end->proxy != nullptr && !end->proxy->drained()) return false;
+    }
+  }
+  return true;
 }
 
 void CommDevice::proxyFailed(const Status& failure) {

@@ -46,6 +46,7 @@ class CommDevice final : public core::Communicator::DeviceResources, public tran
   ~CommDevice() override;
 
   void abort() override;
+  Status drain() override;
   void proxyFailed(const Status& failure) override;
 
   int device() const { return device_; }
@@ -61,6 +62,8 @@ class CommDevice final : public core::Communicator::DeviceResources, public tran
 
  private:
   CommDevice(core::Communicator& comm, int device) : comm_(comm), device_(device) {}
+  /// Whether every proxied sending end has sent all its kernels posted.
+  bool proxiesDrained() const;
 
   core::Communicator& comm_;
   int device_;

@@ -26,44 +26,61 @@ constexpr size_t kCount = 1 << 20;
 // Generous: the proxy sees the closed socket within milliseconds.
 constexpr auto kReportLimit = std::chrono::seconds(20);
 
-// Exit codes of the surviving rank, each naming what went wrong.
+// Exit codes of the ranks, each naming what went wrong.
 enum Outcome : int {
   kReported = 0,
   kSetupFailed = 10,
   kFirstCallFailed = 11,
-  kNoAsyncError = 12,
-  kKernelStillRunning = 13,
-  kAbortFailed = 14,
+  kSecondCallRefused = 12,
+  kNoAsyncError = 13,
+  kKernelStillRunning = 14,
+  kAbortFailed = 15,
 };
 
-int survivor(const ncclUniqueId& id, int nranks) {
+struct Rank {
   float* buffer = nullptr;
   cudaStream_t stream = nullptr;
   ncclComm_t comm = nullptr;
-  if (cudaSetDevice(0) != cudaSuccess || cudaMalloc(&buffer, kCount * sizeof(float)) != cudaSuccess ||
-      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess ||
-      ncclCommInitRank(&comm, nranks, id, 0) != ncclSuccess) {
+};
+
+// Joins the communicator as host `rank` and makes one allreduce with the peer (which makes the
+// connections). kReported when both went well.
+int joinAndCallOnce(const ncclUniqueId& id, int rank, Rank* self) {
+  setenv("NCCL_HOSTID", ("weft-gpu-host-" + std::to_string(rank)).c_str(), 1);
+  if (cudaSetDevice(0) != cudaSuccess || cudaMalloc(&self->buffer, kCount * sizeof(float)) != cudaSuccess ||
+      cudaStreamCreateWithFlags(&self->stream, cudaStreamNonBlocking) != cudaSuccess ||
+      ncclCommInitRank(&self->comm, 2, id, rank) != ncclSuccess) {
     return kSetupFailed;
   }
-  // One call with the peer makes the connections; the second waits for a peer that is gone.
-  if (ncclAllReduce(buffer, buffer, kCount, ncclFloat32, ncclSum, comm, stream) != ncclSuccess ||
-      cudaStreamSynchronize(stream) != cudaSuccess) {
+  if (ncclAllReduce(self->buffer, self->buffer, kCount, ncclFloat32, ncclSum, self->comm, self->stream) !=
+          ncclSuccess ||
+      cudaStreamSynchronize(self->stream) != cudaSuccess) {
     return kFirstCallFailed;
   }
-  (void)ncclAllReduce(buffer, buffer, kCount, ncclFloat32, ncclSum, comm, stream);
+  return kReported;
+}
+
+// Rank 0: enqueues a second allreduce (its kernel waits for rank 1), tells rank 1 to go, and
+// expects the error to arrive and the kernel to end.
+int survivor(const ncclUniqueId& id, int goFd) {
+  Rank self;
+  if (int outcome = joinAndCallOnce(id, 0, &self); outcome != kReported) return outcome;
+  const ncclResult_t enqueued =
+      ncclAllReduce(self.buffer, self.buffer, kCount, ncclFloat32, ncclSum, self.comm, self.stream);
+  const char go = 1;
+  if (write(goFd, &go, 1) != 1 || enqueued != ncclSuccess) return kSecondCallRefused;
   const auto deadline = Clock::now() + kReportLimit;
   ncclResult_t asyncError = ncclSuccess;
   while (asyncError == ncclSuccess && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    (void)ncclCommGetAsyncError(comm, &asyncError);
+    (void)ncclCommGetAsyncError(self.comm, &asyncError);
   }
   if (asyncError == ncclSuccess || asyncError == ncclInProgress) return kNoAsyncError;
-  // The kernel gave up: the stream drains.
-  while (cudaStreamQuery(stream) == cudaErrorNotReady && Clock::now() < deadline) {
+  while (cudaStreamQuery(self.stream) == cudaErrorNotReady && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (cudaStreamQuery(stream) == cudaErrorNotReady) return kKernelStillRunning;
-  if (ncclCommAbort(comm) != ncclSuccess) return kAbortFailed;
+  if (cudaStreamQuery(self.stream) == cudaErrorNotReady) return kKernelStillRunning;
+  if (ncclCommAbort(self.comm) != ncclSuccess) return kAbortFailed;
   return kReported;
 }
 
@@ -71,31 +88,31 @@ TEST(GpuAcrossHosts, ALostHostEndsTheWaitingKernelWithAnAsyncError) {
   SKIP_WITHOUT_GPU();
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
-  const std::vector<pid_t> ranks = reliability::forkKillableRanks(2, id, [](int rank, const ncclUniqueId& id) {
-    setenv("NCCL_HOSTID", ("weft-gpu-host-" + std::to_string(rank)).c_str(), 1);
-    if (rank == 0) return survivor(id, 2);
-    float* buffer = nullptr;
-    cudaStream_t stream = nullptr;
-    ncclComm_t comm = nullptr;
-    if (cudaSetDevice(0) != cudaSuccess || cudaMalloc(&buffer, kCount * sizeof(float)) != cudaSuccess ||
-        cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess ||
-        ncclCommInitRank(&comm, 2, id, 1) != ncclSuccess) {
-      return static_cast<int>(kSetupFailed);
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  const std::vector<pid_t> ranks = reliability::forkKillableRanks(2, id, [&go](int rank, const ncclUniqueId& id) {
+    if (rank == 0) {
+      close(go[0]);
+      return survivor(id, go[1]);
     }
-    if (ncclAllReduce(buffer, buffer, kCount, ncclFloat32, ncclSum, comm, stream) != ncclSuccess ||
-        cudaStreamSynchronize(stream) != cudaSuccess) {
-      return static_cast<int>(kFirstCallFailed);
-    }
+    close(go[1]);
+    Rank self;
+    if (int outcome = joinAndCallOnce(id, 1, &self); outcome != kReported) return outcome;
+    char signal = 0;
+    (void)read(go[0], &signal, 1);  // rank 0's second call is enqueued (or rank 0 is gone)
     _exit(0);  // the host is lost: no destroy, no second call
+    return 0;
   });
+  close(go[0]);
+  close(go[1]);
   ASSERT_EQ(ranks.size(), 2u);
   const int lost = reliability::waitForRank(ranks[1]);
   const int survived = reliability::waitForRank(ranks[0]);
   EXPECT_TRUE(WIFEXITED(lost) && WEXITSTATUS(lost) == 0) << "the lost rank's first call failed: status " << lost;
   ASSERT_TRUE(WIFEXITED(survived)) << "the surviving rank died: status " << survived;
   EXPECT_EQ(WEXITSTATUS(survived), kReported)
-      << "10: setup failed, 11: the first call failed, 12: no async error within the limit, 13: the kernel still "
-         "ran, 14: abort failed";
+      << "10: setup failed, 11: the first call failed, 12: the second call was refused, 13: no async error within "
+         "the limit, 14: the kernel still ran, 15: abort failed";
 }
 
 }  // namespace

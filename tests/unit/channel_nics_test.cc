@@ -67,6 +67,26 @@ TEST(ChannelNetDevices, GpuRanksSpreadChannelsOverEveryRailInTheTopologysOrder) 
   }
 }
 
+TEST(ChannelNetDevices, ChannelNicsNameTheNicCarryingEachChannelsDevice) {
+  const topology::System h100 = load("full-dump-h100x8-nvswitch.xml");
+  // Only mlx5_1 and mlx5_3 offered, as NCCL_IB_HCA might leave them.
+  std::vector<NetDevice> devices = h100DevicesLastFirst();
+  devices.erase(devices.begin() + indexOf(devices, "mlx5_2"));
+  devices.erase(devices.begin() + indexOf(devices, "mlx5_0"));
+  const std::vector<int> nics = channelNics(h100, devices, gpuRank(1), 3);
+  const std::vector<int> chosen = channelNetDevices(h100, devices, gpuRank(1), 3);
+  ASSERT_EQ(nics.size(), 3u);
+  for (size_t channel = 0; channel < nics.size(); ++channel) {
+    ASSERT_GE(nics[channel], 0) << "channel " << channel;
+    const topology::Node& nic = h100.node(nics[channel]);
+    ASSERT_FALSE(nic.nic.ports.empty());
+    EXPECT_EQ(nic.nic.ports.front().name, devices[chosen[channel]].device) << "channel " << channel;
+  }
+  EXPECT_NE(nics[0], nics[1]);
+  EXPECT_EQ(nics[0], nics[2]);
+  EXPECT_EQ(channelNics(h100, {}, gpuRank(1), 2), (std::vector<int>{-1, -1}));
+}
+
 TEST(ChannelNetDevices, HostRanksUseTheNicsOfTheirOwnNumaNode) {
   const topology::System h100 = load("full-dump-h100x8-nvswitch.xml");
   const std::vector<NetDevice> devices = h100DevicesLastFirst();

@@ -135,7 +135,9 @@ class ProxiedNetwork : public ::testing::TestWithParam<std::string> {
     if (GetParam() == "socket") network_ = socket::makeSocketTransport();
 #if WEFT_IB
     if (GetParam() == "ib") {
-      if (ib::usablePortCount() == 0) GTEST_SKIP() << "no usable verbs port here: ctest -R ib_proxy runs this in a guest";
+      if (ib::usablePortCount() == 0) {
+        GTEST_SKIP() << "no usable verbs port here: ctest -R ib_proxy runs this in a guest";
+      }
       network_ = ib::makeIbTransport();
     }
 #endif
@@ -149,11 +151,11 @@ class ProxiedNetwork : public ::testing::TestWithParam<std::string> {
   }
 
   harness::ScopedEnv env_{"NCCL_SOCKET_IFNAME", "lo"};
+  RecordingSink sink_;  // outlives the ends, which may still report to it as they go
   std::unique_ptr<Transport> network_;
   std::unique_ptr<Transport> proxy_;
   std::unique_ptr<RecvConnection> recv_;
   std::unique_ptr<SendConnection> send_;
-  RecordingSink sink_;
 };
 
 TEST_P(ProxiedNetwork, IsNamedAfterItsNetworkAndOffersItsDevices) {
@@ -238,7 +240,9 @@ class AnnouncedOnly final : public RecvConnection {
   }
   bool takesLandings() const override { return true; }
   Status expectLandings(std::span<const Landing> landings) override {
-    if (arrived_ < announced_) return internalError("announced while %llu pieces are unreleased", announced_ - arrived_);
+    if (arrived_ < announced_) {
+      return internalError("announced while %llu pieces are unreleased", announced_ - arrived_);
+    }
     for (const Landing& landing : landings) {
       if (landing.dst != nullptr) return internalError("a proxied piece must land in a slot");
     }
@@ -260,13 +264,13 @@ class AnnouncedOnly final : public RecvConnection {
 };
 
 TEST(ProxiedRecv, AnnouncesExpectedPiecesToANetworkThatTakesLandings) {
+  RecordingSink sink;
   auto network = std::make_unique<AnnouncedOnly>();
   AnnouncedOnly* scripted = network.get();
   std::unique_ptr<ProxyRecvConnection> recv;
   ASSERT_TRUE(ProxyRecvConnection::create(std::move(network), allocateHostStaging, paramsFor(kRecvRank), "scripted",
                                           &recv)
                   .isOk());
-  RecordingSink sink;
   recv->deviceEnd()->proxy->expect(30, &sink);
   recv->deviceEnd()->proxy->expect(13, &sink);  // a second launch
   EXPECT_EQ(kernelReceives(*recv->deviceEnd(), 43, Clock::now() + kDeadline), "");
@@ -307,27 +311,34 @@ class ScriptedSend final : public SendConnection {
 };
 
 TEST(ProxiedSend, PostsEachPieceWithTheKernelsByteCount) {
+  RecordingSink sink;
   auto network = std::make_unique<ScriptedSend>(false);
   ScriptedSend* recording = network.get();
   std::unique_ptr<ProxySendConnection> send;
   ASSERT_TRUE(
       ProxySendConnection::create(std::move(network), allocateHostStaging, paramsFor(kSendRank), "scripted", &send)
           .isOk());
-  RecordingSink sink;
   constexpr uint64_t kPieces = 20;
   send->deviceEnd()->proxy->expect(kPieces, &sink);
   ASSERT_TRUE(kernelSends(*send->deviceEnd(), kPieces, Clock::now() + kDeadline));
   ASSERT_TRUE(waitFor([&] { return recording->posted().size() == kPieces; }));
   const std::vector<size_t> posted = recording->posted();
   for (uint64_t piece = 0; piece < kPieces; ++piece) EXPECT_EQ(posted[piece], pieceBytes(piece)) << piece;
+  // Drained (and so flushed, for the host path's callers) once every expected piece has left.
+  EXPECT_TRUE(waitFor([&] { return send->deviceEnd()->proxy->drained(); }));
+  bool flushed = false;
+  EXPECT_TRUE(send->tryFlush(&flushed).isOk());
+  EXPECT_TRUE(flushed);
+  send->deviceEnd()->proxy->expect(1, &sink);
+  EXPECT_FALSE(send->deviceEnd()->proxy->drained()) << "a piece the kernel has not posted yet cannot have left";
 }
 
 TEST(ProxiedSend, ANetworkFailureReachesTheSinkWithWhatFailed) {
-  std::unique_ptr<ProxySendConnection> send;
-  ASSERT_TRUE(ProxySendConnection::create(std::make_unique<ScriptedSend>(true), allocateHostStaging, paramsFor(kSendRank),
-                                          "scripted", &send)
-                  .isOk());
   RecordingSink sink;
+  std::unique_ptr<ProxySendConnection> send;
+  ASSERT_TRUE(ProxySendConnection::create(std::make_unique<ScriptedSend>(true), allocateHostStaging,
+                                          paramsFor(kSendRank), "scripted", &send)
+                  .isOk());
   send->deviceEnd()->proxy->expect(2, &sink);
   ASSERT_TRUE(kernelSends(*send->deviceEnd(), 1, Clock::now() + kDeadline));
   ASSERT_TRUE(waitFor([&] { return !sink.seen().empty(); }));

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <vector>
 
-#include "src/base/log.h"
 #include "transport/proxy/proxy_thread.h"
 
 namespace weft::transport::proxy {
@@ -29,7 +28,7 @@ std::string describe(const char* direction, const ConnectionParams& params, cons
 // A zeroed ring for `params`, in memory from `allocate`.
 Status makeRing(StagingAllocator allocate, const ConnectionParams& params, StagedMemory* memory) {
   const size_t bytes = stagedRingBytes(params.slotBytes, params.slotCount);
-  WEFT_RETURN_IF_ERROR(allocate(bytes, memory));
+  WEFT_RETURN_IF_ERROR(allocate(bytes, params.self.cudaDevice, memory));
   std::memset(memory->host(), 0, bytes);
   return Status::ok();
 }
@@ -50,20 +49,20 @@ void ProxiedEnd::expect(uint64_t pieces, ProxyFailureSink* sink) {
   ProxyThread::instance().wake();
 }
 
-bool ProxiedEnd::busy() { return !failed_ && !carriedAll(expected()); }
+bool ProxiedEnd::drained() const {
+  return failed_.load(std::memory_order_acquire) || carried_.load(std::memory_order_acquire) >= expected();
+}
+
+bool ProxiedEnd::busy() { return !drained(); }
 
 bool ProxiedEnd::advance() {
   bool moved = false;
   Status status = carry(&moved);
   if (status.isOk()) return moved;
-  failed_ = true;
+  failed_.store(true, std::memory_order_release);
   status = status.withContext("network proxy " + what_);
   ProxyFailureSink* sink = sink_.load(std::memory_order_acquire);
-  if (sink != nullptr) {
-    sink->proxyFailed(status);
-  } else {
-    WEFT_WARN("%s", status.message().c_str());
-  }
+  if (sink != nullptr) sink->proxyFailed(status);  // set by the expect() that made the end busy
   return moved;
 }
 
@@ -71,7 +70,8 @@ bool ProxiedEnd::advance() {
 
 ProxySendConnection::ProxySendConnection(std::unique_ptr<SendConnection> network, StagedMemory memory,
                                          const ConnectionParams& params, std::string what)
-    : ProxiedEnd(std::move(memory), params.slotBytes, params.slotCount, std::move(what)), network_(std::move(network)) {}
+    : ProxiedEnd(std::move(memory), params.slotBytes, params.slotCount, std::move(what)),
+      network_(std::move(network)) {}
 
 Status ProxySendConnection::create(std::unique_ptr<SendConnection> network, StagingAllocator allocate,
                                    const ConnectionParams& params, const char* networkName,
@@ -98,7 +98,7 @@ Status ProxySendConnection::tryAcquireSlot(void** slot, SlotKind /*kind*/) {
 Status ProxySendConnection::postSlot(size_t /*bytes*/) { return notOnHostPath(); }
 
 Status ProxySendConnection::tryFlush(bool* done) {
-  *done = true;  // the proxy thread flushes the network connection
+  *done = drained();  // the proxy thread flushes the network connection
   return Status::ok();
 }
 
@@ -121,7 +121,10 @@ Status ProxySendConnection::carry(bool* moved) {
     storeRelease(ring_.released, forwarded_);
     *moved = true;
   }
-  return network_->tryFlush(&flushed_);
+  bool flushed = false;
+  WEFT_RETURN_IF_ERROR(network_->tryFlush(&flushed));
+  if (flushed) carried(forwarded_);
+  return Status::ok();
 }
 
 // Receiving end.
@@ -184,10 +187,10 @@ Status ProxyRecvConnection::carry(bool* moved) {
     }
     const uint64_t at = delivered_ % ring_.slotCount;
     std::memcpy(ring_.slots + at * ring_.slotBytes, data, bytes);
-    std::atomic_ref<uint64_t>(ring_.sizes[at]).store(bytes, std::memory_order_relaxed);
     WEFT_RETURN_IF_ERROR(network_->releaseSlot());
     ++delivered_;
     storeRelease(ring_.posted, delivered_);
+    carried(delivered_);
     *moved = true;
   }
   return Status::ok();

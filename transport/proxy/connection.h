@@ -7,7 +7,8 @@
 //  - receiving: each piece the network delivers is copied into the kernel's next free slot and
 //    posted to it; the network's slot is then released. Where the network writes only where it
 //    was told (ib), the proxy announces the expected pieces to it, into its own slots.
-// The host path never uses these ends: their Send/RecvConnection calls fail.
+// The host path never uses these ends: their slot calls fail (tryFlush says whether the proxy has
+// sent every expected piece).
 
 #include <atomic>
 #include <memory>
@@ -23,19 +24,20 @@ namespace weft::transport::proxy {
 class ProxiedEnd : public DeviceProxy {
  public:
   void expect(uint64_t pieces, ProxyFailureSink* sink) override;
+  bool drained() const override;
 
   /// Whether launches still need this end: pieces expected and not all carried, and no failure.
   bool busy();
   /// Moves what can move without waiting; true if a piece moved. A failure of the network
-  /// connection goes to the sink of the last expect() (or to the log, if none yet) once, and
-  /// the end stops.
+  /// connection goes once to the sink of the last expect(), and the end stops.
   bool advance();
 
  protected:
   ProxiedEnd(StagedMemory memory, size_t slotBytes, int slotCount, std::string what);
   virtual Status carry(bool* moved) = 0;
-  virtual bool carriedAll(uint64_t expected) const = 0;
   uint64_t expected() const { return expected_.load(std::memory_order_acquire); }
+  /// Records that `pieces` pieces have been carried in all (a sending end's: left this rank).
+  void carried(uint64_t pieces) { carried_.store(pieces, std::memory_order_release); }
 
   StagedMemory memory_;
   DeviceEnd ring_;        // as this process reaches it
@@ -44,8 +46,9 @@ class ProxiedEnd : public DeviceProxy {
  private:
   std::string what_;  // "sending to rank 3 on channel 1 over socket"
   std::atomic<uint64_t> expected_{0};
+  std::atomic<uint64_t> carried_{0};
   std::atomic<ProxyFailureSink*> sink_{nullptr};
-  bool failed_ = false;
+  std::atomic<bool> failed_{false};
 };
 
 class ProxySendConnection final : public SendConnection, public ProxiedEnd {
@@ -66,11 +69,9 @@ class ProxySendConnection final : public SendConnection, public ProxiedEnd {
   ProxySendConnection(std::unique_ptr<SendConnection> network, StagedMemory memory, const ConnectionParams& params,
                       std::string what);
   Status carry(bool* moved) override;
-  bool carriedAll(uint64_t expected) const override { return forwarded_ >= expected && flushed_; }
 
   std::unique_ptr<SendConnection> network_;
   uint64_t forwarded_ = 0;  // kernel posts handed to the network
-  bool flushed_ = true;     // every handed post has left this rank
 };
 
 class ProxyRecvConnection final : public RecvConnection, public ProxiedEnd {
@@ -90,7 +91,6 @@ class ProxyRecvConnection final : public RecvConnection, public ProxiedEnd {
   ProxyRecvConnection(std::unique_ptr<RecvConnection> network, StagedMemory memory, const ConnectionParams& params,
                       std::string what);
   Status carry(bool* moved) override;
-  bool carriedAll(uint64_t expected) const override { return delivered_ >= expected; }
   Status announce();
 
   std::unique_ptr<RecvConnection> network_;

@@ -37,7 +37,7 @@ StagedMemory& StagedMemory::operator=(StagedMemory&& other) noexcept {
   return *this;
 }
 
-Status allocateHostStaging(size_t bytes, StagedMemory* out) {
+Status allocateHostStaging(size_t bytes, int /*device*/, StagedMemory* out) {
   void* memory = std::aligned_alloc(kAlignment, roundUp(bytes, kAlignment));
   if (memory == nullptr) return systemError("out of host memory for a proxied connection's ring (%zu bytes)", bytes);
   char* host = static_cast<char*>(memory);
@@ -46,9 +46,14 @@ Status allocateHostStaging(size_t bytes, StagedMemory* out) {
 }
 
 #if WEFT_CUDA
-Status allocatePinnedStaging(size_t bytes, StagedMemory* out) {
+Status allocatePinnedStaging(size_t bytes, int cudaDevice, StagedMemory* out) {
+  int previous = -1;
+  (void)cudaGetDevice(&previous);
+  const bool switching = cudaDevice >= 0 && cudaDevice != previous;
+  cudaError_t error = switching ? cudaSetDevice(cudaDevice) : cudaSuccess;
   void* host = nullptr;
-  cudaError_t error = cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (error == cudaSuccess) error = cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (switching && previous >= 0) (void)cudaSetDevice(previous);
   if (error != cudaSuccess) {
     return systemError("cudaHostAlloc of %zu bytes for a proxied connection's ring failed: %s", bytes,
                        cudaGetErrorString(error));

@@ -35,14 +35,15 @@ class StagedMemory {
   Free free_ = nullptr;
 };
 
-/// Allocates `bytes` of staged memory (page-aligned).
-using StagingAllocator = Status (*)(size_t bytes, StagedMemory* out);
+/// Allocates `bytes` of staged memory (page-aligned) for a rank of CUDA device `cudaDevice`.
+using StagingAllocator = Status (*)(size_t bytes, int cudaDevice, StagedMemory* out);
 
-/// Plain host memory, for ends that no GPU reaches (the proxy's own tests).
-Status allocateHostStaging(size_t bytes, StagedMemory* out);
+/// Plain host memory, for ends that no GPU reaches (the proxy's own tests). Ignores `cudaDevice`.
+Status allocateHostStaging(size_t bytes, int cudaDevice, StagedMemory* out);
 #if WEFT_CUDA
-/// Pinned host memory mapped into every CUDA context (cudaHostAlloc, mapped and portable).
-Status allocatePinnedStaging(size_t bytes, StagedMemory* out);
+/// Pinned host memory mapped into every CUDA context (cudaHostAlloc, mapped and portable), made
+/// with `cudaDevice` current.
+Status allocatePinnedStaging(size_t bytes, int cudaDevice, StagedMemory* out);
 #endif
 
 inline constexpr size_t kPostedOffset = 0;
@@ -53,7 +54,7 @@ inline constexpr size_t kSizesOffset = 256;
 size_t stagedRingBytes(size_t slotBytes, int slotCount);
 
 /// The ring in the allocation at `base` (either view of it), as a kernel or the proxy reaches it.
-/// `sizes` is set: the proxy reads each post's byte count from it, and writes it for the kernel.
+/// `sizes` is set: a sending kernel writes each post's byte count there for the proxy.
 DeviceEnd stagedRingAt(char* base, size_t slotBytes, int slotCount);
 
 }  // namespace weft::transport::proxy

@@ -23,7 +23,8 @@ class ProxyTransport final : public Transport {
     std::unique_ptr<RecvConnection> network;
     WEFT_RETURN_IF_ERROR(network_->listen(params, &network, blob));
     std::unique_ptr<ProxyRecvConnection> proxied;
-    WEFT_RETURN_IF_ERROR(ProxyRecvConnection::create(std::move(network), allocate_, params, network_->name(), &proxied));
+    WEFT_RETURN_IF_ERROR(
+        ProxyRecvConnection::create(std::move(network), allocate_, params, network_->name(), &proxied));
     *connection = std::move(proxied);
     return Status::ok();
   }
@@ -33,7 +34,8 @@ class ProxyTransport final : public Transport {
     std::unique_ptr<SendConnection> network;
     WEFT_RETURN_IF_ERROR(network_->connect(params, blob, &network));
     std::unique_ptr<ProxySendConnection> proxied;
-    WEFT_RETURN_IF_ERROR(ProxySendConnection::create(std::move(network), allocate_, params, network_->name(), &proxied));
+    WEFT_RETURN_IF_ERROR(
+        ProxySendConnection::create(std::move(network), allocate_, params, network_->name(), &proxied));
     *connection = std::move(proxied);
     return Status::ok();
   }
