@@ -49,6 +49,10 @@ class ProxyFailureSink {
  public:
   virtual ~ProxyFailureSink() = default;
   virtual void proxyFailed(const Status& failure) = 0;
+  /// Asked now and then (from the proxy's thread) while an end waits without progress: a failure
+  /// (the communicator aborted, a peer known dead) ends the end as a network failure would, so a
+  /// host that vanished without closing its connections does not leave kernels waiting.
+  virtual Status checkAlive() { return Status::ok(); }
 };
 
 /// The host thread that carries a device end's pieces between its kernel and a host network

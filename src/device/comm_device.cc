@@ -110,6 +110,11 @@ Status CommDevice::drain() {
   return waitUntil(context, [this] { return proxiesDrained(); });
 }
 
+Status CommDevice::checkAlive() {
+  const WaitContext& context = comm_.waitContext();
+  return context.check ? context.check() : Status::ok();
+}
+
 bool CommDevice::proxiesDrained() const {
   for (int channel = 0; channel < 2 * connections_->nChannels(); ++channel) {
     for (int peer = 0; peer < comm_.nranks(); ++peer) {

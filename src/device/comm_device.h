@@ -37,7 +37,8 @@ class WorkPool {
 };
 
 /// Also the sink of its network proxies' failures (a peer host lost): the communicator records the
-/// error (ncclCommGetAsyncError) and its kernels give up, as on ncclCommAbort.
+/// error (ncclCommGetAsyncError) and its kernels give up, as on ncclCommAbort. A proxy waiting
+/// without progress asks it, through the communicator's wait context, whether a peer is known dead.
 class CommDevice final : public core::Communicator::DeviceResources, public transport::ProxyFailureSink {
  public:
   /// Makes the resources of `comm` (whose rank must have a CUDA device).
@@ -48,6 +49,7 @@ class CommDevice final : public core::Communicator::DeviceResources, public tran
   void abort() override;
   Status drain() override;
   void proxyFailed(const Status& failure) override;
+  Status checkAlive() override;
 
   int device() const { return device_; }
   core::ConnectionTable& connections() { return *connections_; }

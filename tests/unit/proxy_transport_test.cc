@@ -106,7 +106,7 @@ std::string kernelReceives(const DeviceEnd& end, uint64_t count, Clock::time_poi
 }
 
 // Records the failures a proxy reports.
-struct RecordingSink final : ProxyFailureSink {
+struct RecordingSink : ProxyFailureSink {
   void proxyFailed(const Status& failure) override {
     std::lock_guard<std::mutex> lock(mutex);
     failures.push_back(failure.message());
@@ -331,6 +331,46 @@ TEST(ProxiedSend, PostsEachPieceWithTheKernelsByteCount) {
   EXPECT_TRUE(flushed);
   send->deviceEnd()->proxy->expect(1, &sink);
   EXPECT_FALSE(send->deviceEnd()->proxy->drained()) << "a piece the kernel has not posted yet cannot have left";
+}
+
+// A network connection that never frees a slot, as when the peer host is gone but its connection
+// was never closed; and a sink whose communicator has learned of that (its peer watch).
+class StuckSend final : public SendConnection {
+ public:
+  Status tryAcquireSlot(void** slot, SlotKind /*kind*/) override {
+    *slot = nullptr;
+    return Status::ok();
+  }
+  Status postSlot(size_t /*bytes*/) override { return internalError("nothing was acquired"); }
+  Status tryFlush(bool* done) override {
+    *done = true;
+    return Status::ok();
+  }
+  size_t slotBytes() const override { return kSlotBytes; }
+};
+
+struct PeerKnownDeadSink final : RecordingSink {
+  Status checkAlive() override {
+    ++asked;
+    return remoteError("rank 0 (host host0) died: its process is gone");
+  }
+  std::atomic<int> asked{0};
+};
+
+TEST(ProxiedSend, AnEndWaitingWithoutProgressEndsOnceTheCommunicatorKnowsThePeerDead) {
+  PeerKnownDeadSink sink;
+  std::unique_ptr<ProxySendConnection> send;
+  ASSERT_TRUE(ProxySendConnection::create(std::make_unique<StuckSend>(), allocateHostStaging, paramsFor(kSendRank),
+                                          "scripted", &send)
+                  .isOk());
+  const auto start = Clock::now();
+  send->deviceEnd()->proxy->expect(1, &sink);
+  ASSERT_TRUE(kernelSends(*send->deviceEnd(), 1, Clock::now() + kDeadline));
+  ASSERT_TRUE(waitFor([&] { return !sink.seen().empty(); }));
+  EXPECT_GE(Clock::now() - start, ProxiedEnd::kAskEvery) << "asked before waiting kAskEvery";
+  EXPECT_EQ(sink.asked.load(), 1);
+  EXPECT_NE(sink.seen().front().find("rank 0 (host host0) died"), std::string::npos) << sink.seen().front();
+  EXPECT_TRUE(send->deviceEnd()->proxy->drained()) << "a failed end holds nothing back";
 }
 
 TEST(ProxiedSend, ANetworkFailureReachesTheSinkWithWhatFailed) {

@@ -58,12 +58,27 @@ bool ProxiedEnd::busy() { return !drained(); }
 bool ProxiedEnd::advance() {
   bool moved = false;
   Status status = carry(&moved);
+  if (status.isOk() && !moved) status = askWhileWaiting();
+  if (moved) waiting_ = false;
   if (status.isOk()) return moved;
   failed_.store(true, std::memory_order_release);
   status = status.withContext("network proxy " + what_);
   ProxyFailureSink* sink = sink_.load(std::memory_order_acquire);
   if (sink != nullptr) sink->proxyFailed(status);  // set by the expect() that made the end busy
   return moved;
+}
+
+Status ProxiedEnd::askWhileWaiting() {
+  const auto now = std::chrono::steady_clock::now();
+  if (!waiting_) {
+    waiting_ = true;
+    lastAsked_ = now;
+    return Status::ok();
+  }
+  if (now - lastAsked_ < kAskEvery) return Status::ok();
+  lastAsked_ = now;
+  ProxyFailureSink* sink = sink_.load(std::memory_order_acquire);
+  return sink != nullptr ? sink->checkAlive() : Status::ok();
 }
 
 // Sending end.

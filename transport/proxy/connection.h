@@ -11,6 +11,7 @@
 // sent every expected piece).
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -19,17 +20,20 @@
 
 namespace weft::transport::proxy {
 
-/// What the proxy thread drives. Thread-safety: expect() from any thread; the rest from the proxy
-/// thread only.
+/// What the proxy thread drives. Thread-safety: expect() and drained() from any thread; the rest
+/// from the proxy thread only.
 class ProxiedEnd : public DeviceProxy {
  public:
+  /// How often an end waiting without progress asks its sink whether the communicator stands.
+  static constexpr std::chrono::milliseconds kAskEvery{100};
   void expect(uint64_t pieces, ProxyFailureSink* sink) override;
   bool drained() const override;
 
   /// Whether launches still need this end: pieces expected and not all carried, and no failure.
   bool busy();
   /// Moves what can move without waiting; true if a piece moved. A failure of the network
-  /// connection goes once to the sink of the last expect(), and the end stops.
+  /// connection, or of the sink's checkAlive() (asked every kAskEvery without progress), goes once
+  /// to the sink of the last expect(), and the end stops.
   bool advance();
 
  protected:
@@ -49,6 +53,10 @@ class ProxiedEnd : public DeviceProxy {
   std::atomic<uint64_t> carried_{0};
   std::atomic<ProxyFailureSink*> sink_{nullptr};
   std::atomic<bool> failed_{false};
+  bool waiting_ = false;  // the last advance moved nothing
+  std::chrono::steady_clock::time_point lastAsked_;
+
+  Status askWhileWaiting();
 };
 
 class ProxySendConnection final : public SendConnection, public ProxiedEnd {
