@@ -53,8 +53,6 @@ bool ProxiedEnd::drained() const {
   return failed_.load(std::memory_order_acquire) || carried_.load(std::memory_order_acquire) >= expected();
 }
 
-bool ProxiedEnd::busy() { return !drained(); }
-
 bool ProxiedEnd::advance() {
   bool moved = false;
   Status status = carry(&moved);
@@ -64,7 +62,7 @@ bool ProxiedEnd::advance() {
   failed_.store(true, std::memory_order_release);
   status = status.withContext("network proxy " + what_);
   ProxyFailureSink* sink = sink_.load(std::memory_order_acquire);
-  if (sink != nullptr) sink->proxyFailed(status);  // set by the expect() that made the end busy
+  if (sink != nullptr) sink->proxyFailed(status);  // set by the expect() that made the end needed
   return moved;
 }
 
@@ -146,7 +144,8 @@ Status ProxySendConnection::carry(bool* moved) {
 
 ProxyRecvConnection::ProxyRecvConnection(std::unique_ptr<RecvConnection> network, StagedMemory memory,
                                          const ConnectionParams& params, std::string what)
-    : ProxiedEnd(std::move(memory), params.slotBytes, params.slotCount, std::move(what)), network_(std::move(network)) {
+    : ProxiedEnd(std::move(memory), params.slotBytes, params.slotCount, std::move(what)),
+      network_(std::move(network)) {
   deviceRing_.sizes = nullptr;  // the kernel knows each piece's size from its program
 }
 

@@ -29,8 +29,6 @@ class ProxiedEnd : public DeviceProxy {
   void expect(uint64_t pieces, ProxyFailureSink* sink) override;
   bool drained() const override;
 
-  /// Whether launches still need this end: pieces expected and not all carried, and no failure.
-  bool busy();
   /// Moves what can move without waiting; true if a piece moved. A failure of the network
   /// connection, or of the sink's checkAlive() (asked every kAskEvery without progress), goes once
   /// to the sink of the last expect(), and the end stops.

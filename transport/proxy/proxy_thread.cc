@@ -67,7 +67,7 @@ void ProxyThread::run() {
     {
       std::lock_guard<std::mutex> lock(endsMutex_);
       for (ProxiedEnd* end : ends_) {
-        if (!end->busy()) continue;
+        if (end->drained()) continue;  // no launch needs it now
         busy = true;
         moved |= end->advance();
       }

@@ -1,6 +1,6 @@
 #pragma once
 // The network proxy's thread: one per process, running while any proxied end exists. It sweeps
-// the ends that launches still need (ProxiedEnd::busy), advancing each without waiting; when a
+// the ends that launches still need (not ProxiedEnd::drained), advancing each without waiting; when a
 // sweep moves nothing it backs off as every wait in Weft does (src/base/wait.h), and when no end
 // is needed it sleeps until an expect() wakes it.
 
