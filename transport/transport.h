@@ -132,8 +132,8 @@ class RecvConnection {
   /// True for an end that lets its sender write only where it was told, piece by piece (ib): its
   /// user must announce every piece through expectLandings before peeking it.
   virtual bool takesLandings() const { return false; }
-  /// Announces, in order, the pieces that come after those announced so far, once every piece
-  /// announced before has been released. A piece that landed in its `dst` is peeked there.
+  /// Announces, in order, the pieces that come after those announced so far (which may not have
+  /// arrived yet). A piece that landed in its `dst` is peeked there.
   virtual Status expectLandings(std::span<const Landing> /*landings*/) { return Status::ok(); }
   virtual size_t slotBytes() const = 0;
   /// For a connection driven by GPU kernels: where a kernel finds it; nullptr for host connections.

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -349,12 +350,9 @@ Status IbRecvConnection::makeOffers() {
 
 Status IbRecvConnection::expectLandings(std::span<const Landing> landings) {
   if (!error_.isOk()) return error_;
-  if (nextLanding_ < landings_.size()) {
-    return invalidUsage("ib transport: new pieces announced (from %s) before the %zu announced earlier were offered",
-                        peer().c_str(), landings_.size() - nextLanding_);
-  }
-  landings_.assign(landings.begin(), landings.end());
+  landings_.erase(landings_.begin(), landings_.begin() + static_cast<std::ptrdiff_t>(nextLanding_));
   nextLanding_ = 0;
+  landings_.insert(landings_.end(), landings.begin(), landings.end());
   return makeOffers();
 }
 

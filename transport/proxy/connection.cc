@@ -170,15 +170,16 @@ Status ProxyRecvConnection::tryPeekSlot(const void** data, size_t* bytes, SlotKi
 
 Status ProxyRecvConnection::releaseSlot() { return notOnHostPath(); }
 
-// A network that takes landings (ib) is told the next expected pieces once it has delivered every
-// piece told before; they land in its own slots.
+// A network that takes landings (ib) is told the expected pieces up to two rings ahead of those
+// delivered, more than it can offer at once, so that its sender is offered each slot as soon as it
+// frees; the pieces land in the network's own slots.
 Status ProxyRecvConnection::announce() {
-  const uint64_t wanted = expected();
-  if (delivered_ < announced_ || announced_ >= wanted) return Status::ok();
-  const uint64_t count = std::min<uint64_t>(wanted - announced_, static_cast<uint64_t>(ring_.slotCount));
-  const std::vector<Landing> landings(count);
+  const uint64_t ahead = delivered_ + 2 * static_cast<uint64_t>(ring_.slotCount);
+  const uint64_t target = std::min(expected(), ahead);
+  if (announced_ >= target) return Status::ok();
+  const std::vector<Landing> landings(target - announced_);
   WEFT_RETURN_IF_ERROR(network_->expectLandings(landings));
-  announced_ += count;
+  announced_ = target;
   return Status::ok();
 }
 

@@ -1,7 +1,9 @@
 #include "transport/proxy/proxy_thread.h"
 
 #include <algorithm>
+#include <cstdlib>
 
+#include "src/base/log.h"
 #include "src/base/wait.h"
 #include "transport/proxy/connection.h"
 
@@ -18,13 +20,14 @@ void ProxyThread::add(ProxiedEnd* end) {
     std::lock_guard<std::mutex> lock(endsMutex_);
     ends_.push_back(end);
   }
-  if (!thread_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(wakeMutex_);
-      stopping_ = false;
-    }
-    thread_ = std::thread([this] { run(); });
+  if (thread_.joinable() || exited_) return;
+  {
+    std::lock_guard<std::mutex> lock(wakeMutex_);
+    stopping_ = false;
   }
+  static const bool stopsAtExit = std::atexit([] { instance().stopForExit(); }) == 0;
+  if (!stopsAtExit) WEFT_WARN("the network proxy could not register its exit handler");
+  thread_ = std::thread([this] { run(); });
 }
 
 void ProxyThread::remove(ProxiedEnd* end) {
@@ -35,7 +38,17 @@ void ProxyThread::remove(ProxiedEnd* end) {
     ends_.erase(std::remove(ends_.begin(), ends_.end(), end), ends_.end());
     last = ends_.empty();
   }
-  if (!last || !thread_.joinable()) return;
+  if (last) stopThread();
+}
+
+void ProxyThread::stopForExit() {
+  std::lock_guard<std::mutex> lifecycle(lifecycleMutex_);
+  exited_ = true;
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) stopThread();
+}
+
+void ProxyThread::stopThread() {
+  if (!thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(wakeMutex_);
     stopping_ = true;
