@@ -42,6 +42,14 @@ Path throughCpu(const Path& first, const Path& second) {
   return joined;
 }
 
+// False where the source says that the GPU, or every port of the NIC, cannot do GPUDirect RDMA
+// (NCCL's gdr="0"); a source that does not say leaves it to the distance.
+bool gdrCapable(const System& system, int gpu, int nic) {
+  if (system.node(gpu).gpu.gdr == false) return false;
+  const std::vector<NetPort>& ports = system.node(nic).nic.ports;
+  return ports.empty() || std::any_of(ports.begin(), ports.end(), [](const NetPort& port) { return port.gdr != false; });
+}
+
 }  // namespace
 
 NetPath netPath(const System& system, const Paths& paths, int gpu, int nic, const NetGdrPolicy& policy) {
@@ -54,7 +62,8 @@ NetPath netPath(const System& system, const Paths& paths, int gpu, int nic, cons
   }
   if (direct.type == PathType::kDis) return result;
   const PathType judged = policy.c2c && result.distance == PathType::kP2c ? PathType::kC2c : result.distance;
-  result.gdr = withinLevel(judged, policy.level.value_or(kDefaultNetGdrLevel));
+  result.capable = gdrCapable(system, gpu, nic);
+  result.gdr = result.capable && withinLevel(judged, policy.level.value_or(kDefaultNetGdrLevel));
   if (result.gdr) {
     result.toNic = direct;
     result.fromNic = paths.between(nic, gpu);

@@ -26,6 +26,8 @@ struct NetGdrPolicy {
 struct NetPath {
   /// GPUDirect RDMA: the NIC reaches the GPU's memory itself.
   bool gdr = false;
+  /// False where the source says the GPU, or every port of the NIC, cannot (gdr="0").
+  bool capable = true;
   /// The path type the choice was made on: the GPU's own path to the NIC, or, where that relays
   /// through another GPU over NVLink (PXN), the relaying GPU's path to the NIC (P2C before the
   /// policy's c2c rule).
@@ -38,8 +40,9 @@ struct NetPath {
 };
 
 /// How GPU node `gpu` and NIC node `nic` of `system` exchange the network's data: GPUDirect RDMA
-/// when their distance is within the policy's level, as NCCL decides it. A NIC the GPU cannot
-/// reach at all gives DIS paths.
+/// when their distance is within the policy's level and the source does not rule it out (gdr="0"
+/// on the GPU, or on every port of the NIC), as NCCL decides it. A NIC the GPU cannot reach at all
+/// gives DIS paths.
 NetPath netPath(const System& system, const Paths& paths, int gpu, int nic, const NetGdrPolicy& policy);
 
 /// The policy NCCL_NET_GDR_LEVEL (parseLevel; unset: NCCL's default) and NCCL_NET_GDR_C2C set. A

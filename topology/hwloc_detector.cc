@@ -65,17 +65,19 @@ bool looksLikeHwlocXml(std::string_view head) { return rootElementIs(head, "topo
 Status detectSystem(System* out) {
   HwlocTopology topology;
   WEFT_RETURN_IF_ERROR(topology.loadThisMachine());
+  // hwloc may describe another machine (HWLOC_XMLFILE): then sysfs and NVML have nothing to add.
+  const bool thisMachine = hwloc_topology_is_thissystem(topology.get()) != 0;
   const Sysfs sysfs;
   System system;
   addHwlocCpus(topology.get(), &system);
   if (!hasCpu(system)) return systemError("hwloc found no NUMA node with CPUs on this machine");
-  addHwlocPciTree(topology.get(), &sysfs, &system);
-  addHostNetInterfaces(sysfs, &system);
+  addHwlocPciTree(topology.get(), thisMachine ? &sysfs : nullptr, &system);
+  if (thisMachine) addHostNetInterfaces(sysfs, &system);
   std::vector<NvmlGpu> nvmlGpus;
-  const bool nvmlPresent = readNvmlGpus(&nvmlGpus);
+  const bool nvmlPresent = thisMachine && readNvmlGpus(&nvmlGpus);
   if (nvmlPresent) addNvmlNvlinks(nvmlGpus, &sysfs, &system);
-  system.setNvlinkDescribed(nvmlPresent);
-  system.setSource("hwloc detection");
+  system.setNvlinkDescribed(nvmlPresent || (!thisMachine && addNvlinkBandwidthMatrix(topology.get(), &system)));
+  system.setSource(thisMachine ? "hwloc detection" : "hwloc detection of another machine (HWLOC_XMLFILE)");
   *out = std::move(system);
   return Status::ok();
 }

@@ -1,5 +1,7 @@
 #include "topology/hwloc_sysfs.h"
 
+#include <net/if.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -22,6 +24,14 @@ long leadingInteger(const std::string& text, long fallback) {
   char* end = nullptr;
   const long value = std::strtol(begin, &end, 10);
   return end == begin ? fallback : value;
+}
+
+/// Whether an interface's "flags" text ("0x1003") lacks IFF_UP; false when it is unreadable.
+bool isDown(const std::string& flags) {
+  const char* begin = flags.c_str();
+  char* end = nullptr;
+  const unsigned long value = std::strtoul(begin, &end, 16);
+  return end != begin && (value & IFF_UP) == 0;
 }
 
 /// A decimal number at the start of `text`, and the text after it; 0 and `text` when there is none.
@@ -84,6 +94,7 @@ std::vector<SysfsNetInterface> Sysfs::netInterfaces() const {
   for (const fs::path& entry : listFolder(root_ + "/class/net")) {
     const std::string name = entry.filename().string();
     if (readLine("class/net/" + name + "/type") == kLoopbackType) continue;
+    if (isDown(readLine("class/net/" + name + "/flags"))) continue;  // not one the socket transport may use
     SysfsNetInterface netInterface;
     netInterface.name = name;
     std::error_code resolveError;

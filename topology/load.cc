@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "src/base/knobs.h"
 #include "topology/hwloc_detector.h"
 #include "topology/nccl_xml.h"
 
@@ -15,6 +16,11 @@ Status loadSystem(const std::string& file, System* out) {
   head.resize(static_cast<size_t>(stream.gcount()));
   if (looksLikeHwlocXml(head)) return readHwlocXmlFile(file, out);
   return readNcclTopologyFile(file, out);
+}
+
+std::string configuredTopologyFile() {
+  const std::string file = knobs::getString(knobs::KnobId::kTopoFile);
+  return file.empty() ? knobs::getString(knobs::KnobId::kHwlocXml) : file;
 }
 
 }  // namespace weft::topology

@@ -12,4 +12,8 @@ namespace weft::topology {
 /// detects this machine with hwloc. Errors name the file, the line and the problem.
 Status loadSystem(const std::string& file, System* out);
 
+/// The file that describes this machine where the user names none: NCCL_TOPO_FILE, else
+/// WEFT_HWLOC_XML; empty: detect it. For loadSystem.
+std::string configuredTopologyFile();
+
 }  // namespace weft::topology

@@ -81,7 +81,7 @@ void XmlAttributes::integer(const char* name, int* value) { readDecimal(name, "a
 
 void XmlAttributes::number(const char* name, double* value) { readDecimal(name, "a decimal number", value); }
 
-void XmlAttributes::flag(const char* name, bool* value) {
+void XmlAttributes::flag(const char* name, std::optional<bool>* value) {
   const std::string valueText = text(name);
   if (valueText.empty()) return;
   if (valueText != "0" && valueText != "1") return fail(name, "0 or 1");

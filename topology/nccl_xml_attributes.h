@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -54,8 +55,8 @@ class XmlAttributes {
   void integer(const char* name, int* value);
   /// A decimal number ("0.000000", "56000", "2.5").
   void number(const char* name, double* value);
-  /// "0" or "1".
-  void flag(const char* name, bool* value);
+  /// "0" or "1"; an absent attribute leaves `value` as it was.
+  void flag(const char* name, std::optional<bool>* value);
   /// A PCI bus id ("0000:3b:00.0", "3B:00.0", "00000000:3b:00.0"), stored canonical.
   void busId(const char* name, std::string* value);
 

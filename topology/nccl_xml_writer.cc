@@ -119,7 +119,7 @@ class NcclTopologyWriter {
     if (gpu.gpu.dev >= 0) setAttribute(element, "dev", std::to_string(gpu.gpu.dev));
     if (gpu.gpu.sm > 0) setAttribute(element, "sm", std::to_string(gpu.gpu.sm));
     if (gpu.gpu.rank >= 0) setAttribute(element, "rank", std::to_string(gpu.gpu.rank));
-    setAttribute(element, "gdr", gpu.gpu.gdr ? "1" : "0");
+    if (gpu.gpu.gdr.has_value()) setAttribute(element, "gdr", *gpu.gpu.gdr ? "1" : "0");
     for (int index : system_.linksFrom(gpu.index)) {
       const Link& link = system_.links()[index];
       if (link.type == LinkType::kNvLink) writeNvLink(link, element);
@@ -166,7 +166,7 @@ class NcclTopologyWriter {
       setAttribute(net, "port", std::to_string(port.port));
       if (port.guid != 0) setAttribute(net, "guid", hexText(port.guid, 1));
       if (port.maxConn > 0) setAttribute(net, "maxconn", std::to_string(port.maxConn));
-      setAttribute(net, "gdr", port.gdr ? "1" : "0");
+      if (port.gdr.has_value()) setAttribute(net, "gdr", *port.gdr ? "1" : "0");
     }
   }
 

@@ -143,6 +143,9 @@ void Paths::computeFrom(const System& system, int source) {
         }
       }
       if (intermediate && node.type == NodeType::kCpu) {
+        // A GPU relays to a NIC behind its own PCIe switches only (NCCL: the relay's path is PXB at
+        // worst); never through a CPU.
+        if (from.relayedByGpu) continue;
         // Through the CPU's host bridge; between a GPU's C2C link and PCIe (either way) that is P2C.
         const bool c2cToPci = from.arrival == Arrival::kC2c && link.type == LinkType::kPci;
         const bool pciToC2c = from.arrival == Arrival::kOther && link.type == LinkType::kC2C;

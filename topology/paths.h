@@ -12,7 +12,7 @@
 //   NET  through the network         DIS  no path
 // Among the possible routes the best has the lowest type, then the highest bandwidth (the
 // slowest link on it), then the fewest hops. GPUs relay only NVLink traffic (NVB, or PXN towards
-// a NIC); NICs relay nothing.
+// a NIC behind the relay's own PCIe switches, never through a CPU); NICs relay nothing.
 
 #include <string>
 #include <vector>

@@ -52,7 +52,7 @@ struct GpuAttributes {
   int dev = -1;              // CUDA device index on its host
   int sm = 0;                // compute capability x 10 (90 for Hopper); 0 when unknown
   int rank = -1;             // the rank using it, when a communicator placed one
-  bool gdr = false;          // GPUDirect RDMA capable
+  std::optional<bool> gdr;   // GPUDirect RDMA capable, where the source says
 };
 
 /// One port of a NIC, as NCCL's <net> element describes it.
@@ -63,7 +63,7 @@ struct NetPort {
   double speedMbps = 0;      // 100000 for 100 Gb/s
   uint64_t guid = 0;
   int maxConn = 0;
-  bool gdr = false;
+  std::optional<bool> gdr;   // GPUDirect RDMA capable, where the source says
 };
 
 struct NicAttributes {

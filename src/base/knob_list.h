@@ -88,6 +88,8 @@
   X(TopoFile, "NCCL_TOPO_FILE", String, "",                                                      \
     "NCCL topology XML or hwloc XML file that describes the machine instead of detecting it, "  \
     "for the rings of ranks on GPUs, weft topo and NCCL_TOPO_DUMP_FILE")                             \
+  X(HwlocXml, "WEFT_HWLOC_XML", String, "",                                                      \
+    "hwloc XML file (as lstopo writes it) that describes the machine where NCCL_TOPO_FILE is unset") \
   X(TopoDumpFile, "NCCL_TOPO_DUMP_FILE", String, "",                                             \
     "at init, write the machine as this rank sees it (NCCL_TOPO_FILE, or detected) as NCCL topology XML") \
   X(TopoDumpFileRank, "NCCL_TOPO_DUMP_FILE_RANK", Int, "0", "the rank that writes NCCL_TOPO_DUMP_FILE")

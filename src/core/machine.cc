@@ -4,7 +4,6 @@
 #include <memory>
 #include <mutex>
 
-#include "src/base/knobs.h"
 #include "topology/load.h"
 
 namespace weft::core {
@@ -12,7 +11,7 @@ namespace weft::core {
 const Machine& localMachine() {
   static std::mutex mutex;
   static std::map<std::string, std::unique_ptr<Machine>> loaded;
-  const std::string file = knobs::getString(knobs::KnobId::kTopoFile);
+  const std::string file = topology::configuredTopologyFile();
   std::lock_guard<std::mutex> lock(mutex);
   std::unique_ptr<Machine>& entry = loaded[file];
   if (entry == nullptr) {

@@ -13,13 +13,13 @@
 namespace weft::core {
 
 struct Machine {
-  std::string file;   // NCCL_TOPO_FILE when it was read; empty: detected
+  std::string file;   // NCCL_TOPO_FILE or WEFT_HWLOC_XML when one was read; empty: detected
   Status status;      // how the reading went; system and paths are set only when it succeeded
   topology::System system;
   std::optional<topology::Paths> paths;
 };
 
-/// The machine for the current NCCL_TOPO_FILE (read at each call, as every knob), loaded at the
+/// The machine for the current topology::configuredTopologyFile() (read at each call, as every knob), loaded at the
 /// first call that names that file and kept for the life of the process: hwloc's detection takes
 /// tens of milliseconds, and every communicator asks. Thread-safe; the result is never modified.
 const Machine& localMachine();

@@ -14,7 +14,7 @@ Status dumpTopologyIfAsked(int rank) {
   const std::string path = knobs::getString(knobs::KnobId::kTopoDumpFile);
   if (path.empty() || rank != knobs::getInt(knobs::KnobId::kTopoDumpFileRank)) return Status::ok();
   topology::System system;
-  WEFT_RETURN_IF_ERROR(topology::loadSystem(knobs::getString(knobs::KnobId::kTopoFile), &system)
+  WEFT_RETURN_IF_ERROR(topology::loadSystem(topology::configuredTopologyFile(), &system)
                            .withContext("NCCL_TOPO_DUMP_FILE: reading the machine"));
   std::ofstream file(path, std::ios::trunc);
   if (!file) {

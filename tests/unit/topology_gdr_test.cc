@@ -69,6 +69,31 @@ TEST(NetGdr, ByDefaultOnlyNicsBehindTheGpusSwitchesReachItsMemory) {
   EXPECT_EQ(staged, 24);
 }
 
+TEST(NetGdr, ASourceSayingAGpuOrNicCannotDoItRulesItOut) {
+  // gdr="0", as NCCL writes for consumer GPUs and for networks without GPU pointers.
+  System system = load("flattened-a100x8.xml");
+  const Paths paths(system);
+  const int gpu = system.nodesOfType(NodeType::kGpu).front();
+  int nic = -1;
+  for (int candidate : system.nodesOfType(NodeType::kNic)) {
+    if (netPath(system, paths, gpu, candidate, NetGdrPolicy{}).gdr) nic = candidate;
+  }
+  ASSERT_GE(nic, 0);
+  system.mutableNode(gpu).gpu.gdr = false;
+  EXPECT_FALSE(netPath(system, paths, gpu, nic, NetGdrPolicy{PathType::kSys}).gdr);
+  EXPECT_FALSE(netPath(system, paths, gpu, nic, NetGdrPolicy{}).capable);
+  system.mutableNode(gpu).gpu.gdr = true;
+  EXPECT_TRUE(netPath(system, paths, gpu, nic, NetGdrPolicy{}).gdr);
+  std::vector<NetPort>& ports = system.mutableNode(nic).nic.ports;
+  ports.resize(2);
+  ports[0].gdr = false;
+  EXPECT_TRUE(netPath(system, paths, gpu, nic, NetGdrPolicy{}).gdr) << "one port of the NIC can";
+  ports[1].gdr = false;
+  const NetPath staged = netPath(system, paths, gpu, nic, NetGdrPolicy{PathType::kSys});
+  EXPECT_FALSE(staged.gdr);
+  EXPECT_TRUE(passesThroughCpu(system, staged.toNic));
+}
+
 TEST(NetGdr, AGpuRelayingOverNvLinkIsJudgedByTheRelaysDistance) {
   // 8 H100s on NVSwitches; each of the 4 NICs sits under the PCIe switches of two GPUs. A GPU
   // reaches the other NICs through the GPU beside them (PXN), whose distance is PXB.

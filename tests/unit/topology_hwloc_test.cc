@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <net/if.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,10 +18,12 @@
 #include <utility>
 #include <vector>
 
+#include "tests/harness/scoped_env.h"
 #include "topology/hwloc_host_nics.h"
 #include "topology/hwloc_nvlinks.h"
 #include "topology/hwloc_pci_link.h"
 #include "topology/hwloc_sysfs.h"
+#include "topology/load.h"
 
 namespace weft::topology {
 namespace {
@@ -168,12 +171,16 @@ TEST_F(HwlocDetection, HasACpuPerNumaNodeWithCpus) {
   expectTreeLinks(system_);
 }
 
-TEST_F(HwlocDetection, EveryNetworkInterfaceButLoopbackIsANicPort) {
+TEST_F(HwlocDetection, EveryNetworkInterfaceThatIsUpButLoopbackIsANicPort) {
   int interfaces = 0;
   for (const fs::directory_entry& entry : fs::directory_iterator("/sys/class/net")) {
     const std::string name = entry.path().filename().string();
     if (firstLine(entry.path() / "type") == "772") {
       EXPECT_LT(nicWithPort(system_, name), 0) << "loopback " << name << " is a NIC port";
+      continue;
+    }
+    if ((std::stoul(firstLine(entry.path() / "flags"), nullptr, 16) & IFF_UP) == 0) {
+      EXPECT_LT(nicWithPort(system_, name), 0) << name << " is down, yet a NIC port";
       continue;
     }
     ++interfaces;
@@ -364,6 +371,30 @@ TEST_F(HwlocRealFile, PenguinRelionHasTwoP100sAndAConnectX5UnderOneSwitch) {
   EXPECT_EQ(system.findByBusId("0000:0b:00.0"), -1);
 }
 
+TEST_F(HwlocRealFile, WeftHwlocXmlDescribesTheMachineWhereNcclTopoFileIsUnset) {
+  const std::string penguin = (folder_ / "hwloc-penguin-relion-p100x2-ib.xml").string();
+  const harness::ScopedEnv env({{"NCCL_TOPO_FILE", std::nullopt}, {"WEFT_HWLOC_XML", penguin}});
+  ASSERT_EQ(configuredTopologyFile(), penguin);
+  System system;
+  ASSERT_TRUE(loadSystem(configuredTopologyFile(), &system).isOk());
+  EXPECT_EQ(system.source(), "hwloc XML file " + penguin);
+  EXPECT_EQ(countOf(system, NodeType::kGpu), 2);
+
+  const std::string nccl = (folder_ / "oci-bm-gpu-h100.8.xml").string();
+  const harness::ScopedEnv first("NCCL_TOPO_FILE", nccl.c_str());
+  EXPECT_EQ(configuredTopologyFile(), nccl);
+}
+
+TEST_F(HwlocRealFile, HwlocsOwnXmlFileAddsNothingOfThisMachine) {
+  const std::string penguin = (folder_ / "hwloc-penguin-relion-p100x2-ib.xml").string();
+  const harness::ScopedEnv env("HWLOC_XMLFILE", penguin.c_str());
+  System system;
+  ASSERT_TRUE(detectSystem(&system).isOk());
+  EXPECT_EQ(system.source(), "hwloc detection of another machine (HWLOC_XMLFILE)");
+  EXPECT_EQ(countOf(system, NodeType::kGpu), 2);
+  EXPECT_EQ(countOf(system, NodeType::kNic), 3) << "the file's NICs, none of this machine's";
+}
+
 TEST_F(HwlocRealFile, AwsG4dnMetalHasEightT4sAndEfaOnSocket1) {
   const System system = load("hwloc-aws-g4dn-metal-t4x8.xml");
   ASSERT_EQ(countOf(system, NodeType::kCpu), 2);
@@ -518,7 +549,8 @@ TEST(HwlocSysfsText, ReadsLinkSpeedsAndPortRates) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A sysfs tree of the test's own: a virtio NIC (eth0), a virtual interface (ifb0), loopback, an
+// A sysfs tree of the test's own: a virtio NIC (eth0), a virtual interface (ifb0; its flags file
+// unreadable), one that is down (ifb1), loopback, an
 // InfiniBand device with two ports, and an IBM NPU (POWER9's NVLink bridge).
 
 class HwlocFakeSysfs : public ::testing::Test {
@@ -534,11 +566,15 @@ class HwlocFakeSysfs : public ::testing::Test {
     write(nic + "/current_link_width", "16");
     write(nic + "/virtio2/net/eth0/type", "1");
     write(nic + "/virtio2/net/eth0/speed", "25000");
+    write(nic + "/virtio2/net/eth0/flags", "0x1003");
     link(nic + "/driver", "../../../bus/pci/drivers/virtio-pci");
     link("bus/pci/devices/0000:00:03.0", "../../../" + nic);
     link("class/net/eth0", "../../" + nic + "/virtio2/net/eth0");
     write("devices/virtual/net/ifb0/type", "1");
     link("class/net/ifb0", "../../devices/virtual/net/ifb0");
+    write("devices/virtual/net/ifb1/type", "1");
+    write("devices/virtual/net/ifb1/flags", "0x82");  // down
+    link("class/net/ifb1", "../../devices/virtual/net/ifb1");
     write("devices/virtual/net/lo/type", "772");
     link("class/net/lo", "../../devices/virtual/net/lo");
     write("class/infiniband/mlx5_0/ports/1/rate", "100 Gb/sec (4X EDR)");
@@ -596,7 +632,7 @@ TEST_F(HwlocFakeSysfs, ReadsPciFunctionsInterfacesAndPorts) {
   EXPECT_EQ(absent.numaNode, -1);
 
   const std::vector<SysfsNetInterface> interfaces = sysfs.netInterfaces();
-  ASSERT_EQ(interfaces.size(), 2u);  // not lo
+  ASSERT_EQ(interfaces.size(), 2u);  // not lo, nor ifb1, which is down
   EXPECT_EQ(interfaces[0].name, "eth0");
   EXPECT_EQ(interfaces[0].busId, "0000:00:03.0");
   EXPECT_EQ(interfaces[0].numaNode, 1);
@@ -636,6 +672,7 @@ TEST_F(HwlocFakeSysfs, HostInterfacesJoinTheirPciNicOrStandAlone) {
   ASSERT_EQ(up.size(), 1u);
   EXPECT_EQ(up[0].bandwidth, kCpuAttachedNicBandwidth);
   EXPECT_LT(nicWithPort(system, "lo"), 0);
+  EXPECT_LT(nicWithPort(system, "ifb1"), 0);  // down
   expectTreeLinks(system);
 }
 

@@ -92,13 +92,14 @@ std::string describe(const System& system) {
     }
     if (node.type == NodeType::kGpu) {
       std::snprintf(line, sizeof(line), " dev %d sm %d rank %d gdr %d", node.gpu.dev, node.gpu.sm, node.gpu.rank,
-                    node.gpu.gdr);
+                    node.gpu.gdr.has_value() ? int{*node.gpu.gdr} : -1);
       text += line;
     }
     for (const NetPort& port : node.nic.ports) {
       std::snprintf(line, sizeof(line), " [%s dev %d port %d %g Mb/s guid %llx maxconn %d gdr %d]",
                     port.name.c_str(), port.dev, port.port, port.speedMbps,
-                    static_cast<unsigned long long>(port.guid), port.maxConn, port.gdr);
+                    static_cast<unsigned long long>(port.guid), port.maxConn,
+                    port.gdr.has_value() ? int{*port.gdr} : -1);
       text += line;
     }
     text += "\n";
@@ -144,7 +145,7 @@ TEST(NcclXmlReader, FullDumpOfAnNvSwitchBox) {
     EXPECT_EQ(gpu.gpu.dev, dev);
     EXPECT_EQ(gpu.gpu.rank, dev);
     EXPECT_EQ(gpu.gpu.sm, 90);
-    EXPECT_TRUE(gpu.gpu.gdr);
+    EXPECT_EQ(gpu.gpu.gdr, std::optional<bool>(true));
     EXPECT_EQ(gpu.pci->busId, busIds[dev]);
     EXPECT_EQ(gpu.pci->vendor, 0x10de);
     EXPECT_EQ(gpu.pci->device, 0x2330);
@@ -182,7 +183,7 @@ TEST(NcclXmlReader, FullDumpOfAnNvSwitchBox) {
   EXPECT_DOUBLE_EQ(nic.nic.ports[0].speedMbps, 400000);
   EXPECT_EQ(nic.nic.ports[0].guid, 0x1070fd0300a0b000u);
   EXPECT_EQ(nic.nic.ports[0].maxConn, 131072);
-  EXPECT_TRUE(nic.nic.ports[0].gdr);
+  EXPECT_EQ(nic.nic.ports[0].gdr, std::optional<bool>(true));
   EXPECT_EQ(system.node(nic.parent).pci->busId, "0000:15:00.0");
 
   const Node& cpu = system.node(system.nodesOfType(NodeType::kCpu).back());

@@ -124,6 +124,23 @@ TEST(TopologyPaths, AGpuFarFromTheNicReachesItThroughANvlinkPeer) {
   EXPECT_EQ(Paths(b.system).between(far, other).type, PathType::kSys);
 }
 
+TEST(TopologyPaths, AGpuRelaysToANicOnlyBehindItsOwnSwitchesNeverThroughACpu) {
+  // As on an 8-GPU NVSwitch box whose NIC hangs off the other socket's host bridge: NCCL relays
+  // (PXN) only through a GPU whose own path to the NIC is PXB at worst.
+  Builder b;
+  const int cpu0 = b.cpu(0);
+  const int cpu1 = b.cpu(1);
+  b.system.addLink(cpu0, cpu1, LinkType::kSys, 10.0);
+  const int near = b.gpu(b.pciSwitch(cpu1));
+  const int nic = b.nic(cpu1);
+  const int far = b.gpu(b.pciSwitch(cpu0));
+  b.nvlink(far, near, 18);
+  const Paths paths(b.system);
+  EXPECT_EQ(paths.between(near, nic).type, PathType::kPhb);
+  EXPECT_EQ(paths.between(far, nic).type, PathType::kSys);
+  EXPECT_EQ(paths.between(nic, far).type, PathType::kSys);
+}
+
 TEST(TopologyPaths, AGraceGpuReachesItsNicThroughC2cBothWays) {
   Builder b;
   const int cpu = b.cpu(0);

@@ -11,7 +11,6 @@
 #include "algorithms/collective_filter.h"
 #include "algorithms/tuner.h"
 #include "sim/collective_timing.h"
-#include "src/base/knobs.h"
 #include "topology/gdr.h"
 #include "topology/load.h"
 
@@ -81,7 +80,7 @@ int runSim(const SimOptions& options) {
     return 1;
   }
   topology::System system;
-  const std::string file = options.topoFile.empty() ? knobs::getString(knobs::KnobId::kTopoFile) : options.topoFile;
+  const std::string file = options.topoFile.empty() ? topology::configuredTopologyFile() : options.topoFile;
   const Status loaded = topology::loadSystem(file, &system);
   if (!loaded.isOk()) {
     std::fprintf(stderr, "weft sim: %s\n", loaded.message().c_str());

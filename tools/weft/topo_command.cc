@@ -5,7 +5,6 @@
 #include <iostream>
 #include <memory>
 
-#include "src/base/knobs.h"
 #include "topology/gdr.h"
 #include "topology/load.h"
 #include "topology/paths.h"
@@ -26,7 +25,7 @@ struct TopoOptions {
 int runTopo(const TopoOptions& options) {
   topology::System system;
   std::string file = options.topoFile;
-  if (file.empty()) file = knobs::getString(knobs::KnobId::kTopoFile);
+  if (file.empty()) file = topology::configuredTopologyFile();
   Status status = topology::loadSystem(file, &system);
   if (!status.isOk()) {
     std::fprintf(stderr, "weft topo: %s\n", status.message().c_str());

@@ -68,13 +68,17 @@ std::string gdrLines(const System& system, const Paths& paths, const Devices& de
   for (size_t g = 0; g < devices.gpus.size(); ++g) {
     std::string line = "  " + devices.labels[g] + ":";
     topology::PathType nearest = topology::PathType::kDis;
+    bool ruledOut = true;
     for (size_t n = 0; n < devices.nics.size(); ++n) {
       const topology::NetPath net = topology::netPath(system, paths, devices.gpus[g], devices.nics[n], gdr);
       nearest = std::min(nearest, net.distance);
+      ruledOut &= !net.capable;
       if (net.gdr) line += " NIC" + std::to_string(n) + " (" + topology::pathTypeName(net.toNic.type) + ")";
     }
-    if (line.back() == ':') line += std::string(" none, through host memory (nearest NIC: ") +
-                                    topology::pathTypeName(nearest) + ")";
+    if (line.back() == ':') {
+      line += std::string(" none, ") + (ruledOut ? "the source says gdr=\"0\", " : "") +
+              "through host memory (nearest NIC: " + topology::pathTypeName(nearest) + ")";
+    }
     out += line + "\n";
   }
   return out;
@@ -150,7 +154,12 @@ std::string topoText(const System& system, const Paths& paths, const topology::R
       if (!busIdOf(node).empty()) out += " (" + busIdOf(node) + ")";
       for (const topology::NetPort& port : node.nic.ports) {
         char speed[64];
-        std::snprintf(speed, sizeof(speed), " %s port %d %.0f Gb/s", port.name.c_str(), port.port, port.speedMbps / 1000);
+        if (port.speedMbps > 0) {
+          std::snprintf(speed, sizeof(speed), " %s port %d %.0f Gb/s", port.name.c_str(), port.port,
+                        port.speedMbps / 1000);
+        } else {
+          std::snprintf(speed, sizeof(speed), " %s port %d (speed unknown)", port.name.c_str(), port.port);
+        }
         out += speed;
       }
       out += "\n";
