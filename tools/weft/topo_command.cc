@@ -31,8 +31,9 @@ int runTopo(const TopoOptions& options) {
     std::fprintf(stderr, "weft topo: %s\n", status.message().c_str());
     return 1;
   }
-  topology::NetGdrPolicy gdr;
-  status = topology::netGdrPolicyFromKnobs(&gdr);
+  TopoPolicies policies;
+  status = topology::netGdrPolicyFromKnobs(&policies.gdr);
+  if (status.isOk()) status = topology::p2pPolicyFromKnobs(&policies.p2p);
   if (!status.isOk()) {
     std::fprintf(stderr, "weft topo: %s\n", status.message().c_str());
     return 1;
@@ -43,14 +44,14 @@ int runTopo(const TopoOptions& options) {
   search.maxRings = options.maxRings;
   const topology::RingSet rings = topology::searchRings(system, paths, search);
   NodesPlan plan;
-  if (options.nodes > 1) plan = planNodes(system, paths, rings, options.nodes, gdr);
+  if (options.nodes > 1) plan = planNodes(system, paths, rings, options.nodes, policies.gdr);
   plan.searchMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (options.json) {
-    nlohmann::json json = topoJson(system, paths, rings, gdr);
+    nlohmann::json json = topoJson(system, paths, rings, policies);
     if (options.nodes > 1) json["across_nodes"] = nodesJson(plan);
     std::cout << json.dump(2) << "\n";
   } else {
-    std::cout << topoText(system, paths, rings, gdr, options.nodes > 1 ? nodesText(system, plan) : "");
+    std::cout << topoText(system, paths, rings, policies, options.nodes > 1 ? nodesText(system, plan) : "");
   }
   return 0;
 }

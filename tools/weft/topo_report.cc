@@ -117,8 +117,30 @@ const char* const kLegend =
 
 }  // namespace
 
+// Per GPU, the GPUs it may reach peer to peer (CUDA IPC) under `p2p`: "  GPU0: GPU1 GPU2", or
+// "  GPU0: none"; one line when every pair may.
+std::string p2pLines(const Paths& paths, const Devices& devices, const topology::P2pPolicy& p2p) {
+  std::string out = "\nGPU peer to peer (" + (p2p.setting.empty() ? std::string("NCCL_P2P_LEVEL unset") : p2p.setting) +
+                    "; pairs it forbids exchange no GPU buffers):\n";
+  std::string lines;
+  bool every = true;
+  for (size_t g = 0; g < devices.gpus.size(); ++g) {
+    std::string line = "  " + devices.labels[g] + ":";
+    for (size_t p = 0; p < devices.gpus.size(); ++p) {
+      if (p == g) continue;
+      if (topology::p2pAllowed(paths, devices.gpus[g], devices.gpus[p], p2p)) {
+        line += " " + devices.labels[p];
+      } else {
+        every = false;
+      }
+    }
+    lines += (line.back() == ':' ? line + " none" : line) + "\n";
+  }
+  return out + (every ? "  every pair of GPUs\n" : lines);
+}
+
 std::string topoText(const System& system, const Paths& paths, const topology::RingSet& rings,
-                     const topology::NetGdrPolicy& gdr, const std::string& nodesSection) {
+                     const TopoPolicies& policies, const std::string& nodesSection) {
   const Devices devices = devicesOf(system);
   std::string out = "# " + system.source() + ": " + std::to_string(devices.gpus.size()) + " GPU(s), " +
                     std::to_string(devices.nics.size()) + " NIC(s), " +
@@ -165,7 +187,8 @@ std::string topoText(const System& system, const Paths& paths, const topology::R
       out += "\n";
     }
   }
-  if (!devices.gpus.empty() && !devices.nics.empty()) out += gdrLines(system, paths, devices, gdr);
+  if (!devices.gpus.empty() && !devices.nics.empty()) out += gdrLines(system, paths, devices, policies.gdr);
+  if (devices.gpus.size() > 1) out += p2pLines(paths, devices, policies.p2p);
   if (!system.nvlinkDescribed() && !devices.gpus.empty()) {
     out += "\nNVLink is not described by this source: the paths above are those it does describe "
            "(PCIe, CPUs), and the rings below assume them; GPUs it connects by NVLink would show NVL.\n";
@@ -181,7 +204,7 @@ std::string topoText(const System& system, const Paths& paths, const topology::R
 }
 
 nlohmann::json topoJson(const System& system, const Paths& paths, const topology::RingSet& rings,
-                        const topology::NetGdrPolicy& gdr) {
+                        const TopoPolicies& policies) {
   const Devices devices = devicesOf(system);
   nlohmann::json json;
   json["source"] = system.source();
@@ -225,11 +248,19 @@ nlohmann::json topoJson(const System& system, const Paths& paths, const topology
   nlohmann::json direct = nlohmann::json::array();
   for (int gpu : devices.gpus) {
     nlohmann::json line = nlohmann::json::array();
-    for (int nic : devices.nics) line.push_back(topology::netPath(system, paths, gpu, nic, gdr).gdr);
+    for (int nic : devices.nics) line.push_back(topology::netPath(system, paths, gpu, nic, policies.gdr).gdr);
     direct.push_back(line);
   }
   json["paths"]["gpu_nic_gdr"] = direct;
-  json["net_gdr_level"] = gdr.level ? topology::pathTypeName(*gdr.level) : "default";
+  nlohmann::json peers = nlohmann::json::array();
+  for (int gpu : devices.gpus) {
+    nlohmann::json line = nlohmann::json::array();
+    for (int other : devices.gpus) line.push_back(topology::p2pAllowed(paths, gpu, other, policies.p2p));
+    peers.push_back(line);
+  }
+  json["paths"]["gpu_gpu_p2p"] = peers;
+  json["net_gdr_level"] = policies.gdr.level ? topology::pathTypeName(*policies.gdr.level) : "default";
+  json["p2p_level"] = policies.p2p.level ? topology::pathTypeName(*policies.p2p.level) : "default";
   json["channels"] = nlohmann::json::array();
   for (const std::vector<int>& ring : rings.rings) json["channels"].push_back(ring);
   json["ring_bandwidth"] = rings.bandwidthPerRing;
