@@ -107,8 +107,12 @@ double cpuInterconnectBandwidth(const CpuAttributes& cpu) {
   if (cpu.arch == "ppc64") return 32.0;   // POWER9 X-Bus
   if (cpu.arch == "arm64") return 6.0;
   if (cpu.vendor == "AuthenticAMD") return 16.0;  // Infinity Fabric
-  if (cpu.vendor == "GenuineIntel") return cpu.familyId == 6 && cpu.modelId >= 0x55 ? 10.0 : 6.0;  // UPI : QPI
-  return 6.0;
+  if (cpu.vendor == "GenuineIntel" && cpu.familyId == 6) {
+    if (cpu.modelId >= 0xcf) return 40.0;  // Emerald Rapids' UPI
+    if (cpu.modelId >= 0x8f) return 22.0;  // Sapphire Rapids' UPI
+    if (cpu.modelId >= 0x55) return 10.0;  // Skylake's UPI
+  }
+  return 6.0;  // Broadwell's QPI, and the rest
 }
 
 double netBandwidth(const NetPort& port) { return port.speedMbps > 0 ? port.speedMbps / 8000.0 : 12.5; }

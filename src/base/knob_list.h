@@ -91,5 +91,5 @@
   X(HwlocXml, "WEFT_HWLOC_XML", String, "",                                                      \
     "hwloc XML file (as lstopo writes it) that describes the machine where NCCL_TOPO_FILE is unset") \
   X(TopoDumpFile, "NCCL_TOPO_DUMP_FILE", String, "",                                             \
-    "at init, write the machine as this rank sees it (NCCL_TOPO_FILE, or detected) as NCCL topology XML") \
+    "at init, write the machine as this rank sees it (NCCL_TOPO_FILE, WEFT_HWLOC_XML, or detected) as NCCL topology XML") \
   X(TopoDumpFileRank, "NCCL_TOPO_DUMP_FILE_RANK", Int, "0", "the rank that writes NCCL_TOPO_DUMP_FILE")

@@ -168,6 +168,21 @@ TEST(TopologyPaths, NodesWithoutAnyLinkAreDisconnected) {
   EXPECT_EQ(path.bandwidth, 0);
 }
 
+TEST(TopologyPaths, IntelSocketLinksHaveNcclsBandwidthPerGeneration) {
+  auto intel = [](int model) {
+    CpuAttributes cpu;
+    cpu.arch = "x86_64";
+    cpu.vendor = "GenuineIntel";
+    cpu.familyId = 6;
+    cpu.modelId = model;
+    return cpuInterconnectBandwidth(cpu);
+  };
+  EXPECT_EQ(intel(0x4f), 6.0);   // Broadwell
+  EXPECT_EQ(intel(0x55), 10.0);  // Skylake to Ice Lake
+  EXPECT_EQ(intel(0x8f), 22.0);  // Sapphire Rapids
+  EXPECT_EQ(intel(0xcf), 40.0);  // Emerald Rapids
+}
+
 TEST(TopologyPaths, TypesParseFromTheirNamesInAnyCase) {
   PathType type = PathType::kDis;
   ASSERT_TRUE(parsePathType("pxb", &type));

@@ -117,6 +117,41 @@ const char* const kLegend =
 
 }  // namespace
 
+// The GPUs that NVLink joins, directly, through NVSwitches or through other GPUs, in groups (indices
+// into devices.gpus); a GPU without NVLink is a group of its own.
+std::vector<std::vector<int>> nvlinkGroups(const Paths& paths, const Devices& devices) {
+  std::vector<std::vector<int>> groups;
+  std::vector<bool> placed(devices.gpus.size(), false);
+  for (size_t g = 0; g < devices.gpus.size(); ++g) {
+    if (placed[g]) continue;
+    std::vector<int> group;
+    for (size_t p = g; p < devices.gpus.size(); ++p) {
+      const topology::PathType type = paths.between(devices.gpus[g], devices.gpus[p]).type;
+      if (p == g || type == topology::PathType::kNvl || type == topology::PathType::kNvb) {
+        placed[p] = true;
+        group.push_back(static_cast<int>(p));
+      }
+    }
+    groups.push_back(std::move(group));
+  }
+  return groups;
+}
+
+// Where NVLink joins the GPUs in several groups of more than one: which, and that the source shows
+// no NVLink between them (a DGX-2's hwloc file lacks the links between its two baseboards).
+std::string nvlinkGroupLines(const Paths& paths, const Devices& devices) {
+  const std::vector<std::vector<int>> groups = nvlinkGroups(paths, devices);
+  const bool joined = std::any_of(groups.begin(), groups.end(), [](const auto& group) { return group.size() > 1; });
+  if (groups.size() < 2 || !joined) return "";
+  std::string out = "\nNVLink joins the GPUs in " + std::to_string(groups.size()) + " groups:";
+  for (const std::vector<int>& group : groups) {
+    out += " {";
+    for (size_t i = 0; i < group.size(); ++i) out += (i == 0 ? "" : " ") + devices.labels[group[i]];
+    out += "}";
+  }
+  return out + "; the source shows no NVLink between them, so the paths and rings above cross PCIe and CPUs there.\n";
+}
+
 // Per GPU, the GPUs it may reach peer to peer (CUDA IPC) under `p2p`: "  GPU0: GPU1 GPU2", or
 // "  GPU0: none"; one line when every pair may.
 std::string p2pLines(const Paths& paths, const Devices& devices, const topology::P2pPolicy& p2p) {
@@ -189,6 +224,7 @@ std::string topoText(const System& system, const Paths& paths, const topology::R
   }
   if (!devices.gpus.empty() && !devices.nics.empty()) out += gdrLines(system, paths, devices, policies.gdr);
   if (devices.gpus.size() > 1) out += p2pLines(paths, devices, policies.p2p);
+  if (system.nvlinkDescribed()) out += nvlinkGroupLines(paths, devices);
   if (!system.nvlinkDescribed() && !devices.gpus.empty()) {
     out += "\nNVLink is not described by this source: the paths above are those it does describe "
            "(PCIe, CPUs), and the rings below assume them; GPUs it connects by NVLink would show NVL.\n";
