@@ -27,6 +27,12 @@ int depthOf(const NodesPlan& plan, int tree) {
 
 std::string linkText(int node) { return node < 0 ? "-" : std::to_string(node); }
 
+double nicBandwidth(const topology::Node& nic) {
+  double total = 0;
+  for (const topology::NetPort& port : nic.nic.ports) total += topology::netBandwidth(port);
+  return nic.nic.ports.empty() ? topology::netBandwidth(topology::NetPort{}) : total;
+}
+
 }  // namespace
 
 NodesPlan planNodes(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings,
@@ -34,6 +40,17 @@ NodesPlan planNodes(const topology::System& system, const topology::Paths& paths
   NodesPlan plan;
   plan.nodes = nodes;
   plan.channels = topology::channelsAcrossNodes(system, paths, rings, gdr);
+  const std::vector<int> gpus = system.nodesOfType(NodeType::kGpu);
+  const std::vector<int> nics = system.nodesOfType(NodeType::kNic);
+  std::vector<int> channelsOnNic(nics.size(), 0);
+  for (const topology::NodeChannel& channel : plan.channels) ++channelsOnNic[channel.nic];
+  for (const topology::NodeChannel& channel : plan.channels) {
+    const int nic = nics[channel.nic];
+    const double in = topology::netPath(system, paths, gpus[channel.chain.front()], nic, gdr).fromNic.bandwidth;
+    const double out = topology::netPath(system, paths, gpus[channel.chain.back()], nic, gdr).toNic.bandwidth;
+    const double share = nicBandwidth(system.node(nic)) / channelsOnNic[channel.nic];
+    plan.channelBandwidth.push_back(std::min({rings.bandwidthPerRing, share, in, out}));
+  }
   for (int node = 0; node < nodes; ++node) plan.trees.push_back(topology::doubleBinaryTreeLinks(nodes, node));
   return plan;
 }
@@ -57,16 +74,20 @@ std::string nodesText(const topology::System& system, const NodesPlan& plan) {
       const int dev = system.node(gpus[gpu]).gpu.dev;
       out += " GPU" + std::to_string(dev >= 0 ? dev : gpu);
     }
-    out += std::string(" -> NIC") + std::to_string(channel.nic) + " (enters " + topology::pathTypeName(channel.entry) +
-           ", leaves " + topology::pathTypeName(channel.exit) + ")\n";
+    std::snprintf(line, sizeof(line), " -> NIC%d (enters %s, leaves %s; %.1f GB/s)\n", channel.nic,
+                  topology::pathTypeName(channel.entry), topology::pathTypeName(channel.exit),
+                  plan.channelBandwidth[c]);
+    out += line;
   }
   if (!plan.channels.empty()) {
     out += "  Each channel's ring runs through every node's chain in node order, node n-1's last GPU\n"
-           "  sending to node n's first through the channel's NICs.\n";
+           "  sending to node n's first through the channel's NICs; a channel moves at most its GB/s\n"
+           "  (the least of its ring inside the node, its share of the NIC, and the ways to and from it).\n";
   }
   for (int tree = 0; tree < 2; ++tree) {
-    std::snprintf(line, sizeof(line), "  Tree %d: root node %d, depth %d%s\n", tree, rootOf(plan, tree),
-                  depthOf(plan, tree), plan.nodes <= 16 ? ":" : " (the links of each node are in --json)");
+    std::snprintf(line, sizeof(line), "  Tree %d: root node %d, depth %d, on every channel at most at its GB/s%s\n",
+                  tree, rootOf(plan, tree), depthOf(plan, tree),
+                  plan.nodes <= 16 ? ":" : " (the links of each node are in --json)");
     out += line;
     if (plan.nodes > 16) continue;
     for (int node = 0; node < plan.nodes; ++node) {
@@ -83,11 +104,13 @@ nlohmann::json nodesJson(const NodesPlan& plan) {
   nlohmann::json json;
   json["nodes"] = plan.nodes;
   json["node_channels"] = nlohmann::json::array();
-  for (const topology::NodeChannel& channel : plan.channels) {
+  for (size_t c = 0; c < plan.channels.size(); ++c) {
+    const topology::NodeChannel& channel = plan.channels[c];
     json["node_channels"].push_back({{"nic", channel.nic},
                                      {"chain", channel.chain},
                                      {"entry", topology::pathTypeName(channel.entry)},
-                                     {"exit", topology::pathTypeName(channel.exit)}});
+                                     {"exit", topology::pathTypeName(channel.exit)},
+                                     {"bandwidth", plan.channelBandwidth[c]}});
   }
   json["trees"] = nlohmann::json::array();
   for (int tree = 0; tree < 2; ++tree) {

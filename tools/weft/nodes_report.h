@@ -18,6 +18,9 @@ namespace weft::tools {
 struct NodesPlan {
   int nodes = 1;
   std::vector<topology::NodeChannel> channels;
+  /// Per channel, the GB/s it can move between nodes: the least of its ring's bandwidth inside the
+  /// node, its share of its NIC and the ways between the NIC and the chain's ends.
+  std::vector<double> channelBandwidth;
   /// Per node, its links in tree 0 and tree 1.
   std::vector<std::array<topology::TreeLinks, 2>> trees;
   /// Milliseconds that paths, rings, channels and trees took.
@@ -33,7 +36,7 @@ NodesPlan planNodes(const topology::System& system, const topology::Paths& paths
 /// the trees: each node's parent and children up to 16 nodes, else their depths and roots.
 std::string nodesText(const topology::System& system, const NodesPlan& plan);
 
-/// {"nodes", "node_channels": [{nic, chain, entry, exit}], "trees": [{root, depth, parent: [..],
+/// {"nodes", "node_channels": [{nic, chain, entry, exit, bandwidth (GB/s)}], "trees": [{root, depth, parent: [..],
 ///  children: [[a, b], ..]}] x 2, "search_ms"}; -1 marks a missing parent or child.
 nlohmann::json nodesJson(const NodesPlan& plan);
 
