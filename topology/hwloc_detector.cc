@@ -1,5 +1,7 @@
 #include "topology/hwloc_detector.h"
 
+#include <pugixml.hpp>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include "topology/hwloc_nvml.h"
 #include "topology/hwloc_sysfs.h"
 #include "topology/hwloc_topology.h"
+#include "topology/nccl_xml_attributes.h"
 
 namespace weft::topology {
 
@@ -55,6 +58,25 @@ bool rootElementIs(std::string_view head, std::string_view name) {
   return next == ' ' || next == '\t' || next == '\r' || next == '\n' || next == '>' || next == '/';
 }
 
+/// What hwloc's XML parser would only report as a failure, or skip in silence, said with the
+/// line: XML that is not well-formed, and a PCI object whose bus id is no bus id.
+Status checkHwlocXmlText(const std::string& text, const std::string& path) {
+  const XmlText where(text, "hwloc XML file " + path);
+  pugi::xml_document document;
+  const pugi::xml_parse_result parsed = document.load_buffer(text.data(), text.size());
+  if (!parsed) {
+    return invalidArgument("%s, line %d: not well-formed XML: %s", where.name().c_str(), where.lineAt(parsed.offset),
+                           parsed.description());
+  }
+  for (const pugi::xpath_node& found : document.select_nodes("//object[@pci_busid]")) {
+    XmlAttributes attributes(where, found.node());
+    std::string busId;
+    attributes.busId("pci_busid", &busId);
+    WEFT_RETURN_IF_ERROR(attributes.status());
+  }
+  return Status::ok();
+}
+
 /// Whether `system` has a CPU node: hwloc found at least one NUMA node with CPUs.
 bool hasCpu(const System& system) { return !system.nodesOfType(NodeType::kCpu).empty(); }
 
@@ -91,6 +113,7 @@ Status readHwlocXmlFile(const std::string& path, System* out) {
     return invalidArgument("%s is not an hwloc XML file: its root element is not <topology>%s", path.c_str(),
                            rootElementIs(text, "system") ? " (it looks like an NCCL topology file)" : "");
   }
+  WEFT_RETURN_IF_ERROR(checkHwlocXmlText(text, path));
   HwlocTopology topology;
   WEFT_RETURN_IF_ERROR(topology.loadXml(text, path));
   System system;

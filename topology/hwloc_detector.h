@@ -39,7 +39,8 @@ Status detectSystem(System* out);
 /// NVSwitches and CPUs): nvlinkDescribed() is true when the file has one. Port speeds and GPU
 /// compute capabilities are not in hwloc files and stay unknown. source() is
 /// "hwloc XML file <path>". Fails with kInvalidArgument when the file cannot be read, is not hwloc
-/// XML, or hwloc rejects it; the message names the file and says why.
+/// XML, is not well-formed or has a PCI object whose pci_busid is no bus id (these two with the
+/// line), or hwloc rejects it; the message names the file and says why.
 Status readHwlocXmlFile(const std::string& path, System* out);
 
 /// Whether `head` (the first bytes of a file; a few hundred are enough) is hwloc XML: its root

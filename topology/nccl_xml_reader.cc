@@ -201,6 +201,9 @@ Status NcclTopologyReader::readCpu(pugi::xml_node element) {
         localNic = addReadNode(std::move(nic), index);
       }
       WEFT_RETURN_IF_ERROR(readPorts(child, &read_[localNic].node.nic.ports));
+    } else if (name == "gpu") {
+      return XmlAttributes(text_, child).elementError(
+          "is directly under <cpu>: a GPU belongs inside the <pci> element of its PCI function");
     }
   }
   return Status::ok();

@@ -498,9 +498,27 @@ TEST_F(HwlocXmlErrors, NcclTopologyFileIsRecognised) {
   EXPECT_NE(message.find("NCCL topology"), std::string::npos) << message;
 }
 
-TEST_F(HwlocXmlErrors, BrokenHwlocXmlSaysWhatHwlocSaid) {
+TEST_F(HwlocXmlErrors, XmlThatIsNotWellFormedSaysWhere) {
   const std::string message = expectFailure(
       write("broken.xml", "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n  <object type=\"Machine\""));
+  EXPECT_NE(message.find("broken.xml, line 3: not well-formed XML"), std::string::npos) << message;
+}
+
+TEST_F(HwlocXmlErrors, APciObjectWithoutABusIdSaysWhere) {
+  const std::string message = expectFailure(write("busid.xml",
+                                                  "<topology version=\"2.0\">\n"
+                                                  "  <object type=\"Machine\" os_index=\"0\">\n"
+                                                  "    <object type=\"PCIDev\" pci_busid=\"garbage\"/>\n"
+                                                  "  </object>\n"
+                                                  "</topology>\n"));
+  EXPECT_NE(message.find("busid.xml, line 3: <object> attribute pci_busid=\"garbage\" is not a PCI bus id"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(HwlocXmlErrors, XmlThatHwlocRejectsSaysWhatHwlocSaid) {
+  const std::string message =
+      expectFailure(write("rejected.xml", "<topology version=\"2.0\">\n  <object type=\"Banana\"/>\n</topology>\n"));
   EXPECT_NE(message.find("hwloc could not load"), std::string::npos) << message;
 }
 

@@ -487,6 +487,8 @@ TEST(NcclXmlErrors, StructureThatCannotBeRead) {
   EXPECT_NE(message.find("line 2: <system> holds no <cpu> element"), std::string::npos) << message;
   message = errorOf("broken-gpu-and-nic.xml");
   EXPECT_NE(message.find("line 3: <pci> holds both a <gpu> and a <nic>"), std::string::npos) << message;
+  message = errorOf("broken-gpu-under-cpu.xml");
+  EXPECT_NE(message.find("line 3: <gpu> is directly under <cpu>"), std::string::npos) << message;
 }
 
 // ---- writing ----
