@@ -63,11 +63,7 @@ bool rootElementIs(std::string_view head, std::string_view name) {
 Status checkHwlocXmlText(const std::string& text, const std::string& path) {
   const XmlText where(text, "hwloc XML file " + path);
   pugi::xml_document document;
-  const pugi::xml_parse_result parsed = document.load_buffer(text.data(), text.size());
-  if (!parsed) {
-    return invalidArgument("%s, line %d: not well-formed XML: %s", where.name().c_str(), where.lineAt(parsed.offset),
-                           parsed.description());
-  }
+  WEFT_RETURN_IF_ERROR(where.parse(&document));
   for (const pugi::xpath_node& found : document.select_nodes("//object[@pci_busid]")) {
     XmlAttributes attributes(where, found.node());
     std::string busId;

@@ -23,6 +23,13 @@ int XmlText::lineAt(ptrdiff_t offset) const {
   return 1 + static_cast<int>(std::count(text_.begin(), text_.begin() + end, '\n'));
 }
 
+Status XmlText::parse(pugi::xml_document* document) const {
+  const pugi::xml_parse_result parsed = document->load_buffer(text_.data(), text_.size());
+  if (parsed) return Status::ok();
+  return invalidArgument("%s, line %d: not well-formed XML: %s", name_.c_str(), lineAt(parsed.offset),
+                         parsed.description());
+}
+
 std::string XmlText::where(const pugi::xml_node& element) const {
   const int line = lineAt(element.offset_debug());
   if (line <= 0) return name_;

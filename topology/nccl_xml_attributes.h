@@ -27,6 +27,9 @@ class XmlText {
   int lineAt(ptrdiff_t offset) const;
   /// "<name>, line N" for an element parsed from this text.
   std::string where(const pugi::xml_node& element) const;
+  /// Parses the text into `document`; XML that is not well-formed is kInvalidArgument naming the
+  /// line and what is wrong.
+  Status parse(pugi::xml_document* document) const;
 
  private:
   std::string_view text_;

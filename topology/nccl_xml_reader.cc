@@ -422,11 +422,7 @@ Status NcclTopologyReader::addC2CLinks(int gpu, pugi::xml_node gpuElement) {
 Status parseNcclTopology(std::string_view xml, const std::string& name, System* out) {
   const XmlText text(xml, "NCCL topology file " + name);
   pugi::xml_document document;
-  const pugi::xml_parse_result parsed = document.load_buffer(xml.data(), xml.size());
-  if (!parsed) {
-    return invalidArgument("%s, line %d: not well-formed XML: %s", text.name().c_str(), text.lineAt(parsed.offset),
-                           parsed.description());
-  }
+  WEFT_RETURN_IF_ERROR(text.parse(&document));
   const pugi::xml_node root = document.document_element();
   if (std::string(root.name()) != "system") {
     const bool hwloc = std::string(root.name()) == "topology";
