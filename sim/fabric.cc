@@ -75,11 +75,8 @@ Status Fabric::build(const topology::System& system, const FabricOptions& option
   }
   fabric.nicSource_ = options.nicGbps > 0 ? "as given" : "the file's port speeds";
   for (size_t n = 0; n < fabric.nics_.size(); ++n) {
-    double rate = options.nicGbps / 8;
-    if (options.nicGbps <= 0) {
-      rate = 0;
-      for (const topology::NetPort& port : system.node(fabric.nics_[n]).nic.ports) rate += topology::netBandwidth(port);
-    }
+    const topology::Node& nic = system.node(fabric.nics_[n]);
+    const double rate = options.nicGbps > 0 ? options.nicGbps / 8 : topology::nicBandwidth(nic);
     fabric.nicGBps_ = std::max(fabric.nicGBps_, rate);
     fabric.capacity_[links + 2 * perNode + n] = rate;
     fabric.capacity_[links + 2 * perNode + fabric.nics_.size() + n] = rate;

@@ -45,9 +45,10 @@ Path throughCpu(const Path& first, const Path& second) {
 // False where the source says that the GPU, or every port of the NIC, cannot do GPUDirect RDMA
 // (NCCL's gdr="0"); a source that does not say leaves it to the distance.
 bool gdrCapable(const System& system, int gpu, int nic) {
-  if (system.node(gpu).gpu.gdr == false) return false;
+  if (!system.node(gpu).gpu.gdr.value_or(true)) return false;
   const std::vector<NetPort>& ports = system.node(nic).nic.ports;
-  return ports.empty() || std::any_of(ports.begin(), ports.end(), [](const NetPort& port) { return port.gdr != false; });
+  return ports.empty() ||
+         std::any_of(ports.begin(), ports.end(), [](const NetPort& port) { return port.gdr.value_or(true); });
 }
 
 }  // namespace

@@ -24,10 +24,10 @@ namespace weft::topology {
 /// on a GPU machine). Any thread may call it, several at once; libnvidia-ml.so.1 stays loaded
 /// once opened. hwloc's own environment variables (HWLOC_XMLFILE, HWLOC_COMPONENTS, ...) apply.
 ///
-/// Besides hwloc's view it adds every network interface of /sys/class/net that is up and that
-/// hwloc does not show (never loopback): as a port of the NIC whose PCI function is on its device
-/// path, or else (bridges, bonds, tunnels) as a NIC of its own below its NUMA node's CPU, or the
-/// first CPU. NVLinks come from NVML only: without it, nvlinkDescribed() is false.
+/// Besides hwloc's view (whose PCI NICs keep their interfaces whatever their state) it adds every
+/// network interface of /sys/class/net that is up and that hwloc does not show (never loopback):
+/// as a port of the NIC whose PCI function is on its device path, or else (bridges, bonds,
+/// tunnels) as a NIC of its own below its NUMA node's CPU, or the first CPU. NVLinks come from NVML only: without it, nvlinkDescribed() is false.
 /// source() is "hwloc detection". Where hwloc describes another machine (HWLOC_XMLFILE) nothing
 /// of this one is added, NVLinks come as in readHwlocXmlFile, and source() says so.
 /// Fails with kSystemError when hwloc cannot discover the machine.

@@ -43,7 +43,7 @@ class Sysfs {
   /// The PCI function with canonical bus id `busId` ("0000:3b:00.0").
   SysfsPciFunction pciFunction(const std::string& busId) const;
   /// Every network interface that is up (IFF_UP in its flags, or flags unreadable), but the
-  /// loopback ones, in name order.
+  /// loopback ones, in name order. (hwloc lists the interfaces of PCI NICs whatever their state.)
   std::vector<SysfsNetInterface> netInterfaces() const;
   /// The speed of network interface `name` in Mb/s; 0 when unknown (link down, virtual device).
   double netSpeedMbps(const std::string& name) const;

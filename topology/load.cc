@@ -23,4 +23,9 @@ std::string configuredTopologyFile() {
   return file.empty() ? knobs::getString(knobs::KnobId::kHwlocXml) : file;
 }
 
+std::string configuredTopologyKnob() {
+  if (!knobs::getString(knobs::KnobId::kTopoFile).empty()) return "NCCL_TOPO_FILE";
+  return knobs::getString(knobs::KnobId::kHwlocXml).empty() ? "" : "WEFT_HWLOC_XML";
+}
+
 }  // namespace weft::topology

@@ -12,8 +12,11 @@ namespace weft::topology {
 /// detects this machine with hwloc. Errors name the file, the line and the problem.
 Status loadSystem(const std::string& file, System* out);
 
-/// The file that describes this machine where the user names none: NCCL_TOPO_FILE, else
-/// WEFT_HWLOC_XML; empty: detect it. For loadSystem.
+/// The file the environment names to describe this machine: NCCL_TOPO_FILE, else WEFT_HWLOC_XML;
+/// empty: detect it. For loadSystem.
 std::string configuredTopologyFile();
+/// The knob that named configuredTopologyFile(): "NCCL_TOPO_FILE" or "WEFT_HWLOC_XML"; "" when
+/// neither is set.
+std::string configuredTopologyKnob();
 
 }  // namespace weft::topology

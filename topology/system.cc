@@ -117,6 +117,13 @@ double cpuInterconnectBandwidth(const CpuAttributes& cpu) {
 
 double netBandwidth(const NetPort& port) { return port.speedMbps > 0 ? port.speedMbps / 8000.0 : 12.5; }
 
+double nicBandwidth(const Node& nic) {
+  if (nic.nic.ports.empty()) return netBandwidth(NetPort{});
+  double total = 0;
+  for (const NetPort& port : nic.nic.ports) total += netBandwidth(port);
+  return total;
+}
+
 bool isGpuClass(uint32_t classCode, uint16_t vendor) {
   if ((classCode >> 8) == 0x0302) return true;
   return (classCode >> 8) == 0x0300 && (vendor == 0x10de || vendor == 0x1002);

@@ -142,6 +142,9 @@ double nvlinkBandwidth(int sm);
 double cpuInterconnectBandwidth(const CpuAttributes& cpu);
 /// A NIC port: its speed in GB/s (speedMbps / 8000); unknown speed counts as 100 Gb/s.
 double netBandwidth(const NetPort& port);
+/// A NIC's bandwidth in GB/s: the sum of its ports' (netBandwidth), or one port of unknown speed's
+/// when it has none.
+double nicBandwidth(const Node& nic);
 
 /// True for GPUs: PCI class 0x0302xx (3D controller), or 0x0300xx (VGA) from NVIDIA (0x10de) or
 /// AMD (0x1002) (a server's board VGA, such as ASPEED's, is not a GPU).

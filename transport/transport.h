@@ -133,7 +133,8 @@ class RecvConnection {
   /// user must announce every piece through expectLandings before peeking it.
   virtual bool takesLandings() const { return false; }
   /// Announces, in order, the pieces that come after those announced so far (which may not have
-  /// arrived yet). A piece that landed in its `dst` is peeked there.
+  /// arrived yet). Only pieces the sender will send: the n-th piece announced lands where the
+  /// n-th announcement says. A piece that landed in its `dst` is peeked there.
   virtual Status expectLandings(std::span<const Landing> /*landings*/) { return Status::ok(); }
   virtual size_t slotBytes() const = 0;
   /// For a connection driven by GPU kernels: where a kernel finds it; nullptr for host connections.

@@ -4,7 +4,6 @@
 #include <utility>
 #include <vector>
 
-#include "src/base/knobs.h"
 #include "src/core/machine.h"
 #include "topology/p2p.h"
 #include "transport/registry.h"
@@ -27,7 +26,7 @@ Status checkLevel(const PeerInfo& a, const PeerInfo& b, const topology::P2pPolic
   const int to = machine.system.findByBusId(b.gpuBusId);
   if (from < 0 || to < 0) {
     return invalidUsage("%s needs the path between GPUs %s and %s (ranks %d and %d), but %s does not "
-                        "list GPU %s; fix NCCL_TOPO_FILE or unset NCCL_P2P_LEVEL",
+                        "list GPU %s; fix NCCL_TOPO_FILE (or WEFT_HWLOC_XML) or unset NCCL_P2P_LEVEL",
                         policy.setting.c_str(), a.gpuBusId, b.gpuBusId, a.rank, b.rank, machine.system.source().c_str(),
                         from < 0 ? a.gpuBusId : b.gpuBusId);
   }
@@ -52,15 +51,15 @@ Status checkGpuPeerAccess(const std::vector<PeerInfo>& peers) {
     }
   }
   if (sameHost.empty()) return Status::ok();
-  if (knobs::getBool(knobs::KnobId::kP2pDisable)) {
-    const auto [a, b] = sameHost.front();
-    return invalidUsage("NCCL_P2P_DISABLE=1 forbids CUDA IPC between the GPUs of this communicator's ranks on one "
-                        "host (rank %d: GPU %s, rank %d: GPU %s); %s, or unset NCCL_P2P_DISABLE",
-                        a->rank, a->gpuBusId, b->rank, b->gpuBusId, kNoStaging);
-  }
   topology::P2pPolicy policy;
   WEFT_RETURN_IF_ERROR(topology::p2pPolicyFromKnobs(&policy));
   if (!policy.level.has_value()) return Status::ok();
+  if (*policy.level == topology::PathType::kLoc) {  // never: no path to look up
+    const auto [a, b] = sameHost.front();
+    return invalidUsage("%s forbids CUDA IPC between the GPUs of this communicator's ranks on one host (rank %d: "
+                        "GPU %s, rank %d: GPU %s); %s, or unset it",
+                        policy.setting.c_str(), a->rank, a->gpuBusId, b->rank, b->gpuBusId, kNoStaging);
+  }
   for (const auto& [a, b] : sameHost) WEFT_RETURN_IF_ERROR(checkLevel(*a, *b, policy));
   return Status::ok();
 }

@@ -15,7 +15,7 @@ namespace weft::core {
 
 /// Ok when every pair of `peers` (a communicator's ranks) may exchange GPU buffers; otherwise a
 /// failure that names the first pair that may not, why (a rank without a GPU, the setting that
-/// forbids it with the path between the GPUs, read from NCCL_TOPO_FILE or hwloc), and
+/// forbids it with the path between the GPUs, read from NCCL_TOPO_FILE, WEFT_HWLOC_XML or hwloc), and
 /// what to change. Every rank reaches the same answer from the same PeerInfo and machine, so all
 /// fail together and none waits for a peer that has given up.
 Status checkGpuPeerAccess(const std::vector<PeerInfo>& peers);

@@ -8,6 +8,7 @@
 #include "src/core/machine.h"
 #include "src/core/ring_order.h"
 #include "topology/gdr.h"
+#include "topology/load.h"
 #include "topology/node_channels.h"
 #include "topology/search.h"
 #include "transport/registry.h"
@@ -72,7 +73,7 @@ Status hostRingPositions(const std::vector<PeerInfo>& peers, int self, int chann
   }
   const Machine& machine = localMachine();
   if (!machine.status.isOk() && !machine.file.empty()) {
-    return machine.status.withContext("NCCL_TOPO_FILE: reading the machine to ring its GPUs");
+    return machine.status.withContext(topology::configuredTopologyKnob() + ": reading the machine to ring its GPUs");
   }
   if (!machine.status.isOk()) {
     WEFT_WARN("rings on host %s: the machine could not be read (%s); ranks in NUMA order", peers[self].hostname,

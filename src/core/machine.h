@@ -1,7 +1,8 @@
 #pragma once
 // This machine as the topology layer sees it, for the decisions a communicator makes about its GPUs
-// (their rings, whether two may talk peer to peer): read from NCCL_TOPO_FILE, or detected with
-// hwloc, once per process and file, with the paths between its nodes.
+// (their rings, whether two may talk peer to peer): read from NCCL_TOPO_FILE or WEFT_HWLOC_XML
+// (topology::configuredTopologyFile), or detected with hwloc, once per process and file, with the
+// paths between its nodes.
 
 #include <optional>
 #include <string>

@@ -23,6 +23,7 @@
 
 #include "tests/harness/scoped_env.h"
 #include "transport/proxy/connection.h"
+#include "transport/proxy/proxy_thread.h"
 #include "transport/socket/transport.h"
 #if WEFT_IB
 #include "transport/ib/ports.h"
@@ -418,6 +419,37 @@ void freeRingAtExit() {
 TEST(ProxyThreadDeathTest, StopsAtExitBeforeTheRingsItReadsAreFreed) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process, whose proxy starts after the handler above
   EXPECT_EXIT(exitMidLaunch(), ::testing::ExitedWithCode(0), "");
+}
+
+// After the exit handler, an end that owed pieces and one asked for pieces later fail to their
+// sink saying why, and count as drained, so that no finalize or launch waits on them forever.
+[[noreturn]] void stopForExitThenLaunch() {
+  static RecordingSink sink;
+  std::unique_ptr<ProxySendConnection> owing;
+  std::unique_ptr<ProxySendConnection> later;
+  for (auto* end : {&owing, &later}) {
+    if (!ProxySendConnection::create(std::make_unique<StuckSend>(), allocateHostStaging, paramsFor(kSendRank),
+                                     "scripted", end)
+             .isOk()) {
+      std::_Exit(3);
+    }
+  }
+  owing->deviceEnd()->proxy->expect(1, &sink);
+  ProxyThread::instance().stopForExit();
+  later->deviceEnd()->proxy->expect(1, &sink);
+  const std::vector<std::string> seen = sink.seen();
+  bool told = seen.size() == 2;
+  for (const std::string& failure : seen) {
+    std::fprintf(stderr, "%s\n", failure.c_str());
+    told &= failure.find("the process is exiting") != std::string::npos;
+  }
+  const bool drained = owing->deviceEnd()->proxy->drained() && later->deviceEnd()->proxy->drained();
+  std::_Exit(told && drained ? 0 : 1);
+}
+
+TEST(ProxyThreadDeathTest, EndsOwingPiecesAfterTheExitHandlerFailInsteadOfHanging) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(stopForExitThenLaunch(), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(ProxiedSend, ANetworkFailureReachesTheSinkWithWhatFailed) {

@@ -27,12 +27,6 @@ int depthOf(const NodesPlan& plan, int tree) {
 
 std::string linkText(int node) { return node < 0 ? "-" : std::to_string(node); }
 
-double nicBandwidth(const topology::Node& nic) {
-  double total = 0;
-  for (const topology::NetPort& port : nic.nic.ports) total += topology::netBandwidth(port);
-  return nic.nic.ports.empty() ? topology::netBandwidth(topology::NetPort{}) : total;
-}
-
 }  // namespace
 
 NodesPlan planNodes(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings,
@@ -48,7 +42,7 @@ NodesPlan planNodes(const topology::System& system, const topology::Paths& paths
     const int nic = nics[channel.nic];
     const double in = topology::netPath(system, paths, gpus[channel.chain.front()], nic, gdr).fromNic.bandwidth;
     const double out = topology::netPath(system, paths, gpus[channel.chain.back()], nic, gdr).toNic.bandwidth;
-    const double share = nicBandwidth(system.node(nic)) / channelsOnNic[channel.nic];
+    const double share = topology::nicBandwidth(system.node(nic)) / channelsOnNic[channel.nic];
     plan.channelBandwidth.push_back(std::min({rings.bandwidthPerRing, share, in, out}));
   }
   for (int node = 0; node < nodes; ++node) plan.trees.push_back(topology::doubleBinaryTreeLinks(nodes, node));
@@ -85,7 +79,7 @@ std::string nodesText(const topology::System& system, const NodesPlan& plan) {
            "  (the least of its ring inside the node, its share of the NIC, and the ways to and from it).\n";
   }
   for (int tree = 0; tree < 2; ++tree) {
-    std::snprintf(line, sizeof(line), "  Tree %d: root node %d, depth %d, on every channel at most at its GB/s%s\n",
+    std::snprintf(line, sizeof(line), "  Tree %d: root node %d, depth %d, on every channel (each at most its GB/s)%s\n",
                   tree, rootOf(plan, tree), depthOf(plan, tree),
                   plan.nodes <= 16 ? ":" : " (the links of each node are in --json)");
     out += line;

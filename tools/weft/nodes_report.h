@@ -32,7 +32,7 @@ struct NodesPlan {
 NodesPlan planNodes(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings,
                     int nodes, const topology::NetGdrPolicy& gdr);
 
-/// "Channel 0: NIC0 (mlx5_0) -> GPU0 ... GPU7 -> NIC0 (enters PXB, leaves PXN)" per channel, then
+/// "Channel 0: NIC0 (mlx5_0) -> GPU0 ... GPU7 -> NIC0 (enters PXB, leaves PXN; 12.5 GB/s)" per channel, then
 /// the trees: each node's parent and children up to 16 nodes, else their depths and roots.
 std::string nodesText(const topology::System& system, const NodesPlan& plan);
 

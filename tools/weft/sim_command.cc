@@ -182,8 +182,8 @@ void addSimCommand(CLI::App& app, int* exitCode) {
              "(links shared by the channels that cross them, NCCL's per-hop latencies), per size from --min to "
              "--max and per algorithm");
   command->add_option("--topo-file", options->topoFile,
-                      "the NCCL topology XML or hwloc XML file of one node (default: NCCL_TOPO_FILE, else this "
-                      "machine)");
+                      "the NCCL topology XML or hwloc XML file of one node (default: NCCL_TOPO_FILE, else "
+                      "WEFT_HWLOC_XML, else this machine)");
   command->add_option("--nodes", options->nodes, "node counts to simulate, e.g. 1,2,4,8")
       ->delimiter(',')
       ->check(CLI::Range(1, 4096))

@@ -62,7 +62,8 @@ void addTopoCommand(CLI::App& app, int* exitCode) {
   auto options = std::make_shared<TopoOptions>();
   CLI::App* topo = app.add_subcommand(
       "topo", "Print the machine's GPUs, NICs, the path type between each pair (as nvidia-smi topo -m) and "
-              "the rings over its GPUs, detected with hwloc or read from a file (NCCL_TOPO_FILE if set)");
+              "the rings over its GPUs, detected with hwloc or read from a file (NCCL_TOPO_FILE or "
+              "WEFT_HWLOC_XML if set)");
   topo->add_option("--topo-file", options->topoFile, "an NCCL topology XML or hwloc XML file to read instead");
   topo->add_flag("--json", options->json, "print JSON instead of text");
   topo->add_option("--max-rings", options->maxRings, "the most rings to search for (as NCCL_MAX_NCHANNELS)")

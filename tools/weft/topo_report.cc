@@ -115,8 +115,6 @@ const char* const kLegend =
     "  NET = the network\n"
     "  DIS = no path\n";
 
-}  // namespace
-
 // The GPUs that NVLink joins, directly, through NVSwitches or through other GPUs, in groups (indices
 // into devices.gpus); a GPU without NVLink is a group of its own.
 std::vector<std::vector<int>> nvlinkGroups(const Paths& paths, const Devices& devices) {
@@ -149,7 +147,8 @@ std::string nvlinkGroupLines(const Paths& paths, const Devices& devices) {
     for (size_t i = 0; i < group.size(); ++i) out += (i == 0 ? "" : " ") + devices.labels[group[i]];
     out += "}";
   }
-  return out + "; the source shows no NVLink between them, so the paths and rings above cross PCIe and CPUs there.\n";
+  return out + "; the source shows no NVLink between them, so the paths above, and the rings below, cross PCIe and "
+               "CPUs there.\n";
 }
 
 // Per GPU, the GPUs it may reach peer to peer (CUDA IPC) under `p2p`: "  GPU0: GPU1 GPU2", or
@@ -173,6 +172,8 @@ std::string p2pLines(const Paths& paths, const Devices& devices, const topology:
   }
   return out + (every ? "  every pair of GPUs\n" : lines);
 }
+
+}  // namespace
 
 std::string topoText(const System& system, const Paths& paths, const topology::RingSet& rings,
                      const TopoPolicies& policies, const std::string& nodesSection) {
@@ -291,7 +292,9 @@ nlohmann::json topoJson(const System& system, const Paths& paths, const topology
   nlohmann::json peers = nlohmann::json::array();
   for (int gpu : devices.gpus) {
     nlohmann::json line = nlohmann::json::array();
-    for (int other : devices.gpus) line.push_back(topology::p2pAllowed(paths, gpu, other, policies.p2p));
+    for (int other : devices.gpus) {
+      line.push_back(other != gpu && topology::p2pAllowed(paths, gpu, other, policies.p2p));
+    }
     peers.push_back(line);
   }
   json["paths"]["gpu_gpu_p2p"] = peers;

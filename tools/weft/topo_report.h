@@ -24,7 +24,8 @@ struct TopoPolicies {
 /// names and ports, the NICs each GPU reaches with GPUDirect RDMA and the GPUs it may reach peer to
 /// peer under `policies`, each ring of `rings` ("Ring 0: GPU0 GPU1 ... (NVL, 20.6 GB/s)"), then
 /// `nodesSection` (the plan across nodes, when there is one) and a legend; says so when the source
-/// did not describe NVLink (the rings then assume the paths it describes).
+/// did not describe NVLink (the rings then assume the paths it describes), and when NVLink joins
+/// the GPUs in several groups with none between them.
 std::string topoText(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings,
                      const TopoPolicies& policies, const std::string& nodesSection);
 
@@ -38,7 +39,7 @@ std::string topoText(const topology::System& system, const topology::Paths& path
 /// "gpus"; `ring_bandwidth` is what each ring moves and `ring_worst_hop` the worst path type between
 /// consecutive GPUs ("DIS" when there is no ring); `gpu_nic_gdr` says which NIC reaches which GPU's
 /// memory itself (GPUDirect RDMA), and `gpu_gpu_p2p` which GPUs may talk peer to peer, under
-/// `policies`.
+/// `policies` (false from a GPU to itself).
 nlohmann::json topoJson(const topology::System& system, const topology::Paths& paths, const topology::RingSet& rings,
                         const TopoPolicies& policies);
 

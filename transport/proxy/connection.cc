@@ -46,7 +46,14 @@ ProxiedEnd::ProxiedEnd(StagedMemory memory, size_t slotBytes, int slotCount, std
 void ProxiedEnd::expect(uint64_t pieces, ProxyFailureSink* sink) {
   sink_.store(sink, std::memory_order_release);
   expected_.fetch_add(pieces, std::memory_order_acq_rel);
-  ProxyThread::instance().wake();
+  if (!ProxyThread::instance().wake()) halt(ProxyThread::exitingError());
+}
+
+void ProxiedEnd::halt(const Status& why) {
+  const bool owes = carried_.load(std::memory_order_acquire) < expected();
+  if (!owes || failed_.exchange(true, std::memory_order_acq_rel)) return;
+  ProxyFailureSink* sink = sink_.load(std::memory_order_acquire);
+  if (sink != nullptr) sink->proxyFailed(why.withContext("network proxy " + what_));
 }
 
 bool ProxiedEnd::drained() const {
@@ -170,12 +177,13 @@ Status ProxyRecvConnection::tryPeekSlot(const void** data, size_t* bytes, SlotKi
 
 Status ProxyRecvConnection::releaseSlot() { return notOnHostPath(); }
 
-// A network that takes landings (ib) is told the expected pieces up to two rings ahead of those
-// delivered, more than it can offer at once, so that its sender is offered each slot as soon as it
-// frees; the pieces land in the network's own slots.
+// A network that takes landings (ib) is told the expected pieces one to two rings ahead of those
+// delivered (topped up a ring at a time), at least as many as it can offer, so that its sender is
+// offered each slot as soon as it frees; the pieces land in the network's own slots.
 Status ProxyRecvConnection::announce() {
-  const uint64_t ahead = delivered_ + 2 * static_cast<uint64_t>(ring_.slotCount);
-  const uint64_t target = std::min(expected(), ahead);
+  const uint64_t ring = static_cast<uint64_t>(ring_.slotCount);
+  if (announced_ - delivered_ >= ring) return Status::ok();
+  const uint64_t target = std::min(expected(), delivered_ + 2 * ring);
   if (announced_ >= target) return Status::ok();
   const std::vector<Landing> landings(target - announced_);
   WEFT_RETURN_IF_ERROR(network_->expectLandings(landings));

@@ -33,6 +33,9 @@ class ProxiedEnd : public DeviceProxy {
   /// connection, or of the sink's checkAlive() (asked every kAskEvery without progress), goes once
   /// to the sink of the last expect(), and the end stops.
   bool advance();
+  /// Stops the end for good, with `why`, if it still owes pieces: `why` goes once to the sink and
+  /// the end counts as drained. For the proxy thread's exit, when nothing will move it again.
+  void halt(const Status& why);
 
  protected:
   ProxiedEnd(StagedMemory memory, size_t slotBytes, int slotCount, std::string what);

@@ -1,5 +1,7 @@
 #include "transport/proxy/proxy_thread.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -8,6 +10,11 @@
 #include "transport/proxy/connection.h"
 
 namespace weft::transport::proxy {
+
+Status ProxyThread::exitingError() {
+  return invalidUsage("the process is exiting, so the network proxy has stopped: a launch that still needed it "
+                      "cannot complete (synchronize the stream and destroy the communicator before exit)");
+}
 
 ProxyThread& ProxyThread::instance() {
   static ProxyThread* proxy = new ProxyThread();
@@ -27,6 +34,7 @@ void ProxyThread::add(ProxiedEnd* end) {
   }
   static const bool stopsAtExit = std::atexit([] { instance().stopForExit(); }) == 0;
   if (!stopsAtExit) WEFT_WARN("the network proxy could not register its exit handler");
+  owner_ = getpid();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -42,9 +50,13 @@ void ProxyThread::remove(ProxiedEnd* end) {
 }
 
 void ProxyThread::stopForExit() {
+  if (getpid() != owner_) return;  // a forked child: the thread, and its locks' holder, stayed behind
   std::lock_guard<std::mutex> lifecycle(lifecycleMutex_);
   exited_ = true;
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) stopThread();
+  if (thread_.get_id() == std::this_thread::get_id()) return;
+  stopThread();
+  std::lock_guard<std::mutex> lock(endsMutex_);
+  for (ProxiedEnd* end : ends_) end->halt(exitingError());
 }
 
 void ProxyThread::stopThread() {
@@ -57,12 +69,14 @@ void ProxyThread::stopThread() {
   thread_.join();
 }
 
-void ProxyThread::wake() {
+bool ProxyThread::wake() {
+  if (exited_.load(std::memory_order_acquire)) return false;
   {
     std::lock_guard<std::mutex> lock(wakeMutex_);
     ++wakeups_;
   }
   wakeup_.notify_one();
+  return true;
 }
 
 void ProxyThread::run() {

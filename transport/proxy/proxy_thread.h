@@ -3,13 +3,19 @@
 // the ends that launches still need (not ProxiedEnd::drained), advancing each without waiting; when a
 // sweep moves nothing it backs off as every wait in Weft does (src/base/wait.h), and when no end
 // is needed it sleeps until an expect() wakes it. At exit it stops before the process frees the
-// rings it reads: a program may exit with a communicator it never destroyed, mid-launch.
+// rings it reads (a program may exit with a communicator it never destroyed, mid-launch), and
+// every end that still owes pieces, then or later, fails to its communicator instead of hanging.
 
+#include <sys/types.h>
+
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "src/base/status.h"
 
 namespace weft::transport::proxy {
 
@@ -25,11 +31,15 @@ class ProxyThread {
   /// Stops driving `end`; returns once the thread no longer touches it. Ends the thread with the
   /// last end.
   void remove(ProxiedEnd* end);
-  /// Tells the thread that an end may be needed again. Any thread.
-  void wake();
-  /// Stops the thread for good, whatever ends remain. Called at exit: std::atexit, registered when
-  /// the thread first starts, after the CUDA runtime registered its teardown, which so runs later.
+  /// Tells the thread that an end may be needed again. Any thread. False once stopped for exit:
+  /// nothing will move the end.
+  bool wake();
+  /// Stops the thread for good and fails every end that still owes pieces (ProxiedEnd::halt).
+  /// Called at exit: std::atexit, registered when the thread first starts, after the CUDA runtime
+  /// registered its teardown, which so runs later. Does nothing in a forked child.
   void stopForExit();
+  /// What an end that still owes pieces is told once the thread stopped for exit.
+  static Status exitingError();
 
  private:
   ProxyThread() = default;
@@ -43,7 +53,8 @@ class ProxyThread {
   std::condition_variable wakeup_;
   uint64_t wakeups_ = 0;  // under wakeMutex_
   bool stopping_ = false;  // under wakeMutex_
-  bool exited_ = false;    // under lifecycleMutex_: stopForExit ran; never start again
+  std::atomic<bool> exited_{false};  // stopForExit ran: never start again
+  pid_t owner_ = 0;                  // the process that started the thread
   std::thread thread_;
 };
 
