@@ -50,9 +50,12 @@ void ProxiedEnd::expect(uint64_t pieces, ProxyFailureSink* sink) {
 }
 
 void ProxiedEnd::halt(const Status& why) {
-  const bool owes = carried_.load(std::memory_order_acquire) < expected();
-  if (!owes || failed_.exchange(true, std::memory_order_acq_rel)) return;
-  ProxyFailureSink* sink = sink_.load(std::memory_order_acquire);
+  if (carried_.load(std::memory_order_acquire) < expected()) fail(why);
+}
+
+void ProxiedEnd::fail(const Status& why) {
+  if (failed_.exchange(true, std::memory_order_acq_rel)) return;
+  ProxyFailureSink* sink = sink_.load(std::memory_order_acquire);  // set by the expect() that made the end needed
   if (sink != nullptr) sink->proxyFailed(why.withContext("network proxy " + what_));
 }
 
@@ -65,11 +68,7 @@ bool ProxiedEnd::advance() {
   Status status = carry(&moved);
   if (status.isOk() && !moved) status = askWhileWaiting();
   if (moved) waiting_ = false;
-  if (status.isOk()) return moved;
-  failed_.store(true, std::memory_order_release);
-  status = status.withContext("network proxy " + what_);
-  ProxyFailureSink* sink = sink_.load(std::memory_order_acquire);
-  if (sink != nullptr) sink->proxyFailed(status);  // set by the expect() that made the end needed
+  if (!status.isOk()) fail(status);
   return moved;
 }
 

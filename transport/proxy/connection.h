@@ -58,6 +58,8 @@ class ProxiedEnd : public DeviceProxy {
   std::chrono::steady_clock::time_point lastAsked_;
 
   Status askWhileWaiting();
+  /// Marks the end failed and tells the sink, once.
+  void fail(const Status& why);
 };
 
 class ProxySendConnection final : public SendConnection, public ProxiedEnd {
