@@ -4,8 +4,11 @@
 #include <mutex>
 #include <set>
 
+#include "src/base/knobs.h"
 #include "src/base/log.h"
 #include "src/core/gpu_peer_access.h"
+#include "src/device/direct_boards.h"
+#include "src/device/direct_plan.h"
 #include "src/device/gpu_runtime.h"
 #include "src/device/step_kernel.h"
 #include "transport/cuda_ipc/cuda_call.h"
@@ -72,6 +75,13 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   resources->abortFlagDevice_ = static_cast<const volatile int*>(flagOnDevice);
   WEFT_RETURN_IF_ERROR(
       cudaStatus(cudaEventCreateWithFlags(&resources->lastLaunch_, cudaEventDisableTiming), "cudaEventCreate"));
+  WEFT_RETURN_IF_ERROR(cudaStatus(
+      cudaDeviceGetAttribute(&resources->multiprocessors_, cudaDevAttrMultiProcessorCount, resources->device_),
+      "cudaDeviceGetAttribute(cudaDevAttrMultiProcessorCount)"));
+  if (knobs::getBool(knobs::KnobId::kGpuDirect) && sharesOneGpuInOneProcess(comm.peers())) {
+    WEFT_RETURN_IF_ERROR(
+        acquireDirectBoards(comm.commHash(), resources->device_, comm.nranks(), &resources->directBoards_));
+  }
   *out = std::move(resources);
   return Status::ok();
 }
@@ -89,6 +99,7 @@ CommDevice::~CommDevice() {
     if (!drained.isOk()) WEFT_WARN("rank %d: destroying the communicator: %s", comm_.rank(), drained.message().c_str());
   }
   connections_.reset();
+  if (directBoards_ != nullptr) releaseDirectBoards(comm_.commHash(), device_);
   if (abortFlagHost_ != nullptr) (void)cudaFreeHost(const_cast<int*>(abortFlagHost_));
   (void)cudaGetLastError();
 }
@@ -134,13 +145,26 @@ void CommDevice::proxyFailed(const Status& failure) {
 
 Status CommDevice::orderAfterPrevious(cudaStream_t stream) {
   if (!launched_ || stream == lastStream_) return Status::ok();
+  bool captured = false;
+  WEFT_RETURN_IF_ERROR(streamCapturing(stream, &captured));
+  if (captured) return Status::ok();
   return cudaStatus(cudaStreamWaitEvent(stream, lastLaunch_, 0), "cudaStreamWaitEvent");
 }
 
 Status CommDevice::recordLaunch(cudaStream_t stream) {
+  bool captured = false;
+  WEFT_RETURN_IF_ERROR(streamCapturing(stream, &captured));
+  if (captured) return Status::ok();
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(lastLaunch_, stream), "cudaEventRecord"));
   lastStream_ = stream;
   launched_ = true;
+  return Status::ok();
+}
+
+Status streamCapturing(cudaStream_t stream, bool* captured) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
+  *captured = capture != cudaStreamCaptureStatusNone;
   return Status::ok();
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // One communicator's resources on the GPU path: its CUDA device, connections in GPU memory
 // (cuda_ipc) over the communicator's GPU rings (Communicator::gpuRings), the flag its kernels poll for ncclCommAbort,
-// the order of its launches across streams, and the pinned buffers that hold launches' tables.
+// the order of its launches across streams, the pinned buffers that hold launches' tables, and
+// where its ranks share one GPU in one process, the boards of the direct allreduce.
 
 #include <cuda_runtime_api.h>
 
@@ -11,6 +12,7 @@
 #include "algorithms/schedule.h"
 #include "src/core/communicator.h"
 #include "src/core/connection_table.h"
+#include "src/device/kernel_work.h"
 
 namespace weft::device {
 
@@ -55,11 +57,18 @@ class CommDevice final : public core::Communicator::DeviceResources, public tran
   core::ConnectionTable& connections() { return *connections_; }
   WorkPool& workPool() { return workPool_; }
   const volatile int* abortFlag() const { return abortFlagDevice_; }
+  /// The communicator's boards for the direct allreduce (src/device/direct_plan.h), or null where
+  /// its allreduces take the ring. The same answer on every rank.
+  DirectBoard* directBoards() const { return directBoards_; }
+  /// The device's multiprocessors.
+  int multiprocessors() const { return multiprocessors_; }
 
   /// Makes `stream` wait for this communicator's previous launch (if it was on another stream),
-  /// so that a communicator's kernels run in call order whatever streams they are given.
+  /// so that a communicator's kernels run in call order whatever streams they are given. Nothing
+  /// while `stream` is captured into a CUDA graph: a replay is ordered where the graph is launched.
   Status orderAfterPrevious(cudaStream_t stream);
-  /// Records the launch just enqueued on `stream` as this communicator's latest.
+  /// Records the launch just enqueued on `stream` as this communicator's latest (not while
+  /// `stream` is captured: a graph's launches are the application's to wait for).
   Status recordLaunch(cudaStream_t stream);
 
  private:
@@ -76,7 +85,12 @@ class CommDevice final : public core::Communicator::DeviceResources, public tran
   cudaStream_t lastStream_ = nullptr;
   bool launched_ = false;
   WorkPool workPool_;
+  DirectBoard* directBoards_ = nullptr;
+  int multiprocessors_ = 0;
 };
+
+/// Whether what is enqueued on `stream` now is captured into a CUDA graph.
+Status streamCapturing(cudaStream_t stream, bool* captured);
 
 /// The GPU resources of `comm`, made on first use.
 Status commDevice(core::Communicator& comm, CommDevice** out);

@@ -11,6 +11,7 @@
 #include "algorithms/schedule.h"
 #include "src/core/communicator.h"
 #include "src/device/comm_device.h"
+#include "src/device/direct_plan.h"
 #include "src/device/kernel_work.h"
 #include "src/device/step_kernel.h"
 #include "src/exec/program_connections.h"
@@ -98,7 +99,7 @@ class LaunchBuilder {
   /// Enqueues the kernel on `stream`.
   Status launch(const algorithms::Reduction* reduction, cudaStream_t stream) {
     if (lanes_.empty()) return Status::ok();
-    WEFT_RETURN_IF_ERROR(refuseCaptureThroughProxy(stream));
+    WEFT_RETURN_IF_ERROR(refuseCapture(stream));
     std::vector<KernelBlock> blocks;
     std::vector<KernelLane> lanes;
     groupIntoBlocks(&blocks, &lanes);
@@ -140,17 +141,16 @@ class LaunchBuilder {
 
   uint64_t pieceUnitsOf() const { return device_.connections().slotBytes() / unitBytes_; }
 
-  // A proxy learns of each launch's pieces when it is enqueued, once: a captured graph would run
-  // the kernel again at each replay with no proxy told, and wait forever.
-  Status refuseCaptureThroughProxy(cudaStream_t stream) const {
-    if (std::none_of(proxies_.begin(), proxies_.end(), [](const transport::DeviceProxy* p) { return p != nullptr; })) {
-      return Status::ok();
-    }
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
-    if (capture == cudaStreamCaptureStatusNone) return Status::ok();
-    return invalidUsage("CUDA graph capture of a call whose data goes to another host (through the network proxy) "
-                        "is not supported yet; make that call outside the capture");
+  // A ring launch reads its tables from a pinned buffer that later launches reuse once its event
+  // has passed, and a proxy learns of its pieces once, at enqueue: a captured graph's replays
+  // would read tables since overwritten and wait for pieces no proxy was told of.
+  static Status refuseCapture(cudaStream_t stream) {
+    bool captured = false;
+    WEFT_RETURN_IF_ERROR(streamCapturing(stream, &captured));
+    if (!captured) return Status::ok();
+    return invalidUsage("CUDA graph capture of a collective on GPU buffers is supported only for the direct "
+                        "allreduce (ranks that are threads of one process on one GPU); the ring's launches cannot "
+                        "be replayed yet: make this call outside the capture");
   }
 
   static uint8_t bufferCode(algorithms::BufferKind kind) {
@@ -287,6 +287,33 @@ Status enqueueOne(CommDevice& device, std::span<const core::Op* const> ops,
   return status;
 }
 
+// Whether `op` runs as the direct allreduce on `device`'s boards.
+bool runsDirect(const core::Op& op, const CommDevice& device) {
+  return device.directBoards() != nullptr && op.collective == algorithms::Collective::kAllReduce;
+}
+
+// Enqueues the direct allreduce `op` on its stream (nothing for no elements, on every rank).
+Status enqueueDirect(CommDevice& device, const core::Op& op) {
+  if (op.count == 0) return Status::ok();
+  KernelWork work;
+  KernelDirect& direct = work.direct;
+  direct.boards = device.directBoards();
+  direct.sendbuff = static_cast<const char*>(op.sendbuff);
+  direct.recvbuff = static_cast<char*>(op.recvbuff);
+  direct.count = op.count;
+  direct.nranks = op.comm->nranks();
+  direct.rank = op.comm->rank();
+  direct.blocksPerRank = directBlocksPerRank(op.count, algorithms::dataTypeSize(op.type), direct.nranks,
+                                             device.multiprocessors(), kStepKernelThreads);
+  std::memcpy(&work.scalar, op.reduction.scalar, sizeof(work.scalar));
+  work.divisor = op.reduction.divisor;
+  work.abortFlag = device.abortFlag();
+  const cudaStream_t stream = streamOf(op);
+  WEFT_RETURN_IF_ERROR(device.orderAfterPrevious(stream));
+  WEFT_RETURN_IF_ERROR(launchStepKernel(work, direct.blocksPerRank, &op.reduction, stream));
+  return device.recordLaunch(stream);
+}
+
 }  // namespace
 
 Status enqueueOnStreams(std::span<const core::Op> ops) {
@@ -307,6 +334,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
                           algorithms::collectiveName(op.collective));
     }
     WEFT_RETURN_IF_ERROR(commDevice(*op.comm, &devices[i]));
+    if (runsDirect(op, *devices[i])) continue;  // no program, no connections
     const algorithms::OpShape shape{op.collective, op.count, op.root, op.comm->nranks(), op.comm->rank()};
     algorithms::buildRingProgram(shape, op.comm->gpuRings(), &programs[i]);
   }
@@ -340,6 +368,10 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     for (size_t i = 0; i < ops.size(); ++i) {
       if (ops[i].comm != comm || isPointToPoint(ops[i].collective)) continue;
       const core::Op* op = &ops[i];
+      if (runsDirect(*op, *device)) {
+        WEFT_RETURN_IF_ERROR(enqueueDirect(*device, *op));
+        continue;
+      }
       const algorithms::Program* program = &programs[i];
       WEFT_RETURN_IF_ERROR(enqueueOne(*device, std::span(&op, 1), std::span(&program, 1),
                                       !reduces(ops[i].collective)));

@@ -165,8 +165,10 @@ struct Reducer {
   Storage scalar;
   uint64_t divisor;
 
-  __device__ Storage scale(Storage local) const {
-    if constexpr (kKind == RedOpKind::kPreMulSum) return Math::mul(local, scalar);
+  __device__ Storage scale(Storage local) const { return scaleBy(local, scalar); }
+  /// `local` scaled by a given multiplier (another rank's, in the direct allreduce).
+  __device__ static Storage scaleBy(Storage local, Storage multiplier) {
+    if constexpr (kKind == RedOpKind::kPreMulSum) return Math::mul(local, multiplier);
     else return local;
   }
   __device__ Storage reduce(Storage peer, Storage local) const {

@@ -49,6 +49,31 @@ struct KernelConnection {
   uint64_t slotCount = 0;
 };
 
+/// A rank's board for the direct allreduce (src/device/direct_plan.h), in device memory: the
+/// communicator's boards are one array, indexed by rank. A rank's kernel writes only its own board
+/// and reads every rank's. Each call's number is one more than its rank's `finished`.
+struct alignas(128) DirectBoard {
+  unsigned long long arrived = 0;   // the latest call whose buffers (below) are published
+  unsigned long long finished = 0;  // the latest call whose share of the elements this rank wrote
+  unsigned int finishedBlocks = 0;  // blocks of the running call that have written their part
+  unsigned int reserved = 0;
+  const char* sendbuff = nullptr;
+  char* recvbuff = nullptr;
+  uint64_t scalar = 0;  // the rank's PreMulSum multiplier (KernelWork::scalar)
+};
+
+/// A launch that runs the direct allreduce instead of lanes (then blocks, lanes, steps and
+/// connections are unused).
+struct KernelDirect {
+  DirectBoard* boards = nullptr;  // null: run the lanes
+  const char* sendbuff = nullptr;
+  char* recvbuff = nullptr;
+  uint64_t count = 0;  // elements
+  int32_t nranks = 0;
+  int32_t rank = 0;
+  int32_t blocksPerRank = 0;  // the launch's blocks, the same on every rank
+};
+
 struct KernelWork {
   const KernelBlock* blocks = nullptr;
   const KernelLane* lanes = nullptr;
@@ -59,6 +84,7 @@ struct KernelWork {
   uint64_t scalar = 0;          // PreMulSum's multiplier in the type's encoding (low bytes)
   uint64_t divisor = 1;         // integer average: the final sum's divisor
   const volatile int* abortFlag = nullptr;  // set by ncclCommAbort: every wait gives up
+  KernelDirect direct;
 };
 
 }  // namespace weft::device

@@ -11,13 +11,14 @@
 #include <cstring>
 
 #include "src/device/device_reduce.cuh"
+#include "src/device/direct_allreduce.cuh"
 #include "src/device/step_kernel.h"
 #include "transport/cuda_ipc/cuda_call.h"
 
 namespace weft::device {
 namespace {
 
-constexpr int kThreads = 512;
+constexpr int kThreads = kStepKernelThreads;
 // Polls of a counter between two looks at the abort flag (which lives in host memory).
 constexpr int kPollsPerAbortCheck = 1024;
 
@@ -152,6 +153,7 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
 template <class Math, RedOpKind kKind>
 struct ReduceBody {
   using Storage = typename Math::Storage;
+  static constexpr bool kReduces = true;
   Reducer<Math, kKind> reducer;
 
   __device__ void operator()(const Piece& piece) const {
@@ -175,6 +177,7 @@ struct ReduceBody {
 
 // Copy launches: units are bytes; 16-byte words where every pointer and the length allow.
 struct CopyBody {
+  static constexpr bool kReduces = false;
   __device__ void operator()(const Piece& piece) const {
     const char* from = piece.received != nullptr ? piece.received : piece.src;
     char* out = piece.dst != nullptr ? piece.dst : piece.slot;
@@ -206,7 +209,13 @@ struct CopyBody {
 };
 
 template <class Body>
-__global__ void __launch_bounds__(kThreads) stepKernel(KernelWork work, Body body) {
+__global__ void __launch_bounds__(kThreads, 1) stepKernel(KernelWork work, Body body) {
+  if constexpr (Body::kReduces) {
+    if (work.direct.boards != nullptr) {
+      runDirectAllReduce(work, body.reducer);
+      return;
+    }
+  }
   runLanes(work, body);
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Launching the step kernel: one thread block per entry of KernelWork::blocks, on a stream.
 // One kernel per (type, op) for reducing launches and one byte-copy kernel for the rest, chosen
-// here at run time.
+// here at run time; a reducing kernel runs either lanes of step programs or the direct allreduce
+// (src/device/direct_allreduce.cuh), as its work says.
 
 #include <cuda_runtime_api.h>
 
@@ -11,7 +12,11 @@
 
 namespace weft::device {
 
-/// Enqueues `work` with `blockCount` blocks on `stream`, on the current device. `reduction` is
+/// Threads in each block of the step kernel.
+inline constexpr int kStepKernelThreads = 512;
+
+/// Enqueues `work` with `blockCount` blocks on `stream`, on the current device (for a direct
+/// allreduce, work.direct.blocksPerRank blocks). `reduction` is
 /// null for a copy launch (units are bytes), else the launch's type and op (units are elements).
 /// The tables `work` points to must stay readable until the kernel ends.
 Status launchStepKernel(const KernelWork& work, int blockCount, const algorithms::Reduction* reduction,

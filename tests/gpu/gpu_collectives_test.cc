@@ -1,6 +1,7 @@
 // Exact results of every collective on GPU buffers, ranks sharing one GPU (as threads of this
-// process and as forked processes, on one host or on hosts simulated with NCCL_HOSTID, where the
-// network proxy carries the data over sockets), through the same checks as the host suite
+// process, whose allreduces take the direct kernel unless a case asks for the ring, and as forked
+// processes, on one host or on hosts simulated with NCCL_HOSTID, where the network proxy carries
+// the data over sockets), through the same checks as the host suite
 // (tests/multirank/collective_run.h): each rank's buffers are copied into device memory, the call
 // is enqueued on the rank's own stream, and the results are copied back and compared element by
 // element. Skipped, saying so, where no GPU is present.
@@ -18,6 +19,7 @@
 #include "tests/gpu/gpu_presence.h"
 #include "tests/harness/rank_check.h"
 #include "tests/harness/rank_runner.h"
+#include "tests/harness/scoped_env.h"
 #include "tests/multirank/collective.h"
 #include "tests/multirank/collective_run.h"
 #include "tests/multirank/element_types.h"
@@ -49,13 +51,16 @@ struct GpuCase {
   RankMode mode;
   bool large;
   int hosts = 1;  // more than 1: rank r's NCCL_HOSTID is r mod hosts (processes only)
+  // An allreduce of threads on one GPU through the ring (WEFT_GPU_DIRECT=0) rather than the
+  // direct kernel that such ranks take by default.
+  bool ring = false;
 };
 
 std::string caseName(const ::testing::TestParamInfo<GpuCase>& info) {
   const GpuCase& c = info.param;
   return std::string(multirank::collectiveName(c.collective)) + "_" + std::to_string(c.nranks) + "ranks_" +
          (c.mode == RankMode::kThreads ? "threads" : "processes") + (c.large ? "_large" : "") +
-         (c.hosts > 1 ? "_" + std::to_string(c.hosts) + "hosts" : "");
+         (c.hosts > 1 ? "_" + std::to_string(c.hosts) + "hosts" : "") + (c.ring ? "_ring" : "");
 }
 
 // Makes device 0 current and gives the rank a stream of its own (ranks of one GPU must not share
@@ -127,6 +132,7 @@ class GpuCollective : public ::testing::TestWithParam<GpuCase> {};
 TEST_P(GpuCollective, MatchesReference) {
   SKIP_WITHOUT_GPU();
   const GpuCase c = GetParam();
+  harness::ScopedEnv direct("WEFT_GPU_DIRECT", c.ring ? "0" : "1");
   RankRunOptions options;
   options.nranks = c.nranks;
   options.mode = c.mode;
@@ -147,6 +153,8 @@ std::vector<GpuCase> cases() {
     for (int nranks : {2, 4}) all.push_back({collective, nranks, RankMode::kProcesses, false, 2});
     all.push_back({collective, 2, RankMode::kProcesses, true, 2});
   }
+  all.push_back({Collective::kAllReduce, 3, RankMode::kThreads, false, 1, true});
+  all.push_back({Collective::kAllReduce, 2, RankMode::kThreads, true, 1, true});
   return all;
 }
 

@@ -1,0 +1,189 @@
+#pragma once
+// The direct allreduce (src/device/direct_plan.h) as each rank's kernel runs it, in the step
+// kernel of the launch's type and op (src/device/step_kernel.cu):
+//
+//   1. block 0 publishes the rank's buffers on its board and marks it arrived at this call;
+//      every block waits until every rank has arrived, and reads their buffers;
+//   2. the n ranks' blocks split the elements evenly: a block reads its elements of every input,
+//      reduces them in rank order (each input scaled by its own rank's PreMulSum multiplier) and
+//      writes the result into every output, 16-byte words where every buffer allows;
+//   3. the last of a rank's blocks to finish marks the rank finished at this call; block 0 waits
+//      until every rank has finished, so that the rank's later work on its stream sees its output
+//      whole and may overwrite its input.
+//
+// A call's number is its rank's `finished` plus one, read on the device, so a captured CUDA graph
+// counts its replays too. A rank cannot publish call k + 1 before every rank finished call k, so
+// the buffers a block reads are those of its own call. Every wait polls ncclCommAbort's flag.
+
+#include <cstdint>
+
+#include "src/device/device_reduce.cuh"
+#include "src/device/direct_plan.h"
+#include "src/device/kernel_work.h"
+
+namespace weft::device {
+
+namespace direct_detail {
+
+// Polls of a board between two looks at the abort flag (which lives in host memory).
+constexpr int kPollsPerAbortCheck = 1024;
+
+__device__ inline unsigned long long loadAcquireGpu(const unsigned long long* address) {
+  unsigned long long value;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");
+  return value;
+}
+
+__device__ inline void storeReleaseGpu(unsigned long long* address, unsigned long long value) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(address), "l"(value) : "memory");
+}
+
+// Thread 0 only: waits until every rank's `arrived` (or `finished`) has reached `call`. False if
+// the communicator was aborted.
+__device__ inline bool waitForEveryRank(const KernelDirect& direct, bool finished, unsigned long long call,
+                                        const volatile int* abortFlag) {
+  for (int r = 0; r < direct.nranks; ++r) {
+    const DirectBoard& board = direct.boards[r];
+    const unsigned long long* counter = finished ? &board.finished : &board.arrived;
+    for (int polls = 0; loadAcquireGpu(counter) < call; ++polls) {
+      if (polls == kPollsPerAbortCheck) {
+        if (abortFlag != nullptr && *abortFlag != 0) return false;
+        polls = 0;
+      }
+    }
+  }
+  return true;
+}
+
+// The part [begin, end) of `units` split evenly over `parts`.
+__device__ inline void evenPart(uint64_t units, uint64_t part, uint64_t parts, uint64_t* begin, uint64_t* end) {
+  *begin = units / parts * part + min(part, units % parts);
+  *end = *begin + units / parts + (part < units % parts ? 1 : 0);
+}
+
+}  // namespace direct_detail
+
+// Element i of the result from the ranks' elements i (values[r] for r < n): in rank order, each
+// scaled by its own rank's multiplier; divided for the integer average where kDivide.
+template <class Math, RedOpKind kKind, bool kDivide>
+__device__ __forceinline__ typename Math::Storage combineRanks(const Reducer<Math, kKind>& reducer, int n,
+                                                               const typename Math::Storage* values,
+                                                               const typename Math::Storage* multipliers) {
+  using R = Reducer<Math, kKind>;
+  typename Math::Storage sum = R::scaleBy(values[0], multipliers[0]);
+#pragma unroll
+  for (int r = 1; r < kMaxDirectRanks; ++r) {
+    if (r < n) sum = Combine<Math, kKind>::apply(sum, R::scaleBy(values[r], multipliers[r]));
+  }
+  if constexpr (kDivide) return reducer.finish(sum);
+  else return sum;
+}
+
+// This block's part of the elements: `parts` blocks over all ranks split them evenly.
+template <class Math, RedOpKind kKind, bool kDivide>
+__device__ __forceinline__ void reducePart(const Reducer<Math, kKind>& reducer, int n, uint64_t count, bool wholeWords,
+                                           uint64_t part, uint64_t parts, const typename Math::Storage* const* inputs,
+                                           typename Math::Storage* const* outputs,
+                                           const typename Math::Storage* multipliers) {
+  using Storage = typename Math::Storage;
+  constexpr int kWordElements = 16 / sizeof(Storage);
+  union Word {
+    uint4 bits;
+    Storage values[kWordElements];
+  };
+  // Elements from `tail` on are reduced one at a time; before it, a 16-byte word at a time.
+  const uint64_t words = wholeWords ? count / kWordElements : 0;
+  const uint64_t tail = words * kWordElements;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  direct_detail::evenPart(words, part, parts, &begin, &end);
+  for (uint64_t w = begin + threadIdx.x; w < end; w += blockDim.x) {
+    Word in[kMaxDirectRanks];
+#pragma unroll
+    for (int r = 0; r < kMaxDirectRanks; ++r) {
+      if (r < n) in[r].bits = reinterpret_cast<const uint4*>(inputs[r])[w];
+    }
+    Word out;
+#pragma unroll
+    for (int e = 0; e < kWordElements; ++e) {
+      Storage values[kMaxDirectRanks];
+#pragma unroll
+      for (int r = 0; r < kMaxDirectRanks; ++r) values[r] = in[r].values[e];
+      out.values[e] = combineRanks<Math, kKind, kDivide>(reducer, n, values, multipliers);
+    }
+#pragma unroll
+    for (int r = 0; r < kMaxDirectRanks; ++r) {
+      if (r < n) reinterpret_cast<uint4*>(outputs[r])[w] = out.bits;
+    }
+  }
+  direct_detail::evenPart(count - tail, part, parts, &begin, &end);
+  for (uint64_t i = tail + begin + threadIdx.x; i < tail + end; i += blockDim.x) {
+    Storage values[kMaxDirectRanks];
+#pragma unroll
+    for (int r = 0; r < kMaxDirectRanks; ++r) values[r] = r < n ? inputs[r][i] : Storage{};
+    const Storage result = combineRanks<Math, kKind, kDivide>(reducer, n, values, multipliers);
+#pragma unroll
+    for (int r = 0; r < kMaxDirectRanks; ++r) {
+      if (r < n) outputs[r][i] = result;
+    }
+  }
+}
+
+/// Runs the launch's direct allreduce (work.direct.boards is set) in this block.
+template <class Math, RedOpKind kKind>
+__device__ void runDirectAllReduce(const KernelWork& work, const Reducer<Math, kKind>& reducer) {
+  using Storage = typename Math::Storage;
+  using namespace direct_detail;
+  const KernelDirect& direct = work.direct;
+  DirectBoard& mine = direct.boards[direct.rank];
+  const int n = direct.nranks;
+
+  __shared__ unsigned long long call;
+  __shared__ bool proceed;
+  __shared__ bool wholeWords;
+  __shared__ const Storage* inputs[kMaxDirectRanks];
+  __shared__ Storage* outputs[kMaxDirectRanks];
+  __shared__ Storage multipliers[kMaxDirectRanks];
+  if (threadIdx.x == 0) {
+    call = *reinterpret_cast<volatile unsigned long long*>(&mine.finished) + 1;
+    if (blockIdx.x == 0) {
+      mine.sendbuff = direct.sendbuff;
+      mine.recvbuff = direct.recvbuff;
+      mine.scalar = work.scalar;
+      storeReleaseGpu(&mine.arrived, call);
+    }
+    proceed = waitForEveryRank(direct, false, call, work.abortFlag);
+    uintptr_t alignment = 0;
+    for (int r = 0; r < n && proceed; ++r) {
+      const DirectBoard& board = direct.boards[r];
+      inputs[r] = reinterpret_cast<const Storage*>(board.sendbuff);
+      outputs[r] = reinterpret_cast<Storage*>(board.recvbuff);
+      const uint64_t scalar = board.scalar;
+      memcpy(&multipliers[r], &scalar, sizeof(Storage));
+      alignment |= reinterpret_cast<uintptr_t>(board.sendbuff) | reinterpret_cast<uintptr_t>(board.recvbuff);
+    }
+    wholeWords = (alignment & 15) == 0;
+  }
+  __syncthreads();
+  if (!proceed) return;
+
+  const uint64_t part = static_cast<uint64_t>(direct.rank) * direct.blocksPerRank + blockIdx.x;
+  const uint64_t parts = static_cast<uint64_t>(n) * direct.blocksPerRank;
+  if (kIsInteger<Math> && reducer.divisor > 1) {
+    reducePart<Math, kKind, true>(reducer, n, direct.count, wholeWords, part, parts, inputs, outputs, multipliers);
+  } else {
+    reducePart<Math, kKind, false>(reducer, n, direct.count, wholeWords, part, parts, inputs, outputs, multipliers);
+  }
+
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  __threadfence();  // this block's writes, by every thread, before its count
+  if (atomicAdd(&mine.finishedBlocks, 1u) + 1 == static_cast<unsigned>(direct.blocksPerRank)) {
+    __threadfence();  // every block's writes (each fenced before its count) before `finished`
+    mine.finishedBlocks = 0;
+    storeReleaseGpu(&mine.finished, call);
+  }
+  if (blockIdx.x == 0) (void)waitForEveryRank(direct, true, call, work.abortFlag);
+}
+
+}  // namespace weft::device

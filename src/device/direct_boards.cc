@@ -1,0 +1,72 @@
+#include "src/device/direct_boards.h"
+
+#include <cuda_runtime_api.h>
+
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "transport/cuda_ipc/cuda_call.h"
+
+namespace weft::device {
+namespace {
+
+struct Shared {
+  DirectBoard* boards = nullptr;
+  int nranks = 0;
+  int users = 0;
+};
+
+std::mutex gMutex;
+std::map<std::pair<uint64_t, int>, Shared> gBoards;
+
+// Device memory holding `nranks` zeroed boards. The zeros are written on a private non-blocking
+// stream and waited for (the legacy stream would wait for kernels on every blocking stream,
+// perhaps a peer's that waits for this rank), so they are in place before any kernel sees them.
+Status makeBoards(int nranks, DirectBoard** out) {
+  void* memory = nullptr;
+  const size_t bytes = sizeof(DirectBoard) * static_cast<size_t>(nranks);
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&memory, bytes), "cudaMalloc of the direct allreduce's boards"));
+  cudaStream_t stream = nullptr;
+  Status status = cudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  if (status.isOk()) status = cudaStatus(cudaMemsetAsync(memory, 0, bytes, stream), "zeroing the direct boards");
+  if (status.isOk()) status = cudaStatus(cudaStreamSynchronize(stream), "zeroing the direct boards");
+  if (stream != nullptr) (void)cudaStreamDestroy(stream);
+  if (!status.isOk()) {
+    (void)cudaFree(memory);
+    return status;
+  }
+  *out = static_cast<DirectBoard*>(memory);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status acquireDirectBoards(uint64_t commHash, int device, int nranks, DirectBoard** boards) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  Shared& shared = gBoards[{commHash, device}];
+  if (shared.users == 0) {
+    const Status made = makeBoards(nranks, &shared.boards);
+    if (!made.isOk()) {
+      gBoards.erase({commHash, device});
+      return made;
+    }
+    shared.nranks = nranks;
+  } else if (shared.nranks != nranks) {
+    return internalError("two communicators of %d and %d ranks share the hash %016llx on device %d", shared.nranks,
+                         nranks, static_cast<unsigned long long>(commHash), device);
+  }
+  ++shared.users;
+  *boards = shared.boards;
+  return Status::ok();
+}
+
+void releaseDirectBoards(uint64_t commHash, int device) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  auto it = gBoards.find({commHash, device});
+  if (it == gBoards.end() || --it->second.users > 0) return;
+  (void)cudaFree(it->second.boards);
+  gBoards.erase(it);
+}
+
+}  // namespace weft::device

@@ -1,0 +1,21 @@
+#pragma once
+// The boards of the direct allreduce (src/device/direct_plan.h): one array of DirectBoard per
+// communicator and device, in device memory, shared by the communicator's ranks, which are threads
+// of this process. The first rank to ask makes it (zeroed); the last to let go frees it.
+
+#include <cstdint>
+
+#include "src/base/status.h"
+#include "src/device/kernel_work.h"
+
+namespace weft::device {
+
+/// The `nranks` boards of the communicator `commHash` on CUDA device `device` (which must be
+/// current). Every rank of the communicator calls this once and release() once.
+Status acquireDirectBoards(uint64_t commHash, int device, int nranks, DirectBoard** boards);
+
+/// Lets go of the boards acquire() gave; the last rank's call frees them. No kernel of the
+/// communicator may still run.
+void releaseDirectBoards(uint64_t commHash, int device);
+
+}  // namespace weft::device

@@ -1,0 +1,154 @@
+// The direct allreduce of ranks that are threads of one process on one GPU
+// (src/device/direct_plan.h), where the collective suite does not reach: buffers that are not
+// 16-byte aligned (the element-at-a-time path), each rank scaling its input by its own PreMulSum
+// multiplier, calls of changing sizes interleaved with ring collectives (each call's number is
+// counted on the device), and a captured CUDA graph replayed. Skipped, saying so, where no GPU
+// is present.
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <vector>
+
+#include "nccl.h"
+#include "tests/gpu/gpu_presence.h"
+#include "tests/harness/comm_clique.h"
+#include "tests/harness/deadline_guard.h"
+
+namespace weft::gpu_tests {
+namespace {
+
+using harness::ncclSucceeded;
+
+constexpr std::chrono::seconds kDeadline{60};
+constexpr int kRanks = 3;
+constexpr size_t kCount = 100003;
+
+#define ASSERT_CUDA(call)                                                                   \
+  do {                                                                                      \
+    const cudaError_t error_ = (call);                                                      \
+    ASSERT_EQ(error_, cudaSuccess) << #call << ": " << cudaGetErrorString(error_);          \
+  } while (0)
+
+class DirectAllReduce : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_GPU();
+    ASSERT_CUDA(cudaSetDevice(0));
+    std::vector<int> devices(kRanks, 0);
+    comms_.resize(kRanks);
+    ASSERT_TRUE(ncclSucceeded(ncclCommInitAll(comms_.data(), kRanks, devices.data())));
+    for (int r = 0; r < kRanks; ++r) {
+      cudaStream_t stream = nullptr;
+      ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      streams_.push_back(stream);
+      void* memory = nullptr;
+      ASSERT_CUDA(cudaMalloc(&memory, (kCount + 1) * sizeof(float)));
+      allocations_.push_back(static_cast<float*>(memory));
+    }
+  }
+
+  void TearDown() override {
+    for (cudaStream_t stream : streams_) (void)cudaStreamSynchronize(stream);
+    for (ncclComm_t comm : comms_) {
+      if (comm != nullptr) (void)ncclCommDestroy(comm);
+    }
+    for (float* memory : allocations_) (void)cudaFree(memory);
+    for (cudaStream_t stream : streams_) (void)cudaStreamDestroy(stream);
+  }
+
+  // Rank r's buffer: its allocation from element `offset` on (1: 4 bytes past a 16-byte boundary).
+  float* buffer(int r, size_t offset) const { return allocations_[r] + offset; }
+
+  void fill(size_t offset, float value(int rank)) {
+    for (int r = 0; r < kRanks; ++r) {
+      std::vector<float> values(kCount, value(r));
+      ASSERT_CUDA(cudaMemcpyAsync(buffer(r, offset), values.data(), kCount * sizeof(float), cudaMemcpyHostToDevice,
+                                  streams_[r]));
+    }
+  }
+
+  // Every rank's first `prefix` elements equal `head`, the rest `rest`.
+  void expect(size_t offset, size_t prefix, float head, float rest) {
+    for (int r = 0; r < kRanks; ++r) {
+      std::vector<float> got(kCount);
+      ASSERT_CUDA(cudaMemcpyAsync(got.data(), buffer(r, offset), kCount * sizeof(float), cudaMemcpyDeviceToHost,
+                                  streams_[r]));
+      ASSERT_CUDA(cudaStreamSynchronize(streams_[r]));
+      for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(got[i], i < prefix ? head : rest) << "rank " << r << " element " << i;
+    }
+  }
+
+  // One group: every rank's in-place allreduce of `count` elements with op[r].
+  void allReduce(size_t offset, size_t count, const std::vector<ncclRedOp_t>& op) {
+    ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+    for (int r = 0; r < kRanks; ++r) {
+      ASSERT_TRUE(ncclSucceeded(ncclAllReduce(buffer(r, offset), buffer(r, offset), count, ncclFloat32, op[r],
+                                              comms_[r], streams_[r])));
+    }
+    ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  }
+
+  std::vector<ncclComm_t> comms_;
+  std::vector<cudaStream_t> streams_;
+  std::vector<float*> allocations_;
+};
+
+TEST_F(DirectAllReduce, UnalignedBuffersAndEachRanksOwnMultiplierAreExact) {
+  harness::DeadlineGuard guard(kDeadline, "direct allreduce of unaligned buffers");
+  std::vector<ncclRedOp_t> scaled(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    float multiplier = static_cast<float>(r + 1);
+    ASSERT_TRUE(ncclSucceeded(
+        ncclRedOpCreatePreMulSum(&scaled[r], &multiplier, ncclFloat32, ncclScalarHostImmediate, comms_[r])));
+  }
+  ASSERT_NO_FATAL_FAILURE(fill(1, [](int r) { return static_cast<float>(r + 1); }));
+  ASSERT_NO_FATAL_FAILURE(allReduce(1, kCount, scaled));
+  ASSERT_NO_FATAL_FAILURE(expect(1, 0, 0, 1 + 4 + 9));  // each rank's r + 1 times its own r + 1
+  for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(ncclSucceeded(ncclRedOpDestroy(scaled[r], comms_[r])));
+}
+
+TEST_F(DirectAllReduce, CallsOfChangingSizesBetweenRingCollectivesAreExact) {
+  harness::DeadlineGuard guard(kDeadline, "direct allreduces between broadcasts");
+  const std::vector<ncclRedOp_t> sum(kRanks, ncclSum);
+  ASSERT_NO_FATAL_FAILURE(fill(0, [](int r) { return static_cast<float>(r + 1); }));
+  ASSERT_NO_FATAL_FAILURE(allReduce(0, kCount, sum));  // 6 everywhere
+  for (size_t count : {size_t{5}, size_t{4099}, size_t{1}}) {
+    // A ring collective between two direct calls: rank 0's 6s everywhere, then the prefix triples.
+    ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+    for (int r = 0; r < kRanks; ++r) {
+      ASSERT_TRUE(ncclSucceeded(
+          ncclBroadcast(buffer(r, 0), buffer(r, 0), kCount, ncclFloat32, 0, comms_[r], streams_[r])));
+    }
+    ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+    ASSERT_NO_FATAL_FAILURE(allReduce(0, count, sum));
+    ASSERT_NO_FATAL_FAILURE(expect(0, count, 18, 6));
+    ASSERT_NO_FATAL_FAILURE(fill(0, [](int) { return 6.0f; }));
+  }
+}
+
+TEST_F(DirectAllReduce, ACapturedGraphCountsItsReplays) {
+  harness::DeadlineGuard guard(kDeadline, "direct allreduce replayed from a CUDA graph");
+  const std::vector<ncclRedOp_t> sum(kRanks, ncclSum);
+  ASSERT_NO_FATAL_FAILURE(fill(0, [](int r) { return static_cast<float>(r + 1); }));
+  ASSERT_NO_FATAL_FAILURE(allReduce(0, kCount, sum));  // 6: the communicators' GPU resources exist
+  std::vector<cudaGraphExec_t> graphs(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_CUDA(cudaStreamBeginCapture(streams_[r], cudaStreamCaptureModeThreadLocal));
+    ASSERT_TRUE(ncclSucceeded(
+        ncclAllReduce(buffer(r, 0), buffer(r, 0), kCount, ncclFloat32, ncclSum, comms_[r], streams_[r])));
+    cudaGraph_t graph = nullptr;
+    ASSERT_CUDA(cudaStreamEndCapture(streams_[r], &graph));
+    ASSERT_CUDA(cudaGraphInstantiate(&graphs[r], graph, 0));
+    ASSERT_CUDA(cudaGraphDestroy(graph));
+  }
+  for (int replay = 0; replay < 3; ++replay) {
+    for (int r = 0; r < kRanks; ++r) ASSERT_CUDA(cudaGraphLaunch(graphs[r], streams_[r]));
+  }
+  ASSERT_NO_FATAL_FAILURE(expect(0, 0, 0, 6 * 27));  // tripled at each replay
+  for (cudaGraphExec_t graph : graphs) ASSERT_CUDA(cudaGraphExecDestroy(graph));
+}
+
+}  // namespace
+}  // namespace weft::gpu_tests
