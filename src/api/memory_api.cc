@@ -8,6 +8,7 @@
 
 #include "src/api/api_support.h"
 #include "src/core/group.h"
+#include "src/device/gpu_runtime.h"
 
 using weft::Status;
 using weft::api::resolveComm;
@@ -16,15 +17,36 @@ using weft::core::Communicator;
 
 namespace {
 
-// ncclMemAlloc's allocations: shared mappings of memfd files, so that a local peer can map the same
+// ncclMemAlloc's allocations. In a process that uses CUDA (the current device's primary context
+// is active), device memory on that device, as NCCL's; elsewhere (host-memory programs, builds or
+// machines without CUDA) shared mappings of memfd files, so that a local peer can map the same
 // pages later (the registered path).
 struct Allocation {
   size_t size;
-  int fd;
+  int fd;  // -1: device memory
 };
 
 std::mutex gAllocationsMutex;
 std::map<void*, Allocation> gAllocations;
+
+Status allocateHostMemory(size_t size, void** ptr, int* fdOut) {
+  int fd = memfd_create("weft-memalloc", MFD_CLOEXEC);
+  if (fd < 0) return weft::errnoStatus(errno, "ncclMemAlloc: memfd_create");
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    Status status = weft::errnoStatus(errno, "ncclMemAlloc: reserving %zu bytes", size);
+    close(fd);
+    return status;
+  }
+  void* memory = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (memory == MAP_FAILED) {
+    Status status = weft::errnoStatus(errno, "ncclMemAlloc: mapping %zu bytes", size);
+    close(fd);
+    return status;
+  }
+  *ptr = memory;
+  *fdOut = fd;
+  return Status::ok();
+}
 
 }  // namespace
 
@@ -61,19 +83,12 @@ WEFT_API ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   if (ptr == nullptr) return toResult(weft::invalidArgument("ptr is NULL"), "ncclMemAlloc");
   *ptr = nullptr;
   if (size == 0) return ncclSuccess;
-  int fd = memfd_create("weft-memalloc", MFD_CLOEXEC);
-  if (fd < 0) return toResult(weft::errnoStatus(errno, "ncclMemAlloc: memfd_create"), "ncclMemAlloc");
-  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
-    Status status = weft::errnoStatus(errno, "ncclMemAlloc: reserving %zu bytes", size);
-    close(fd);
-    return toResult(status, "ncclMemAlloc");
-  }
-  void* memory = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (memory == MAP_FAILED) {
-    Status status = weft::errnoStatus(errno, "ncclMemAlloc: mapping %zu bytes", size);
-    close(fd);
-    return toResult(status, "ncclMemAlloc");
-  }
+  void* memory = nullptr;
+  int fd = -1;
+  const Status status = weft::device::inUse(weft::device::currentDevice())
+                            ? weft::device::allocateOnDevice(size, &memory)
+                            : allocateHostMemory(size, &memory, &fd);
+  if (!status.isOk()) return toResult(status, "ncclMemAlloc");
   {
     std::lock_guard<std::mutex> lock(gAllocationsMutex);
     gAllocations[memory] = Allocation{size, fd};
@@ -95,6 +110,7 @@ WEFT_API ncclResult_t ncclMemFree(void* ptr) {
     allocation = it->second;
     gAllocations.erase(it);
   }
+  if (allocation.fd < 0) return toResult(weft::device::freeOnDevice(ptr), "ncclMemFree");
   munmap(ptr, allocation.size);
   close(allocation.fd);
   return ncclSuccess;

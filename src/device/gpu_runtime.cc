@@ -82,6 +82,21 @@ bool inUse(int device) {
          active != 0;
 }
 
+Status allocateOnDevice(size_t bytes, void** out) {
+  const cudaError_t error = cudaMalloc(out, bytes);
+  if (error == cudaSuccess) return Status::ok();
+  (void)cudaGetLastError();
+  return internalError("cudaMalloc of %zu bytes on device %d failed: %s", bytes, currentDevice(),
+                       cudaGetErrorString(error));
+}
+
+Status freeOnDevice(void* ptr) {
+  const cudaError_t error = cudaFree(ptr);
+  if (error == cudaSuccess) return Status::ok();
+  (void)cudaGetLastError();
+  return internalError("cudaFree(%p) failed: %s", ptr, cudaGetErrorString(error));
+}
+
 #else
 
 int deviceCount() { return 0; }
@@ -91,6 +106,8 @@ std::string pciBusId(int) { return ""; }
 bool onDevice(const void*) { return false; }
 bool inUse(int) { return false; }
 Status preloadKernelsIfInUse(int) { return Status::ok(); }
+Status allocateOnDevice(size_t, void**) { return internalError("this build of Weft has no CUDA"); }
+Status freeOnDevice(void*) { return internalError("this build of Weft has no CUDA"); }
 
 #endif
 

@@ -31,6 +31,13 @@ bool onDevice(const void* ptr);
 /// program has allocated, launched or set the device). Creates no context. False without CUDA.
 bool inUse(int device);
 
+/// `bytes` of device memory on the device current on the calling thread (cudaMalloc, which CUDA
+/// IPC can export). An error where the build has no CUDA or the allocation fails.
+Status allocateOnDevice(size_t bytes, void** out);
+
+/// Frees what allocateOnDevice gave.
+Status freeOnDevice(void* ptr);
+
 /// During the init of a communicator whose rank has CUDA device `device`: if the process already
 /// uses that device, loads the step kernels onto it (once per process and device), so that no
 /// first launch has to load code while a peer's kernel waits (CUDA's lazy loading). A process

@@ -1,7 +1,8 @@
 // Stream semantics of calls on GPU buffers, as NCCL's: a call is enqueued on the given stream and
 // returns at once; it runs after the stream's earlier work and before its later work; a group
 // launches at ncclGroupEnd; ranks of one communicator need streams of their own; a call cannot
-// mix GPU and host buffers; ncclCommAbort ends a kernel that waits for a peer that never comes.
+// mix GPU and host buffers; ncclMemAlloc gives device memory; ncclCommAbort ends a kernel that
+// waits for a peer that never comes.
 // Ranks are communicators of this process (ncclCommInitAll on one GPU), driven from the test's
 // thread. Skipped, saying so, where no GPU is present.
 
@@ -179,6 +180,36 @@ TEST_F(OneGpuClique, PinnedHostBuffersTakeTheStreamPath) {
     ASSERT_CUDA(cudaStreamSynchronize(streams_[r]));
     for (size_t i = 0; i < count_; ++i) ASSERT_EQ(pinned[r][i], 3.0f) << "rank " << r << " element " << i;
     ASSERT_CUDA(cudaFreeHost(pinned[r]));
+  }
+}
+
+TEST_F(OneGpuClique, MemAllocGivesDeviceMemoryThatCudaIpcExportsAndCollectivesTake) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "allreduce on ncclMemAlloc buffers");
+  const int n = 2;
+  ASSERT_NO_FATAL_FAILURE(start(n, 4099));  // the process now uses the GPU
+  std::vector<float*> allocated(n);
+  for (int r = 0; r < n; ++r) {
+    void* memory = nullptr;
+    ASSERT_TRUE(ncclSucceeded(ncclMemAlloc(&memory, count_ * sizeof(float))));
+    allocated[r] = static_cast<float*>(memory);
+    cudaPointerAttributes attributes{};
+    ASSERT_CUDA(cudaPointerGetAttributes(&attributes, memory));
+    EXPECT_EQ(attributes.type, cudaMemoryTypeDevice) << "rank " << r;
+    EXPECT_EQ(attributes.device, 0) << "rank " << r;
+    cudaIpcMemHandle_t handle;
+    ASSERT_CUDA(cudaIpcGetMemHandle(&handle, memory));
+    std::vector<float> values(count_, static_cast<float>(r + 1));
+    ASSERT_CUDA(cudaMemcpy(memory, values.data(), count_ * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  ASSERT_NO_FATAL_FAILURE(allReduceInPlace(allocated, streams_));
+  for (int r = 0; r < n; ++r) {
+    std::vector<float> got(count_);
+    ASSERT_CUDA(cudaStreamSynchronize(streams_[r]));
+    ASSERT_CUDA(cudaMemcpy(got.data(), allocated[r], count_ * sizeof(float), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < count_; ++i) ASSERT_EQ(got[i], 3.0f) << "rank " << r << " element " << i;
+    EXPECT_EQ(ncclMemFree(allocated[r]), ncclSuccess);
+    EXPECT_EQ(ncclMemFree(allocated[r]), ncclInvalidArgument) << "a second free of the same memory";
   }
 }
 
