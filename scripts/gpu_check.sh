@@ -20,8 +20,8 @@
 #   4. part of the host suite, with the CUDA build on a GPU machine (host buffers must still take
 #      the host path)
 #   5. PyTorch with Weft's libnccl.so.2 preloaded (tests/gpu/torch_client.py), if torch is there
-#   6. the speed of allreduce on one GPU against its memory bound (gpu_allreduce_bench), at the
-#      default channel count and at 32
+#   6. the speed of allreduce on one GPU against its memory bound (gpu_allreduce_bench): the
+#      direct kernel (ranks as threads of one process take it), then the ring with 32 channels
 # The machine needs only the NVIDIA driver (and python3 with torch for step 5): the binaries link
 # the CUDA runtime and GoogleTest statically.
 set -uo pipefail
@@ -126,7 +126,8 @@ run() {
   fi
 
   step "6a. allreduce speed on one GPU" 20 "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
-  WEFT_GPU_CHANNELS=32 step "6b. the same with 32 channels" 15 "$bundle/gpu_allreduce_bench" --max-bytes 256M --iters 10
+  WEFT_GPU_DIRECT=0 WEFT_GPU_CHANNELS=32 step "6b. the same through the ring, 32 channels" 15 \
+    "$bundle/gpu_allreduce_bench" --max-bytes 256M --iters 10
 
   echo
   if [ ${#failures[@]} -eq 0 ]; then

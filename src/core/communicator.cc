@@ -38,6 +38,7 @@ struct SharedSettings {
   int64_t buffSize;
   int64_t llBuffSize;   // NCCL_LL_BUFFSIZE
   int64_t cmaMinBytes;  // WEFT_CMA_MIN_BYTES (0: never)
+  int64_t gpuLowLatencyMaxBytes;  // WEFT_GPU_LL_MAX_BYTES
   algorithms::AlgorithmFilter algorithms;  // NCCL_ALGO
   int32_t algorithmsValid;  // 0: this rank's NCCL_ALGO did not parse (every rank then fails)
   algorithms::ProtocolFilter protocols;  // NCCL_PROTO
@@ -67,8 +68,9 @@ SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, 
   if (minCtas > 0) gpuChannels = std::max(gpuChannels, std::min<int64_t>(minCtas, kMaxChannels));
   if (maxCtas > 0) gpuChannels = std::min(gpuChannels, maxCtas);
   int64_t cmaMinBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kCmaMinBytes), 0);
+  const int64_t gpuLowLatencyMaxBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kGpuLlMaxBytes), 0);
   SharedSettings settings{1, 1, static_cast<int32_t>(gpuChannels), buffSize, llBuffSize, cmaMinBytes,
-                          algorithms::AlgorithmFilter::all(), 1, algorithms::ProtocolFilter::all(), 1,
+                          gpuLowLatencyMaxBytes, algorithms::AlgorithmFilter::all(), 1, algorithms::ProtocolFilter::all(), 1,
                           knobs::getBool(knobs::KnobId::kShmDisable) ? 1 : 0, 1, algorithms::CostModel{}};
   Status algorithmsParsed =
       algorithms::parseAlgorithmFilter(knobs::getString(knobs::KnobId::kAlgo), &settings.algorithms);
@@ -400,6 +402,7 @@ Status Communicator::init(const UniqueId& id) {
   treeDepth_ = algorithms::treeDepth(nranks_);
 
   gpuChannels_ = agreed.gpuChannels;
+  gpuLowLatencyMaxBytes_ = static_cast<size_t>(agreed.gpuLowLatencyMaxBytes);
   minChannels_ = agreed.minChannels;
   WEFT_RETURN_IF_ERROR(buildRings(agreed.nChannels, agreed.gpuChannels));
   logRings("", rings_);
@@ -414,6 +417,7 @@ Status Communicator::init(const UniqueId& id) {
     if (usable) cmaMinBytes_ = static_cast<size_t>(agreed.cmaMinBytes);
   }
   slotBytes_ = slotBytes;
+  llSlotBytes_ = llSlotBytes;
   slotCount_ = kSlotCount;
   // Before the barrier below: no rank launches a kernel while a peer of its GPU still loads code.
   // A GPU this build has no code for fails only the calls on its buffers, not the communicator.

@@ -90,6 +90,9 @@ class Communicator {
   const std::vector<algorithms::Ring>& gpuRings() const { return gpuRings_; }
   /// Channels (thread blocks) of a GPU ring collective, agreed at init (WEFT_GPU_CHANNELS).
   int gpuChannels() const { return gpuChannels_; }
+  /// Collectives on GPU buffers of at most this many bytes move LL pieces (WEFT_GPU_LL_MAX_BYTES,
+  /// rank 0's value).
+  size_t gpuLowLatencyMaxBytes() const { return gpuLowLatencyMaxBytes_; }
   /// NCCL_MIN_NCHANNELS (rank 0's): the fewest host channels a collective that spreads takes.
   int minChannels() const { return minChannels_; }
   /// Whether some hop between ranks goes over the network (ranks on several hosts, or
@@ -122,6 +125,8 @@ class Communicator {
   };
   TuneMemo& tuneMemo() const { return tuneMemo_; }
   size_t slotBytes() const { return slotBytes_; }
+  /// Bytes of each LL slot (NCCL_LL_BUFFSIZE / slotCount(); 0: no LL ring).
+  size_t llSlotBytes() const { return llSlotBytes_; }
   /// Host allreduces of at least this many bytes read the peers' buffers directly
   /// (src/exec/direct_allreduce.h); 0 when cross-memory attach is off or does not work here.
   size_t cmaMinBytes() const { return cmaMinBytes_; }
@@ -244,6 +249,7 @@ class Communicator {
   std::vector<algorithms::Ring> gpuRings_;  // the GPU path's channels
   std::unique_ptr<ConnectionTable> connections_;
   int gpuChannels_ = 1;
+  size_t gpuLowLatencyMaxBytes_ = 0;
   int minChannels_ = 1;
   algorithms::AlgorithmFilter algorithms_ = algorithms::AlgorithmFilter::all();
   algorithms::ProtocolFilter protocols_ = algorithms::ProtocolFilter::all();
@@ -256,6 +262,7 @@ class Communicator {
   algorithms::HostLayout hostLayout_;
   size_t cmaMinBytes_ = 0;
   size_t slotBytes_ = 0;
+  size_t llSlotBytes_ = 0;
   int slotCount_ = 0;
   RedOpTable redOps_;
   transport::RegistrationTable registrations_;

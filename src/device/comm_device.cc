@@ -64,7 +64,7 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   WEFT_RETURN_IF_ERROR(device.status());
   resources->connections_ = std::make_unique<core::ConnectionTable>(
       &comm.peers(), comm.rank(), &comm.bootstrap(), comm.commHash(), comm.gpuChannels(), comm.slotBytes(),
-      comm.slotCount(), 0, core::ConnectionKind::kDevice);
+      comm.slotCount(), comm.llSlotBytes(), core::ConnectionKind::kDevice);
   void* flag = nullptr;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
                                   "cudaHostAlloc of the abort flag"));
@@ -78,6 +78,7 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   WEFT_RETURN_IF_ERROR(cudaStatus(
       cudaDeviceGetAttribute(&resources->multiprocessors_, cudaDevAttrMultiProcessorCount, resources->device_),
       "cudaDeviceGetAttribute(cudaDevAttrMultiProcessorCount)"));
+  for (const PeerInfo& peer : comm.peers()) resources->oneHost_ = resources->oneHost_ && peer.sameHost(self);
   if (knobs::getBool(knobs::KnobId::kGpuDirect) && sharesOneGpuInOneProcess(comm.peers())) {
     WEFT_RETURN_IF_ERROR(
         acquireDirectBoards(comm.commHash(), resources->device_, comm.nranks(), &resources->directBoards_));

@@ -62,6 +62,10 @@ class CommDevice final : public core::Communicator::DeviceResources, public tran
   DirectBoard* directBoards() const { return directBoards_; }
   /// The device's multiprocessors.
   int multiprocessors() const { return multiprocessors_; }
+  /// Bytes of each connection's LL slots (0: none).
+  size_t lowLatencySlotBytes() const { return comm_.llSlotBytes(); }
+  /// Whether every rank of the communicator is on this rank's host.
+  bool oneHost() const { return oneHost_; }
 
   /// Makes `stream` wait for this communicator's previous launch (if it was on another stream),
   /// so that a communicator's kernels run in call order whatever streams they are given. Nothing
@@ -87,6 +91,7 @@ class CommDevice final : public core::Communicator::DeviceResources, public tran
   WorkPool workPool_;
   DirectBoard* directBoards_ = nullptr;
   int multiprocessors_ = 0;
+  bool oneHost_ = true;
 };
 
 /// Whether what is enqueued on `stream` now is captured into a CUDA graph.

@@ -12,6 +12,7 @@
 #include "src/core/communicator.h"
 #include "src/device/comm_device.h"
 #include "src/device/direct_plan.h"
+#include "src/device/gpu_protocol.h"
 #include "src/device/kernel_work.h"
 #include "src/device/step_kernel.h"
 #include "src/exec/program_connections.h"
@@ -53,7 +54,9 @@ size_t appendTable(std::vector<char>* bytes, const std::vector<T>& values) {
 // One kernel launch: the lanes of some operations of one communicator.
 class LaunchBuilder {
  public:
-  LaunchBuilder(CommDevice& device, size_t unitBytes) : device_(device), unitBytes_(unitBytes) {}
+  /// `lowLatency`: the pieces go through the connections' LL slots.
+  LaunchBuilder(CommDevice& device, size_t unitBytes, bool lowLatency)
+      : device_(device), unitBytes_(unitBytes), lowLatency_(lowLatency) {}
 
   /// Adds the lanes of `op`'s program. `scale`: units per element of the op's type.
   Status addOp(const core::Op& op, const algorithms::Program& program, size_t scale) {
@@ -118,6 +121,7 @@ class LaunchBuilder {
     work.connections = reinterpret_cast<const KernelConnection*>(buffer->device + connectionsAt);
     work.unitBytes = unitBytes_;
     work.pieceUnits = pieceUnitsOf();
+    work.lowLatency = lowLatency_ ? 1 : 0;
     if (reduction != nullptr) {
       std::memcpy(&work.scalar, reduction->scalar, sizeof(work.scalar));
       work.divisor = reduction->divisor;
@@ -139,7 +143,11 @@ class LaunchBuilder {
     std::vector<uint64_t> endpoints;
   };
 
-  uint64_t pieceUnitsOf() const { return device_.connections().slotBytes() / unitBytes_; }
+  uint64_t pieceUnitsOf() const {
+    const size_t pieceBytes = lowLatency_ ? device_.lowLatencySlotBytes() / kLowLatencyLineBytes * kLowLatencyLineData
+                                          : device_.connections().slotBytes();
+    return pieceBytes / unitBytes_;
+  }
 
   // A ring launch reads its tables from a pinned buffer that later launches reuse once its event
   // has passed, and a proxy learns of its pieces once, at enqueue: a captured graph's replays
@@ -181,6 +189,10 @@ class LaunchBuilder {
     if (end == nullptr) {
       return internalError("no GPU connection %s rank %d on channel %d", send ? "to" : "from", peer, channel);
     }
+    if (lowLatency_ && end->llSlots == nullptr) {
+      return internalError("an LL launch reached the GPU connection %s rank %d on channel %d, which has no LL slots",
+                           send ? "to" : "from", peer, channel);
+    }
     KernelConnection connection;
     connection.slots = end->slots;
     connection.posted = reinterpret_cast<unsigned long long*>(end->posted);
@@ -188,6 +200,8 @@ class LaunchBuilder {
     connection.sizes = reinterpret_cast<unsigned long long*>(end->sizes);
     connection.slotBytes = end->slotBytes;
     connection.slotCount = static_cast<uint64_t>(end->slotCount);
+    connection.llSlots = end->llSlots;
+    connection.llSlotBytes = end->llSlotBytes;
     connectionKeys_.push_back(key);
     connections_.push_back(connection);
     proxies_.push_back(end->proxy);
@@ -233,6 +247,7 @@ class LaunchBuilder {
 
   CommDevice& device_;
   size_t unitBytes_;
+  bool lowLatency_;
   std::vector<LaneEntry> lanes_;
   std::vector<KernelStep> steps_;
   std::vector<uint64_t> connectionKeys_;
@@ -266,10 +281,10 @@ Status forkStreams(std::span<const core::Op* const> ops, cudaStream_t primary, c
 
 // Enqueues one kernel running `ops` (of one communicator), on the first op's stream.
 Status enqueueOne(CommDevice& device, std::span<const core::Op* const> ops,
-                  std::span<const algorithms::Program* const> programs, bool copy) {
+                  std::span<const algorithms::Program* const> programs, bool copy, bool lowLatency) {
   const core::Op& first = *ops[0];
   const size_t elementBytes = algorithms::dataTypeSize(first.type);
-  LaunchBuilder builder(device, copy ? 1 : elementBytes);
+  LaunchBuilder builder(device, copy ? 1 : elementBytes, lowLatency);
   for (size_t i = 0; i < ops.size(); ++i) {
     WEFT_RETURN_IF_ERROR(builder.addOp(*ops[i], *programs[i], copy ? algorithms::dataTypeSize(ops[i]->type) : 1));
   }
@@ -285,6 +300,18 @@ Status enqueueOne(CommDevice& device, std::span<const core::Op* const> ops,
   if (status.isOk() && severalStreams) status = forkStreams(ops, stream, join);
   if (join != nullptr) (void)cudaEventDestroy(join);  // released once the streams have passed it
   return status;
+}
+
+// Whether collective `op` on `device` moves LL pieces (see gpu_protocol.h).
+Status chooseProtocol(const core::Op& op, const CommDevice& device, bool* lowLatency) {
+  GpuProtocolInputs inputs;
+  inputs.simpleAllowed = op.comm->protocolFilter().allows(op.collective, algorithms::Protocol::kSimple);
+  inputs.lowLatencyAllowed = op.comm->protocolFilter().allows(op.collective, algorithms::Protocol::kLL);
+  inputs.oneHost = device.oneHost();
+  inputs.hasLowLatencySlots = device.lowLatencySlotBytes() > 0;
+  inputs.bytes = op.count * algorithms::dataTypeSize(op.type);
+  inputs.lowLatencyMaxBytes = op.comm->gpuLowLatencyMaxBytes();
+  return chooseGpuProtocol(inputs, algorithms::collectiveName(op.collective), lowLatency);
 }
 
 // Whether `op` runs as the direct allreduce on `device`'s boards.
@@ -320,6 +347,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
   WEFT_RETURN_IF_ERROR(checkStreams(ops));
   std::vector<CommDevice*> devices(ops.size());
   std::vector<algorithms::Program> programs(ops.size());
+  std::vector<bool> lowLatencyOps(ops.size(), false);  // Send/Recv move Simple pieces
   for (size_t i = 0; i < ops.size(); ++i) {
     const core::Op& op = ops[i];
     if (!op.comm->algorithmFilter().allows(op.collective, algorithms::Algorithm::kRing)) {
@@ -327,14 +355,13 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
                           "allow ring",
                           algorithms::collectiveName(op.collective));
     }
-    if (algorithms::governedByAlgo(op.collective) &&
-        !op.comm->protocolFilter().allows(op.collective, algorithms::Protocol::kSimple)) {
-      return invalidUsage("NCCL_PROTO excludes Simple for %s, the only protocol Weft has on GPU buffers so far; "
-                          "allow simple",
-                          algorithms::collectiveName(op.collective));
-    }
     WEFT_RETURN_IF_ERROR(commDevice(*op.comm, &devices[i]));
     if (runsDirect(op, *devices[i])) continue;  // no program, no connections
+    if (algorithms::governedByAlgo(op.collective)) {
+      bool lowLatency = false;
+      WEFT_RETURN_IF_ERROR(chooseProtocol(op, *devices[i], &lowLatency));
+      lowLatencyOps[i] = lowLatency;
+    }
     const algorithms::OpShape shape{op.collective, op.count, op.root, op.comm->nranks(), op.comm->rank()};
     algorithms::buildRingProgram(shape, op.comm->gpuRings(), &programs[i]);
   }
@@ -363,7 +390,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     ScopedDevice current(device->device());
     WEFT_RETURN_IF_ERROR(current.status());
     if (!pointToPoint.empty()) {
-      WEFT_RETURN_IF_ERROR(enqueueOne(*device, pointToPoint, pointToPointPrograms, true));
+      WEFT_RETURN_IF_ERROR(enqueueOne(*device, pointToPoint, pointToPointPrograms, true, false));
     }
     for (size_t i = 0; i < ops.size(); ++i) {
       if (ops[i].comm != comm || isPointToPoint(ops[i].collective)) continue;
@@ -374,7 +401,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
       }
       const algorithms::Program* program = &programs[i];
       WEFT_RETURN_IF_ERROR(enqueueOne(*device, std::span(&op, 1), std::span(&program, 1),
-                                      !reduces(ops[i].collective)));
+                                      !reduces(ops[i].collective), lowLatencyOps[i]));
     }
   }
   return Status::ok();

@@ -9,6 +9,12 @@
 
 namespace weft::device {
 
+/// An LL slot holds 16-byte lines, each 8 bytes of the piece and two copies of its flag (the
+/// piece's index on the connection, plus one): a line is whole when both flags match, with no
+/// fence between data and flag. A slot of llSlotBytes carries llSlotBytes / 2 bytes of a piece.
+inline constexpr uint64_t kLowLatencyLineBytes = 16;
+inline constexpr uint64_t kLowLatencyLineData = 8;
+
 /// Where a step's local input or output is. Offsets are in the lane's units (elements of the
 /// launch's type, or bytes for a copy launch).
 enum : uint8_t { kNoBuffer = 0, kSendBuffer = 1, kRecvBuffer = 2 };
@@ -47,6 +53,8 @@ struct KernelConnection {
   unsigned long long* sizes = nullptr;  // the sender writes each post's byte count here, if set
   uint64_t slotBytes = 0;
   uint64_t slotCount = 0;
+  char* llSlots = nullptr;  // the LL slots (slotCount of llSlotBytes), or null
+  uint64_t llSlotBytes = 0;
 };
 
 /// A rank's board for the direct allreduce (src/device/direct_plan.h), in device memory: the
@@ -80,7 +88,9 @@ struct KernelWork {
   const KernelStep* steps = nullptr;
   const KernelConnection* connections = nullptr;
   uint64_t unitBytes = 1;       // bytes per unit: the element size, or 1 for a copy launch
-  uint64_t pieceUnits = 0;      // units per piece: the slot size in units
+  uint64_t pieceUnits = 0;      // units per piece: the slot's payload in units
+  uint32_t lowLatency = 0;      // 1: pieces go through the LL slots (see kLowLatencyLineBytes)
+  uint32_t reserved = 0;
   uint64_t scalar = 0;          // PreMulSum's multiplier in the type's encoding (low bytes)
   uint64_t divisor = 1;         // integer average: the final sum's divisor
   const volatile int* abortFlag = nullptr;  // set by ncclCommAbort: every wait gives up

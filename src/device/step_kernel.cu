@@ -59,6 +59,48 @@ __device__ bool waitFree(const KernelConnection& connection, unsigned long long 
   return true;
 }
 
+// The `valid` (1 to 8) bytes at `address` as the low bytes of a word; one load where aligned.
+__device__ uint64_t loadBytes(const char* address, uint64_t valid) {
+  if (valid == 8 && (reinterpret_cast<uintptr_t>(address) & 7) == 0) return *reinterpret_cast<const uint64_t*>(address);
+  uint64_t word = 0;
+  for (uint64_t i = 0; i < valid; ++i) word |= static_cast<uint64_t>(static_cast<unsigned char>(address[i])) << (8 * i);
+  return word;
+}
+
+__device__ void storeBytes(char* address, uint64_t word, uint64_t valid) {
+  if (valid == 8 && (reinterpret_cast<uintptr_t>(address) & 7) == 0) {
+    *reinterpret_cast<uint64_t*>(address) = word;
+    return;
+  }
+  for (uint64_t i = 0; i < valid; ++i) address[i] = static_cast<char>(word >> (8 * i));
+}
+
+// Waits until the LL line at `line` carries `flag` in both halves and returns its 8 data bytes.
+// False if the communicator was aborted.
+__device__ bool readLine(const char* line, uint32_t flag, const volatile int* abortFlag, uint64_t* data) {
+  for (int polls = 0;; ++polls) {
+    uint32_t low, flag1, high, flag2;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(low), "=r"(flag1), "=r"(high), "=r"(flag2)
+                 : "l"(line)
+                 : "memory");
+    if (flag1 == flag && flag2 == flag) {
+      *data = static_cast<uint64_t>(low) | (static_cast<uint64_t>(high) << 32);
+      return true;
+    }
+    if (polls == kPollsPerAbortCheck) {
+      if (aborted(abortFlag)) return false;
+      polls = 0;
+    }
+  }
+}
+
+__device__ void writeLine(char* line, uint64_t data, uint32_t flag) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(line), "r"(static_cast<uint32_t>(data)),
+               "r"(flag), "r"(static_cast<uint32_t>(data >> 32)), "r"(flag)
+               : "memory");
+}
+
 __device__ char* bufferBase(const KernelLane& lane, uint8_t buffer) {
   return buffer == kSendBuffer ? lane.sendbuff : buffer == kRecvBuffer ? lane.recvbuff : nullptr;
 }
@@ -73,6 +115,30 @@ struct Piece {
   bool contribute;
   bool finalize;
 };
+
+// Moves an LL piece: each thread takes 8-byte words of it, waits for each received line's flags,
+// combines it with the local input as `body` does, and writes the local output and the sent line
+// (flag `sendFlag`). False if the communicator was aborted.
+template <class Body>
+__device__ bool moveLowLatencyPiece(const Piece& piece, uint64_t unitBytes, uint32_t receiveFlag, uint32_t sendFlag,
+                                    const volatile int* abortFlag, const Body& body) {
+  const uint64_t bytes = piece.units * unitBytes;
+  const uint64_t words = (bytes + kLowLatencyLineData - 1) / kLowLatencyLineData;
+  for (uint64_t w = threadIdx.x; w < words; w += blockDim.x) {
+    const uint64_t offset = w * kLowLatencyLineData;
+    const uint64_t valid = min(kLowLatencyLineData, bytes - offset);
+    uint64_t received = 0;
+    if (piece.received != nullptr &&
+        !readLine(piece.received + w * kLowLatencyLineBytes, receiveFlag, abortFlag, &received)) {
+      return false;
+    }
+    const uint64_t local = piece.src != nullptr ? loadBytes(piece.src + offset, valid) : 0;
+    const uint64_t word = body.combineWord(piece, received, local, valid);
+    if (piece.dst != nullptr) storeBytes(piece.dst + offset, word, valid);
+    if (piece.slot != nullptr) writeLine(piece.slot + w * kLowLatencyLineBytes, word, sendFlag);
+  }
+  return true;
+}
 
 template <class Body>
 __device__ void runLanes(const KernelWork& work, const Body& body) {
@@ -89,8 +155,13 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
   __shared__ unsigned long long* sendSize;  // the sent slot's byte count (a proxied connection's)
   __shared__ unsigned long long* recvReleased;
   __shared__ int action;  // 0: run the piece, 1: no piece of this step in this round, 2: aborted
+  __shared__ bool abortedInPiece;  // set (never cleared) by a thread whose LL wait saw the abort
   __shared__ KernelBlock block;
-  if (threadIdx.x == 0) block = work.blocks[blockIdx.x];
+  const bool lowLatency = work.lowLatency != 0;
+  if (threadIdx.x == 0) {
+    block = work.blocks[blockIdx.x];
+    abortedInPiece = false;
+  }
   __syncthreads();
   for (uint32_t l = 0; l < block.laneCount; ++l) {
     if (threadIdx.x == 0) lane = work.lanes[block.firstLane + l];
@@ -106,17 +177,23 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
           if (action == 0 && step.recvConnection >= 0) {
             const KernelConnection recv = work.connections[step.recvConnection];
             receivedIndex = *reinterpret_cast<volatile unsigned long long*>(recv.released);
-            if (!waitPosted(recv, receivedIndex, work.abortFlag)) action = 2;
-            receivedSlot = recv.slots + (receivedIndex % recv.slotCount) * recv.slotBytes;
+            const uint64_t slot = receivedIndex % recv.slotCount;
+            if (lowLatency) {
+              receivedSlot = recv.llSlots + slot * recv.llSlotBytes;  // each line says when it is there
+            } else {
+              if (!waitPosted(recv, receivedIndex, work.abortFlag)) action = 2;
+              receivedSlot = recv.slots + slot * recv.slotBytes;
+            }
             recvReleased = recv.released;
           }
           if (action == 0 && step.sendConnection >= 0) {
             const KernelConnection send = work.connections[step.sendConnection];
             sentIndex = *reinterpret_cast<volatile unsigned long long*>(send.posted);
             if (!waitFree(send, sentIndex, work.abortFlag)) action = 2;
-            sendSlot = send.slots + (sentIndex % send.slotCount) * send.slotBytes;
+            const uint64_t slot = sentIndex % send.slotCount;
+            sendSlot = lowLatency ? send.llSlots + slot * send.llSlotBytes : send.slots + slot * send.slotBytes;
             sendPosted = send.posted;
-            if (send.sizes != nullptr) sendSize = send.sizes + sentIndex % send.slotCount;
+            if (send.sizes != nullptr) sendSize = send.sizes + slot;
           }
         }
         __syncthreads();
@@ -135,11 +212,21 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
         piece.units = min(step.count - begin, work.pieceUnits);
         piece.contribute = step.contribute != 0;
         piece.finalize = step.finalize != 0;
-        body(piece);
+        if (lowLatency) {
+          // Flags are the pieces' indices plus one, truncated: never 0, the slots' first state.
+          const bool moved = moveLowLatencyPiece(piece, work.unitBytes, static_cast<uint32_t>(receivedIndex + 1),
+                                                 static_cast<uint32_t>(sentIndex + 1), work.abortFlag, body);
+          if (!moved) abortedInPiece = true;
+        } else {
+          body(piece);
+        }
         __syncthreads();
+        if (abortedInPiece) return;
         if (threadIdx.x == 0) {
-          if (sendSize != nullptr) *sendSize = piece.units * work.unitBytes;
-          __threadfence_system();
+          if (!lowLatency) {
+            if (sendSize != nullptr) *sendSize = piece.units * work.unitBytes;
+            __threadfence_system();  // the piece before its count (LL lines carry their own flags)
+          }
           if (sendPosted != nullptr) storeRelease(sendPosted, sentIndex + 1);
           if (recvReleased != nullptr) storeRelease(recvReleased, receivedIndex + 1);
         }
@@ -156,28 +243,51 @@ struct ReduceBody {
   static constexpr bool kReduces = true;
   Reducer<Math, kKind> reducer;
 
+  // One element of the piece's output from the received one and the local one (either unused
+  // where the piece has none).
+  __device__ Storage element(const Piece& piece, Storage received, Storage local) const {
+    if (!piece.contribute) return piece.received != nullptr ? received : local;
+    const Storage value = piece.received != nullptr ? reducer.reduce(received, local) : reducer.scale(local);
+    return piece.finalize ? reducer.finish(value) : value;
+  }
+
   __device__ void operator()(const Piece& piece) const {
     const Storage* src = reinterpret_cast<const Storage*>(piece.src);
     const Storage* received = reinterpret_cast<const Storage*>(piece.received);
     Storage* out = reinterpret_cast<Storage*>(piece.dst != nullptr ? piece.dst : piece.slot);
     Storage* out2 = piece.dst != nullptr ? reinterpret_cast<Storage*>(piece.slot) : nullptr;
     for (uint64_t i = threadIdx.x; i < piece.units; i += blockDim.x) {
-      Storage value;
-      if (piece.contribute) {
-        value = received != nullptr ? reducer.reduce(received[i], src[i]) : reducer.scale(src[i]);
-        if (piece.finalize) value = reducer.finish(value);
-      } else {
-        value = received != nullptr ? received[i] : src[i];
-      }
+      const Storage value = element(piece, received != nullptr ? received[i] : Storage{}, src != nullptr ? src[i] : Storage{});
       out[i] = value;
       if (out2 != nullptr) out2[i] = value;
     }
+  }
+
+  // An LL word: the elements among its first `valid` bytes.
+  __device__ uint64_t combineWord(const Piece& piece, uint64_t received, uint64_t local, uint64_t valid) const {
+    constexpr int kElements = kLowLatencyLineData / sizeof(Storage);
+    union Word {
+      uint64_t bits;
+      Storage values[kElements];
+    };
+    Word in{received};
+    Word mine{local};
+    Word out{0};
+#pragma unroll
+    for (int e = 0; e < kElements; ++e) {
+      if (e * sizeof(Storage) < valid) out.values[e] = element(piece, in.values[e], mine.values[e]);
+    }
+    return out.bits;
   }
 };
 
 // Copy launches: units are bytes; 16-byte words where every pointer and the length allow.
 struct CopyBody {
   static constexpr bool kReduces = false;
+  __device__ uint64_t combineWord(const Piece& piece, uint64_t received, uint64_t local, uint64_t) const {
+    return piece.received != nullptr ? received : local;
+  }
+
   __device__ void operator()(const Piece& piece) const {
     const char* from = piece.received != nullptr ? piece.received : piece.src;
     char* out = piece.dst != nullptr ? piece.dst : piece.slot;

@@ -1,6 +1,6 @@
 // Exact results of every collective on GPU buffers, ranks sharing one GPU (as threads of this
 // process, whose allreduces take the direct kernel unless a case asks for the ring, and as forked
-// processes, on one host or on hosts simulated with NCCL_HOSTID, where the network proxy carries
+// processes; small calls with LL pieces and large ones with Simple, or as a case's NCCL_PROTO says; on one host or on hosts simulated with NCCL_HOSTID, where the network proxy carries
 // the data over sockets), through the same checks as the host suite
 // (tests/multirank/collective_run.h): each rank's buffers are copied into device memory, the call
 // is enqueued on the rank's own stream, and the results are copied back and compared element by
@@ -54,13 +54,17 @@ struct GpuCase {
   // An allreduce of threads on one GPU through the ring (WEFT_GPU_DIRECT=0) rather than the
   // direct kernel that such ranks take by default.
   bool ring = false;
+  // NCCL_PROTO for the case ("Simple", "LL"; then allreduces take the ring too). Unset: small
+  // calls move LL pieces and large ones Simple (WEFT_GPU_LL_MAX_BYTES) on one host.
+  const char* proto = nullptr;
 };
 
 std::string caseName(const ::testing::TestParamInfo<GpuCase>& info) {
   const GpuCase& c = info.param;
   return std::string(multirank::collectiveName(c.collective)) + "_" + std::to_string(c.nranks) + "ranks_" +
          (c.mode == RankMode::kThreads ? "threads" : "processes") + (c.large ? "_large" : "") +
-         (c.hosts > 1 ? "_" + std::to_string(c.hosts) + "hosts" : "") + (c.ring ? "_ring" : "");
+         (c.hosts > 1 ? "_" + std::to_string(c.hosts) + "hosts" : "") + (c.ring ? "_ring" : "") +
+         (c.proto != nullptr ? std::string("_") + c.proto : "");
 }
 
 // Makes device 0 current and gives the rank a stream of its own (ranks of one GPU must not share
@@ -132,7 +136,8 @@ class GpuCollective : public ::testing::TestWithParam<GpuCase> {};
 TEST_P(GpuCollective, MatchesReference) {
   SKIP_WITHOUT_GPU();
   const GpuCase c = GetParam();
-  harness::ScopedEnv direct("WEFT_GPU_DIRECT", c.ring ? "0" : "1");
+  harness::ScopedEnv direct("WEFT_GPU_DIRECT", c.ring || c.proto != nullptr ? "0" : "1");
+  harness::ScopedEnv proto("NCCL_PROTO", c.proto);
   RankRunOptions options;
   options.nranks = c.nranks;
   options.mode = c.mode;
@@ -153,8 +158,13 @@ std::vector<GpuCase> cases() {
     for (int nranks : {2, 4}) all.push_back({collective, nranks, RankMode::kProcesses, false, 2});
     all.push_back({collective, 2, RankMode::kProcesses, true, 2});
   }
+  for (Collective collective : multirank::allCollectives()) {
+    all.push_back({collective, 3, RankMode::kThreads, false, 1, false, "Simple"});
+  }
   all.push_back({Collective::kAllReduce, 3, RankMode::kThreads, false, 1, true});
   all.push_back({Collective::kAllReduce, 2, RankMode::kThreads, true, 1, true});
+  all.push_back({Collective::kAllReduce, 2, RankMode::kThreads, true, 1, false, "LL"});
+  all.push_back({Collective::kAllGather, 2, RankMode::kThreads, true, 1, false, "LL"});
   return all;
 }
 

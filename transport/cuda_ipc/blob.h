@@ -17,8 +17,9 @@ struct IpcBlob {
   int32_t pid = 0;             // the receiver's process
   int32_t device = -1;         // the receiver's CUDA device
   uint64_t address = 0;        // the allocation in the receiver's address space
-  uint64_t bytes = 0;          // its size: counters, then slots
+  uint64_t bytes = 0;          // its size: counters, then slots, then LL slots
   uint64_t slotBytes = 0;
+  uint64_t llSlotBytes = 0;    // 0: no LL slots
   uint32_t slotCount = 0;
   uint8_t handle[kIpcHandleBytes] = {};  // cudaIpcMemHandle_t of the allocation
 };

@@ -9,25 +9,34 @@
 namespace weft::transport::cuda_ipc {
 namespace {
 
-DeviceEnd describe(char* base, size_t slotBytes, int slotCount) {
+DeviceEnd describe(char* base, size_t slotBytes, int slotCount, size_t llSlotBytes) {
   DeviceEnd end;
   end.posted = reinterpret_cast<uint64_t*>(base);
   end.released = reinterpret_cast<uint64_t*>(base + kReleasedOffset);
   end.slots = base + kHeaderBytes;
   end.slotBytes = slotBytes;
   end.slotCount = slotCount;
+  if (llSlotBytes > 0) {
+    end.llSlots = end.slots + slotBytes * static_cast<size_t>(slotCount);
+    end.llSlotBytes = llSlotBytes;
+  }
   return end;
 }
 
-// Zeroes the counters before anyone can see the allocation, on a stream of its own: cudaMemset
+// Zeroes the counters and the LL slots (whose flags must match no piece yet) before anyone can see
+// the allocation, on a stream of its own: cudaMemset
 // would return before the zeros land, and the legacy stream it uses does not order the kernels of
 // non-blocking streams, so a peer's first post (or this rank's first kernel) could come first and
 // be wiped out. The private stream also waits for no other rank's kernel (a device-wide wait
 // would deadlock with ranks of this process whose kernels wait for this one).
-Status zeroHeader(void* memory) {
+Status zeroCountersAndLowLatencySlots(const DeviceEnd& end) {
   cudaStream_t stream = nullptr;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
-  Status status = cudaStatus(cudaMemsetAsync(memory, 0, kHeaderBytes, stream), "cudaMemsetAsync");
+  Status status = cudaStatus(cudaMemsetAsync(end.posted, 0, kHeaderBytes, stream), "cudaMemsetAsync");
+  if (status.isOk() && end.llSlots != nullptr) {
+    status = cudaStatus(cudaMemsetAsync(end.llSlots, 0, end.llSlotBytes * static_cast<size_t>(end.slotCount), stream),
+                        "cudaMemsetAsync");
+  }
   if (status.isOk()) status = cudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   (void)cudaStreamDestroy(stream);
   return status;
@@ -39,18 +48,19 @@ Status hostUse() {
 
 }  // namespace
 
-Status IpcRecvConnection::create(size_t slotBytes, int slotCount, std::unique_ptr<IpcRecvConnection>* out,
-                                 IpcBlob* blob) {
+Status IpcRecvConnection::create(size_t slotBytes, int slotCount, size_t llSlotBytes,
+                                 std::unique_ptr<IpcRecvConnection>* out, IpcBlob* blob) {
   std::unique_ptr<IpcRecvConnection> connection(new IpcRecvConnection());
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaGetDevice(&connection->device_), "cudaGetDevice"));
-  const size_t bytes = kHeaderBytes + slotBytes * static_cast<size_t>(slotCount);
+  const size_t bytes = kHeaderBytes + (slotBytes + llSlotBytes) * static_cast<size_t>(slotCount);
   Status allocated = cudaStatus(cudaMalloc(&connection->memory_, bytes), "cudaMalloc of a cuda_ipc connection");
   if (!allocated.isOk()) {
     connection->memory_ = nullptr;
     return allocated.withContext("reserving " + std::to_string(bytes) +
-                                 " bytes of GPU memory for one connection (NCCL_BUFFSIZE sets the size)");
+                                 " bytes of GPU memory for one connection (NCCL_BUFFSIZE and NCCL_LL_BUFFSIZE set the size)");
   }
-  WEFT_RETURN_IF_ERROR(zeroHeader(connection->memory_));
+  connection->end_ = describe(static_cast<char*>(connection->memory_), slotBytes, slotCount, llSlotBytes);
+  WEFT_RETURN_IF_ERROR(zeroCountersAndLowLatencySlots(connection->end_));
   cudaIpcMemHandle_t handle;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaIpcGetMemHandle(&handle, connection->memory_), "cudaIpcGetMemHandle"));
   static_assert(sizeof(handle) == kIpcHandleBytes);
@@ -59,9 +69,9 @@ Status IpcRecvConnection::create(size_t slotBytes, int slotCount, std::unique_pt
   blob->address = reinterpret_cast<uint64_t>(connection->memory_);
   blob->bytes = bytes;
   blob->slotBytes = slotBytes;
+  blob->llSlotBytes = llSlotBytes;
   blob->slotCount = static_cast<uint32_t>(slotCount);
   std::memcpy(blob->handle, &handle, sizeof(handle));
-  connection->end_ = describe(static_cast<char*>(connection->memory_), slotBytes, slotCount);
   *out = std::move(connection);
   return Status::ok();
 }
@@ -101,7 +111,7 @@ Status IpcSendConnection::open(const IpcBlob& blob, int selfDevice, int peerRank
     connection->mapped_ = mapped;
     base = static_cast<char*>(mapped);
   }
-  connection->end_ = describe(base, blob.slotBytes, static_cast<int>(blob.slotCount));
+  connection->end_ = describe(base, blob.slotBytes, static_cast<int>(blob.slotCount), blob.llSlotBytes);
   *out = std::move(connection);
   return Status::ok();
 }

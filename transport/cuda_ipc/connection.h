@@ -17,8 +17,10 @@ inline constexpr size_t kReleasedOffset = 128;
 
 class IpcRecvConnection final : public RecvConnection {
  public:
-  /// Allocates the slots and counters on the current device and describes them in *blob.
-  static Status create(size_t slotBytes, int slotCount, std::unique_ptr<IpcRecvConnection>* out, IpcBlob* blob);
+  /// Allocates the counters, the slots and (with llSlotBytes) the LL slots on the current device,
+  /// zeroes the counters and LL slots, and describes them in *blob.
+  static Status create(size_t slotBytes, int slotCount, size_t llSlotBytes, std::unique_ptr<IpcRecvConnection>* out,
+                       IpcBlob* blob);
   ~IpcRecvConnection() override;
 
   Status tryPeekSlot(const void** data, size_t* bytes, SlotKind kind) override;
