@@ -58,7 +58,7 @@
   X(GpuChannels, "WEFT_GPU_CHANNELS", Int, "8",                                                   \
     "channels (thread blocks per rank) of a collective on GPU buffers; rank 0's value is used")   \
   X(GpuDirect, "WEFT_GPU_DIRECT", Bool, "1",                                                      \
-    "1: an allreduce on GPU buffers whose ranks are all threads of one process on one GPU (at most 8) reads every input and writes every output once (src/device/direct_plan.h); 0: the ring") \
+    "1: an allreduce on GPU buffers whose ranks are all threads of one process on one GPU (at most 8) reads every input and writes every output once (src/device/direct_plan.h); 0: the ring; rank 0's value is used") \
   X(GpuLlMaxBytes, "WEFT_GPU_LL_MAX_BYTES", Int, "65536",                                         \
     "collectives on GPU buffers of at most this many bytes (count times element size) move LL pieces, where NCCL_PROTO allows LL and every rank is on one host; rank 0's value is used") \
   X(MinCtas, "NCCL_MIN_CTAS", Int, "-1",                                                         \

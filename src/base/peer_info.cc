@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <random>
 
 #include "src/base/knobs.h"
 #include "src/base/numa.h"
@@ -43,6 +44,8 @@ Status describeLocalPeer(int rank, PeerInfo* info) {
   *info = PeerInfo{};
   info->rank = rank;
   info->pid = getpid();
+  static const uint32_t processNonce = std::random_device{}();
+  info->processNonce = processNonce;
   std::string hostId = localHostId();
   snprintf(info->hostId, sizeof(info->hostId), "%s", hostId.c_str());
   info->hostHash = fnv1a(info->hostId);

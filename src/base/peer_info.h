@@ -21,7 +21,9 @@ struct PeerInfo {
   uint64_t machineHash = 0;
   uint64_t shmDevice = 0;     // st_dev of the shared-memory folder (WEFT_SHM_DIR)
   int32_t ibPorts = 0;        // verbs ports this rank may use (transport/ib/ports.h); 0: no ib
-  int32_t reserved = 0;
+  /// Random, drawn once per process: tells apart processes that share a pid on one machine
+  /// (containers with their own pid namespaces).
+  uint32_t processNonce = 0;
   char hostId[128] = {};      // NCCL_HOSTID, or hostname + boot id
   char hostname[64] = {};     // for messages
 
@@ -29,6 +31,10 @@ struct PeerInfo {
   /// Whether the two processes run on one machine (and so share its CPUs), even where NCCL_HOSTID
   /// makes them separate hosts.
   bool sameMachine(const PeerInfo& other) const { return machineHash == other.machineHash; }
+  /// Whether the two ranks are threads of one process (and so share an address space).
+  bool sameProcess(const PeerInfo& other) const {
+    return sameMachine(other) && pid == other.pid && processNonce == other.processNonce;
+  }
 };
 
 /// Fills the calling process's PeerInfo for `rank`: host identity (NCCL_HOSTID, or the hostname

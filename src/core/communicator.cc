@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <random>
 #include <chrono>
 #include <cstring>
 
@@ -39,6 +40,8 @@ struct SharedSettings {
   int64_t llBuffSize;   // NCCL_LL_BUFFSIZE
   int64_t cmaMinBytes;  // WEFT_CMA_MIN_BYTES (0: never)
   int64_t gpuLowLatencyMaxBytes;  // WEFT_GPU_LL_MAX_BYTES
+  int32_t gpuDirect;              // WEFT_GPU_DIRECT
+  uint64_t cliqueNonce;           // random: tells apart communicators made from one unique id
   algorithms::AlgorithmFilter algorithms;  // NCCL_ALGO
   int32_t algorithmsValid;  // 0: this rank's NCCL_ALGO did not parse (every rank then fails)
   algorithms::ProtocolFilter protocols;  // NCCL_PROTO
@@ -70,7 +73,9 @@ SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, 
   int64_t cmaMinBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kCmaMinBytes), 0);
   const int64_t gpuLowLatencyMaxBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kGpuLlMaxBytes), 0);
   SharedSettings settings{1, 1, static_cast<int32_t>(gpuChannels), buffSize, llBuffSize, cmaMinBytes,
-                          gpuLowLatencyMaxBytes, algorithms::AlgorithmFilter::all(), 1, algorithms::ProtocolFilter::all(), 1,
+                          gpuLowLatencyMaxBytes, knobs::getBool(knobs::KnobId::kGpuDirect) ? 1 : 0,
+                          (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}(),
+                          algorithms::AlgorithmFilter::all(), 1, algorithms::ProtocolFilter::all(), 1,
                           knobs::getBool(knobs::KnobId::kShmDisable) ? 1 : 0, 1, algorithms::CostModel{}};
   Status algorithmsParsed =
       algorithms::parseAlgorithmFilter(knobs::getString(knobs::KnobId::kAlgo), &settings.algorithms);
@@ -403,6 +408,8 @@ Status Communicator::init(const UniqueId& id) {
 
   gpuChannels_ = agreed.gpuChannels;
   gpuLowLatencyMaxBytes_ = static_cast<size_t>(agreed.gpuLowLatencyMaxBytes);
+  gpuDirect_ = agreed.gpuDirect != 0;
+  cliqueId_ = agreed.cliqueNonce;
   minChannels_ = agreed.minChannels;
   WEFT_RETURN_IF_ERROR(buildRings(agreed.nChannels, agreed.gpuChannels));
   logRings("", rings_);

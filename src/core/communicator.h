@@ -93,6 +93,12 @@ class Communicator {
   /// Collectives on GPU buffers of at most this many bytes move LL pieces (WEFT_GPU_LL_MAX_BYTES,
   /// rank 0's value).
   size_t gpuLowLatencyMaxBytes() const { return gpuLowLatencyMaxBytes_; }
+  /// Whether allreduces of ranks sharing one GPU in one process may run direct (WEFT_GPU_DIRECT,
+  /// rank 0's value).
+  bool gpuDirect() const { return gpuDirect_; }
+  /// Random, the same on every rank of this communicator and different for every other one, even
+  /// one made from the same unique id (NCCL_COMM_ID gives every init the same).
+  uint64_t cliqueId() const { return cliqueId_; }
   /// NCCL_MIN_NCHANNELS (rank 0's): the fewest host channels a collective that spreads takes.
   int minChannels() const { return minChannels_; }
   /// Whether some hop between ranks goes over the network (ranks on several hosts, or
@@ -250,6 +256,8 @@ class Communicator {
   std::unique_ptr<ConnectionTable> connections_;
   int gpuChannels_ = 1;
   size_t gpuLowLatencyMaxBytes_ = 0;
+  bool gpuDirect_ = true;
+  uint64_t cliqueId_ = 0;
   int minChannels_ = 1;
   algorithms::AlgorithmFilter algorithms_ = algorithms::AlgorithmFilter::all();
   algorithms::ProtocolFilter protocols_ = algorithms::ProtocolFilter::all();

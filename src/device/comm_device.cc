@@ -4,7 +4,6 @@
 #include <mutex>
 #include <set>
 
-#include "src/base/knobs.h"
 #include "src/base/log.h"
 #include "src/core/gpu_peer_access.h"
 #include "src/device/direct_boards.h"
@@ -79,9 +78,10 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
       cudaDeviceGetAttribute(&resources->multiprocessors_, cudaDevAttrMultiProcessorCount, resources->device_),
       "cudaDeviceGetAttribute(cudaDevAttrMultiProcessorCount)"));
   for (const PeerInfo& peer : comm.peers()) resources->oneHost_ = resources->oneHost_ && peer.sameHost(self);
-  if (knobs::getBool(knobs::KnobId::kGpuDirect) && sharesOneGpuInOneProcess(comm.peers())) {
+  if (comm.gpuDirect() && sharesOneGpuInOneProcess(comm.peers()) &&
+      directFits(comm.nranks(), resources->multiprocessors_)) {
     WEFT_RETURN_IF_ERROR(
-        acquireDirectBoards(comm.commHash(), resources->device_, comm.nranks(), &resources->directBoards_));
+        acquireDirectBoards(comm.cliqueId(), resources->device_, comm.nranks(), &resources->directBoards_));
   }
   *out = std::move(resources);
   return Status::ok();
@@ -100,7 +100,7 @@ CommDevice::~CommDevice() {
     if (!drained.isOk()) WEFT_WARN("rank %d: destroying the communicator: %s", comm_.rank(), drained.message().c_str());
   }
   connections_.reset();
-  if (directBoards_ != nullptr) releaseDirectBoards(comm_.commHash(), device_);
+  if (directBoards_ != nullptr) releaseDirectBoards(comm_.cliqueId(), device_);
   if (abortFlagHost_ != nullptr) (void)cudaFreeHost(const_cast<int*>(abortFlagHost_));
   (void)cudaGetLastError();
 }
@@ -164,7 +164,13 @@ Status CommDevice::recordLaunch(cudaStream_t stream) {
 
 Status streamCapturing(cudaStream_t stream, bool* captured) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing"));
+  const cudaError_t error = cudaStreamIsCapturing(stream, &capture);
+  if (error == cudaErrorStreamCaptureImplicit) {
+    (void)cudaGetLastError();
+    return invalidUsage("a call on GPU buffers was given the legacy default stream while another stream captures a "
+                        "CUDA graph, which CUDA forbids; give the call a stream of its own");
+  }
+  WEFT_RETURN_IF_ERROR(cudaStatus(error, "cudaStreamIsCapturing"));
   *captured = capture != cudaStreamCaptureStatusNone;
   return Status::ok();
 }
@@ -172,7 +178,15 @@ Status streamCapturing(cudaStream_t stream, bool* captured) {
 Status commDevice(core::Communicator& comm, CommDevice** out) {
   core::Communicator::DeviceResources* resources = nullptr;
   WEFT_RETURN_IF_ERROR(comm.deviceResources(
-      [&comm](std::unique_ptr<core::Communicator::DeviceResources>* made) { return CommDevice::create(comm, made); },
+      [&comm](std::unique_ptr<core::Communicator::DeviceResources>* made) {
+        // A first call may come while the application captures a graph (even on another thread):
+        // the allocations and waits of setup are not part of it, so capture's rules are relaxed.
+        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+        (void)cudaThreadExchangeStreamCaptureMode(&mode);
+        const Status made_ = CommDevice::create(comm, made);
+        (void)cudaThreadExchangeStreamCaptureMode(&mode);
+        return made_;
+      },
       &resources));
   *out = static_cast<CommDevice*>(resources);
   return Status::ok();

@@ -2,8 +2,9 @@
 // The direct allreduce (src/device/direct_plan.h) as each rank's kernel runs it, in the step
 // kernel of the launch's type and op (src/device/step_kernel.cu):
 //
-//   1. block 0 publishes the rank's buffers on its board and marks it arrived at this call;
-//      every block waits until every rank has arrived, and reads their buffers;
+//   1. block 0 publishes the rank's buffers and count on its board and marks it arrived at this
+//      call; every block waits until every rank has arrived, and reads their buffers (and takes
+//      the least count: NCCL leaves differing counts undefined, but no buffer is overrun);
 //   2. the n ranks' blocks split the elements evenly: a block reads its elements of every input,
 //      reduces them in rank order (each input scaled by its own rank's PreMulSum multiplier) and
 //      writes the result into every output, 16-byte words where every buffer allows;
@@ -141,6 +142,7 @@ __device__ void runDirectAllReduce(const KernelWork& work, const Reducer<Math, k
   __shared__ unsigned long long call;
   __shared__ bool proceed;
   __shared__ bool wholeWords;
+  __shared__ uint64_t count;
   __shared__ const Storage* inputs[kMaxDirectRanks];
   __shared__ Storage* outputs[kMaxDirectRanks];
   __shared__ Storage multipliers[kMaxDirectRanks];
@@ -149,11 +151,13 @@ __device__ void runDirectAllReduce(const KernelWork& work, const Reducer<Math, k
     if (blockIdx.x == 0) {
       mine.sendbuff = direct.sendbuff;
       mine.recvbuff = direct.recvbuff;
+      mine.count = direct.count;
       mine.scalar = work.scalar;
       storeReleaseGpu(&mine.arrived, call);
     }
     proceed = waitForEveryRank(direct, false, call, work.abortFlag);
     uintptr_t alignment = 0;
+    count = direct.count;
     for (int r = 0; r < n && proceed; ++r) {
       const DirectBoard& board = direct.boards[r];
       inputs[r] = reinterpret_cast<const Storage*>(board.sendbuff);
@@ -161,6 +165,7 @@ __device__ void runDirectAllReduce(const KernelWork& work, const Reducer<Math, k
       const uint64_t scalar = board.scalar;
       memcpy(&multipliers[r], &scalar, sizeof(Storage));
       alignment |= reinterpret_cast<uintptr_t>(board.sendbuff) | reinterpret_cast<uintptr_t>(board.recvbuff);
+      count = min(count, static_cast<uint64_t>(board.count));  // no overrun where counts differ
     }
     wholeWords = (alignment & 15) == 0;
   }
@@ -170,9 +175,9 @@ __device__ void runDirectAllReduce(const KernelWork& work, const Reducer<Math, k
   const uint64_t part = static_cast<uint64_t>(direct.rank) * direct.blocksPerRank + blockIdx.x;
   const uint64_t parts = static_cast<uint64_t>(n) * direct.blocksPerRank;
   if (kIsInteger<Math> && reducer.divisor > 1) {
-    reducePart<Math, kKind, true>(reducer, n, direct.count, wholeWords, part, parts, inputs, outputs, multipliers);
+    reducePart<Math, kKind, true>(reducer, n, count, wholeWords, part, parts, inputs, outputs, multipliers);
   } else {
-    reducePart<Math, kKind, false>(reducer, n, direct.count, wholeWords, part, parts, inputs, outputs, multipliers);
+    reducePart<Math, kKind, false>(reducer, n, count, wholeWords, part, parts, inputs, outputs, multipliers);
   }
 
   __syncthreads();

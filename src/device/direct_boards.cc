@@ -17,8 +17,17 @@ struct Shared {
   int users = 0;
 };
 
-std::mutex gMutex;
-std::map<std::pair<uint64_t, int>, Shared> gBoards;
+struct Registry {
+  std::mutex mutex;
+  std::map<std::pair<uint64_t, int>, Shared> boards;
+};
+
+// Never destroyed: a communicator may be destroyed by another static's destructor or an exit
+// handler, after this file's statics would be gone.
+Registry& registry() {
+  static Registry* const instance = new Registry;
+  return *instance;
+}
 
 // Device memory holding `nranks` zeroed boards. The zeros are written on a private non-blocking
 // stream and waited for (the legacy stream would wait for kernels on every blocking stream,
@@ -42,31 +51,33 @@ Status makeBoards(int nranks, DirectBoard** out) {
 
 }  // namespace
 
-Status acquireDirectBoards(uint64_t commHash, int device, int nranks, DirectBoard** boards) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  Shared& shared = gBoards[{commHash, device}];
+Status acquireDirectBoards(uint64_t cliqueId, int device, int nranks, DirectBoard** boards) {
+  Registry& registered = registry();
+  std::lock_guard<std::mutex> lock(registered.mutex);
+  Shared& shared = registered.boards[{cliqueId, device}];
   if (shared.users == 0) {
     const Status made = makeBoards(nranks, &shared.boards);
     if (!made.isOk()) {
-      gBoards.erase({commHash, device});
+      registered.boards.erase({cliqueId, device});
       return made;
     }
     shared.nranks = nranks;
   } else if (shared.nranks != nranks) {
-    return internalError("two communicators of %d and %d ranks share the hash %016llx on device %d", shared.nranks,
-                         nranks, static_cast<unsigned long long>(commHash), device);
+    return internalError("two communicators of %d and %d ranks share the clique id %016llx on device %d",
+                         shared.nranks, nranks, static_cast<unsigned long long>(cliqueId), device);
   }
   ++shared.users;
   *boards = shared.boards;
   return Status::ok();
 }
 
-void releaseDirectBoards(uint64_t commHash, int device) {
-  std::lock_guard<std::mutex> lock(gMutex);
-  auto it = gBoards.find({commHash, device});
-  if (it == gBoards.end() || --it->second.users > 0) return;
+void releaseDirectBoards(uint64_t cliqueId, int device) {
+  Registry& registered = registry();
+  std::lock_guard<std::mutex> lock(registered.mutex);
+  auto it = registered.boards.find({cliqueId, device});
+  if (it == registered.boards.end() || --it->second.users > 0) return;
   (void)cudaFree(it->second.boards);
-  gBoards.erase(it);
+  registered.boards.erase(it);
 }
 
 }  // namespace weft::device

@@ -26,10 +26,16 @@ inline constexpr int kMaxDirectRanks = 8;
 /// the same answer from the same PeerInfo.
 bool sharesOneGpuInOneProcess(const std::vector<PeerInfo>& peers);
 
+/// Whether the direct kernels of `nranks` ranks fit a GPU of `multiprocessors`: they wait for each
+/// other, so every rank's blocks must be resident at once, and they take at most half the GPU's
+/// multiprocessors (one block each) so that another communicator's kernels, which may wait for
+/// ranks of their own, still find room beside them.
+bool directFits(int nranks, int multiprocessors);
+
 /// Thread blocks each rank's direct kernel runs for `count` elements of `elementBytes`: enough for
 /// every thread of `threadsPerBlock` to have a 16-byte word of the rank's share, at least one, and
-/// at most `multiprocessors / nranks` so that the blocks of all ranks fit on the GPU together (they
-/// wait for each other). The same on every rank of the communicator.
+/// at most `multiprocessors / (2 nranks)` (see directFits). The same on every rank of the
+/// communicator for the same count.
 int directBlocksPerRank(uint64_t count, size_t elementBytes, int nranks, int multiprocessors, int threadsPerBlock);
 
 }  // namespace weft::device

@@ -67,6 +67,7 @@ struct alignas(128) DirectBoard {
   unsigned int reserved = 0;
   const char* sendbuff = nullptr;
   char* recvbuff = nullptr;
+  uint64_t count = 0;   // the rank's count: every rank reduces the least, never past a buffer
   uint64_t scalar = 0;  // the rank's PreMulSum multiplier (KernelWork::scalar)
 };
 

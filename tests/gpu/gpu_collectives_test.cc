@@ -1,10 +1,11 @@
-// Exact results of every collective on GPU buffers, ranks sharing one GPU (as threads of this
-// process, whose allreduces take the direct kernel unless a case asks for the ring, and as forked
-// processes; small calls with LL pieces and large ones with Simple, or as a case's NCCL_PROTO says; on one host or on hosts simulated with NCCL_HOSTID, where the network proxy carries
-// the data over sockets), through the same checks as the host suite
-// (tests/multirank/collective_run.h): each rank's buffers are copied into device memory, the call
-// is enqueued on the rank's own stream, and the results are copied back and compared element by
-// element. Skipped, saying so, where no GPU is present.
+// Exact results of every collective on GPU buffers, ranks sharing one GPU: as threads of this
+// process (whose allreduces take the direct kernel unless a case asks for the ring) and as forked
+// processes, on one host or on hosts simulated with NCCL_HOSTID (where the network proxy carries
+// the data over sockets); small calls with LL pieces and large ones with Simple, or as a case's
+// NCCL_PROTO says. Through the same checks as the host suite (tests/multirank/collective_run.h):
+// each rank's buffers are copied into device memory, the call is enqueued on the rank's own
+// stream, and the results are copied back and compared element by element. Skipped, saying so,
+// where no GPU is present.
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -161,6 +162,7 @@ std::vector<GpuCase> cases() {
   for (Collective collective : multirank::allCollectives()) {
     all.push_back({collective, 3, RankMode::kThreads, false, 1, false, "Simple"});
   }
+  all.push_back({Collective::kAllReduce, 8, RankMode::kThreads, false});  // the direct kernel's most ranks
   all.push_back({Collective::kAllReduce, 3, RankMode::kThreads, false, 1, true});
   all.push_back({Collective::kAllReduce, 2, RankMode::kThreads, true, 1, true});
   all.push_back({Collective::kAllReduce, 2, RankMode::kThreads, true, 1, false, "LL"});
