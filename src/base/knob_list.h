@@ -20,6 +20,8 @@
   X(HostId, "NCCL_HOSTID", String, "", "host identity (default: hostname and boot id)")            \
   X(ShmDisable, "NCCL_SHM_DISABLE", Bool, "0", "1: ranks of one host talk over the network, not shared memory") \
   X(ShmDir, "WEFT_SHM_DIR", String, "/dev/shm", "folder that holds shared-memory segments")       \
+  X(NvlsEnable, "NCCL_NVLS_ENABLE", Int, "2",                                                     \
+    "0: NVLS is never considered; 1, 2 (default): where every GPU is sm_90 or later on NVSwitches (weft topo says which; Weft has no NVLS kernels yet)") \
   X(P2pDisable, "NCCL_P2P_DISABLE", Bool, "0", "1: no direct GPU peer-to-peer (CUDA IPC) transport") \
   X(NetGdrLevel, "NCCL_NET_GDR_LEVEL", String, "",                                                 \
     "the worst path between a GPU and a NIC over which the NIC reads and writes the GPU's memory "  \

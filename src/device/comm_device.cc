@@ -61,9 +61,11 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   std::unique_ptr<CommDevice> resources(new CommDevice(comm, self.cudaDevice));
   ScopedDevice device(resources->device_);
   WEFT_RETURN_IF_ERROR(device.status());
+  for (const PeerInfo& peer : comm.peers()) resources->oneHost_ = resources->oneHost_ && peer.sameHost(self);
+  // LL pieces never cross hosts (gpu_protocol.h): a communicator that spans hosts needs no LL slots.
   resources->connections_ = std::make_unique<core::ConnectionTable>(
       &comm.peers(), comm.rank(), &comm.bootstrap(), comm.commHash(), comm.gpuChannels(), comm.slotBytes(),
-      comm.slotCount(), comm.llSlotBytes(), core::ConnectionKind::kDevice);
+      comm.slotCount(), resources->oneHost_ ? comm.llSlotBytes() : 0, core::ConnectionKind::kDevice);
   void* flag = nullptr;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
                                   "cudaHostAlloc of the abort flag"));
@@ -77,7 +79,6 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   WEFT_RETURN_IF_ERROR(cudaStatus(
       cudaDeviceGetAttribute(&resources->multiprocessors_, cudaDevAttrMultiProcessorCount, resources->device_),
       "cudaDeviceGetAttribute(cudaDevAttrMultiProcessorCount)"));
-  for (const PeerInfo& peer : comm.peers()) resources->oneHost_ = resources->oneHost_ && peer.sameHost(self);
   if (comm.gpuDirect() && sharesOneGpuInOneProcess(comm.peers()) &&
       directFits(comm.nranks(), resources->multiprocessors_)) {
     WEFT_RETURN_IF_ERROR(

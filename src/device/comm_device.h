@@ -62,8 +62,8 @@ class CommDevice final : public core::Communicator::DeviceResources, public tran
   DirectBoard* directBoards() const { return directBoards_; }
   /// The device's multiprocessors.
   int multiprocessors() const { return multiprocessors_; }
-  /// Bytes of each connection's LL slots (0: none).
-  size_t lowLatencySlotBytes() const { return comm_.llSlotBytes(); }
+  /// Bytes of each connection's LL slots (0: none, as across hosts).
+  size_t lowLatencySlotBytes() const { return oneHost_ ? comm_.llSlotBytes() : 0; }
   /// Whether every rank of the communicator is on this rank's host.
   bool oneHost() const { return oneHost_; }
 

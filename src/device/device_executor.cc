@@ -189,9 +189,11 @@ class LaunchBuilder {
     if (end == nullptr) {
       return internalError("no GPU connection %s rank %d on channel %d", send ? "to" : "from", peer, channel);
     }
-    if (lowLatency_ && end->llSlots == nullptr) {
-      return internalError("an LL launch reached the GPU connection %s rank %d on channel %d, which has no LL slots",
-                           send ? "to" : "from", peer, channel);
+    if (lowLatency_ && (end->llSlots == nullptr || end->llSlotBytes != device_.lowLatencySlotBytes())) {
+      return internalError("an LL launch reached the GPU connection %s rank %d on channel %d, whose LL slots (%zu "
+                           "bytes) are not the communicator's (%zu)",
+                           send ? "to" : "from", peer, channel, end->llSlots == nullptr ? size_t{0} : end->llSlotBytes,
+                           device_.lowLatencySlotBytes());
     }
     KernelConnection connection;
     connection.slots = end->slots;

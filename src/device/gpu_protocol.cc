@@ -8,7 +8,7 @@ Status chooseGpuProtocol(const GpuProtocolInputs& inputs, const char* collective
     const char* why = !inputs.lowLatencyAllowed ? "NCCL_PROTO allows neither Simple nor LL for it"
                       : !inputs.oneHost         ? "LL does not cross hosts on GPU buffers yet (the network proxy "
                                                   "carries Simple pieces)"
-                                                : "NCCL_LL_BUFFSIZE is 0";
+                                                : "NCCL_LL_BUFFSIZE is below 512 bytes (8 LL slots of 64)";
     return invalidUsage("NCCL_PROTO excludes Simple for %s on GPU buffers, and LL cannot run: %s; allow simple",
                         collective, why);
   }

@@ -15,7 +15,7 @@ struct GpuProtocolInputs {
   bool lowLatencyAllowed = true;
   /// Every rank on one host: the network proxy between hosts carries Simple pieces only.
   bool oneHost = true;
-  bool hasLowLatencySlots = true;  // NCCL_LL_BUFFSIZE is not 0
+  bool hasLowLatencySlots = true;  // NCCL_LL_BUFFSIZE makes LL slots (at least 512 bytes)
   size_t bytes = 0;                // the call's count times its element size
   size_t lowLatencyMaxBytes = 0;   // WEFT_GPU_LL_MAX_BYTES
 };

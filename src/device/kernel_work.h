@@ -10,10 +10,17 @@
 namespace weft::device {
 
 /// An LL slot holds 16-byte lines, each 8 bytes of the piece and two copies of its flag (the
-/// piece's index on the connection, plus one): a line is whole when both flags match, with no
-/// fence between data and flag. A slot of llSlotBytes carries llSlotBytes / 2 bytes of a piece.
+/// piece's index on the connection, plus one, in 32 bits): a line is whole when both flags match,
+/// with no fence between data and flag. A slot of llSlotBytes carries llSlotBytes / 2 bytes of a
+/// piece.
 inline constexpr uint64_t kLowLatencyLineBytes = 16;
 inline constexpr uint64_t kLowLatencyLineData = 8;
+/// Flags wrap at 2^32, and a line a piece does not fill keeps its old flag: untouched, one could
+/// match a piece 2^32 later (or, still zero from setup, index 2^32 - 1's flag 0). So whenever the
+/// index of a piece sent (LL or Simple) has these bits all set, which happens to eight consecutive
+/// pieces, one per slot, twice in every 2^32, the sender writes its flag into every line of that
+/// piece's LL slot that the piece does not fill (as NCCL's LL clean-up does).
+inline constexpr uint64_t kLowLatencyCleanMask = 0x7ffffff8;
 
 /// Where a step's local input or output is. Offsets are in the lane's units (elements of the
 /// launch's type, or bytes for a copy launch).

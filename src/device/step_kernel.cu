@@ -154,6 +154,8 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
   __shared__ unsigned long long* sendPosted;
   __shared__ unsigned long long* sendSize;  // the sent slot's byte count (a proxied connection's)
   __shared__ unsigned long long* recvReleased;
+  __shared__ char* cleanSlot;  // the LL slot whose lines this piece refreshes (kLowLatencyCleanMask)
+  __shared__ uint64_t cleanLines;
   __shared__ int action;  // 0: run the piece, 1: no piece of this step in this round, 2: aborted
   __shared__ bool abortedInPiece;  // set (never cleared) by a thread whose LL wait saw the abort
   __shared__ KernelBlock block;
@@ -172,7 +174,7 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
         if (threadIdx.x == 0) {
           step = work.steps[lane.firstStep + s];
           action = begin >= step.count ? 1 : 0;
-          receivedSlot = sendSlot = nullptr;
+          receivedSlot = sendSlot = cleanSlot = nullptr;
           sendPosted = sendSize = recvReleased = nullptr;
           if (action == 0 && step.recvConnection >= 0) {
             const KernelConnection recv = work.connections[step.recvConnection];
@@ -194,6 +196,10 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
             sendSlot = lowLatency ? send.llSlots + slot * send.llSlotBytes : send.slots + slot * send.slotBytes;
             sendPosted = send.posted;
             if (send.sizes != nullptr) sendSize = send.sizes + slot;
+            if (send.llSlots != nullptr && (sentIndex & kLowLatencyCleanMask) == kLowLatencyCleanMask) {
+              cleanSlot = send.llSlots + slot * send.llSlotBytes;
+              cleanLines = send.llSlotBytes / kLowLatencyLineBytes;
+            }
           }
         }
         __syncthreads();
@@ -212,13 +218,22 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
         piece.units = min(step.count - begin, work.pieceUnits);
         piece.contribute = step.contribute != 0;
         piece.finalize = step.finalize != 0;
+        const uint32_t sendFlag = static_cast<uint32_t>(sentIndex + 1);
         if (lowLatency) {
-          // Flags are the pieces' indices plus one, truncated: never 0, the slots' first state.
           const bool moved = moveLowLatencyPiece(piece, work.unitBytes, static_cast<uint32_t>(receivedIndex + 1),
-                                                 static_cast<uint32_t>(sentIndex + 1), work.abortFlag, body);
+                                                 sendFlag, work.abortFlag, body);
           if (!moved) abortedInPiece = true;
         } else {
           body(piece);
+        }
+        if (cleanSlot != nullptr) {
+          // The lines this piece left (all of them for a Simple piece): the slot is free, since the
+          // receiver has released the piece before this one in it.
+          const uint64_t filled =
+              lowLatency ? (piece.units * work.unitBytes + kLowLatencyLineData - 1) / kLowLatencyLineData : 0;
+          for (uint64_t line = filled + threadIdx.x; line < cleanLines; line += blockDim.x) {
+            writeLine(cleanSlot + line * kLowLatencyLineBytes, 0, sendFlag);
+          }
         }
         __syncthreads();
         if (abortedInPiece) return;

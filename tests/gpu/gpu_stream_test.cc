@@ -19,6 +19,7 @@
 #include "tests/gpu/gpu_presence.h"
 #include "tests/harness/comm_clique.h"
 #include "tests/harness/deadline_guard.h"
+#include "tests/harness/scoped_env.h"
 
 namespace weft::gpu_tests {
 namespace {
@@ -92,6 +93,23 @@ class OneGpuClique : public ::testing::Test {
           ncclAllReduce(buffers[r], buffers[r], count_, ncclFloat32, ncclSum, comms_[r], streams[r])));
     }
     ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  }
+
+  // One call of both ranks (which makes the connections: a first call needs every rank, as in
+  // NCCL), then rank 0 calls alone: its kernel waits for rank 1, which never calls, until rank 0
+  // is aborted, which must end it within 10 s.
+  void abortLoneCall() {
+    ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
+    for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaStreamSynchronize(stream));
+    ASSERT_TRUE(ncclSucceeded(
+        ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0], streams_[0])));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(cudaStreamQuery(streams_[0]), cudaErrorNotReady);
+    const auto abortedAt = std::chrono::steady_clock::now();
+    EXPECT_EQ(ncclCommAbort(comms_[0]), ncclSuccess);
+    comms_[0] = nullptr;
+    ASSERT_CUDA(cudaStreamSynchronize(streams_[0]));
+    EXPECT_LT(std::chrono::steady_clock::now() - abortedAt, std::chrono::seconds(10));
   }
 
   std::vector<ncclComm_t> comms_;
@@ -213,23 +231,33 @@ TEST_F(OneGpuClique, MemAllocGivesDeviceMemoryThatCudaIpcExportsAndCollectivesTa
   }
 }
 
+TEST_F(OneGpuClique, LowLatencyAndSimplePiecesTakeTurnsOnOneConnection) {
+  SKIP_WITHOUT_GPU();
+  harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");  // the ring's connections, not the direct kernel
+  harness::DeadlineGuard guard(kDeadline, "LL and Simple allreduces in turn");
+  ASSERT_NO_FATAL_FAILURE(start(2, 40000));
+  // 160000 bytes take Simple (above WEFT_GPU_LL_MAX_BYTES), the others LL.
+  for (size_t count : {size_t{4099}, size_t{40000}, size_t{7}, size_t{40000}, size_t{1}}) {
+    count_ = count;
+    ASSERT_NO_FATAL_FAILURE(fillOnStreams());
+    ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
+    ASSERT_NO_FATAL_FAILURE(expectEveryElement(3.0f)) << count << " elements";
+  }
+}
+
 TEST_F(OneGpuClique, AbortEndsAKernelWaitingForAPeer) {
   SKIP_WITHOUT_GPU();
   harness::DeadlineGuard guard(kDeadline, "abort of a kernel waiting for a peer");
-  ASSERT_NO_FATAL_FAILURE(start(2, 1 << 20));
-  // One call of both ranks makes the connections (a first call needs every rank, as in NCCL).
-  ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
-  for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaStreamSynchronize(stream));
-  // Rank 0 calls alone: its kernel waits for rank 1, which never calls.
-  ASSERT_TRUE(ncclSucceeded(
-      ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0], streams_[0])));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(cudaStreamQuery(streams_[0]), cudaErrorNotReady);
-  const auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(ncclCommAbort(comms_[0]), ncclSuccess);
-  comms_[0] = nullptr;
-  ASSERT_CUDA(cudaStreamSynchronize(streams_[0]));
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  ASSERT_NO_FATAL_FAILURE(start(2, 1 << 20));  // ranks of one process: the direct kernel
+  ASSERT_NO_FATAL_FAILURE(abortLoneCall());
+}
+
+TEST_F(OneGpuClique, AbortEndsALowLatencyKernelWaitingForAPeer) {
+  SKIP_WITHOUT_GPU();
+  harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");
+  harness::DeadlineGuard guard(kDeadline, "abort of an LL kernel waiting for a peer");
+  ASSERT_NO_FATAL_FAILURE(start(2, 1024));  // 4 KiB: LL pieces, each receiving thread polls its lines
+  ASSERT_NO_FATAL_FAILURE(abortLoneCall());
 }
 
 }  // namespace

@@ -6,11 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <vector>
 
-#include "topology/nccl_xml.h"
+#include "tests/unit/topology_fixture.h"
 
 namespace weft::core {
 namespace {
@@ -18,13 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 using transport::NetDevice;
 
-topology::System load(const std::string& name) {
-  topology::System system;
-  const fs::path path = fs::path(__FILE__).parent_path() / ".." / "fixtures" / "topology" / name;
-  const Status status = topology::readNcclTopologyFile(path.string(), &system);
-  EXPECT_TRUE(status.isOk()) << status.message();
-  return system;
-}
+topology::System load(const std::string& name) { return tests::loadTopologyFixture(name); }
 
 PeerInfo hostRank(int numaNode) {
   PeerInfo self;

@@ -4,14 +4,13 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "sim/collective_timing.h"
 #include "sim/fabric.h"
-#include "topology/nccl_xml.h"
+#include "tests/unit/topology_fixture.h"
 
 namespace weft::sim {
 namespace {
@@ -21,14 +20,7 @@ using algorithms::Collective;
 
 constexpr double kNvLinksPerGpu = 18 * 20.6;  // GB/s leaving (or entering) each GPU
 
-topology::System loadFixture() {
-  topology::System system;
-  const fs::path path =
-      fs::path(__FILE__).parent_path() / ".." / "fixtures" / "topology" / "full-dump-h100x8-nvswitch.xml";
-  const Status status = topology::readNcclTopologyFile(path.string(), &system);
-  EXPECT_TRUE(status.isOk()) << status.message();
-  return system;
-}
+topology::System loadFixture() { return tests::loadTopologyFixture("full-dump-h100x8-nvswitch.xml"); }
 
 Fabric buildFabric(const topology::System& system, int nodes, double nicGbps = 0) {
   FabricOptions options;

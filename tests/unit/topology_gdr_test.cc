@@ -6,26 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <string>
 
 #include "tests/harness/scoped_env.h"
-#include "topology/nccl_xml.h"
+#include "tests/unit/topology_fixture.h"
 #include "topology/node_channels.h"
 #include "topology/search.h"
 
 namespace weft::topology {
 namespace {
 
-namespace fs = std::filesystem;
-
-System load(const std::string& name) {
-  System system;
-  const fs::path path = fs::path(__FILE__).parent_path() / ".." / "fixtures" / "topology" / name;
-  const Status status = readNcclTopologyFile(path.string(), &system);
-  EXPECT_TRUE(status.isOk()) << status.message();
-  return system;
-}
+System load(const std::string& name) { return tests::loadTopologyFixture(name); }
 
 bool passesThroughCpu(const System& system, const Path& path) {
   return std::any_of(path.nodes.begin() + 1, path.nodes.end() - 1,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "topology/nccl_xml.h"
+#include "tests/unit/topology_fixture.h"
 #include "topology/system.h"
 
 namespace weft::topology {
@@ -21,9 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fixture(const std::string& name) {
-  return fs::path(__FILE__).parent_path() / ".." / "fixtures" / "topology" / name;
-}
+fs::path fixture(const std::string& name) { return tests::topologyFixturePath(name); }
 
 /// The real files, beside the project's clone (../shared/topologies from its root).
 fs::path realTopologies() {

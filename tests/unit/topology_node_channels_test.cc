@@ -5,16 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <numeric>
 #include <string>
 
-#include "topology/nccl_xml.h"
+#include "tests/unit/topology_fixture.h"
 
 namespace weft::topology {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct Loaded {
   System system;
@@ -24,9 +21,7 @@ struct Loaded {
 
 Loaded load(const std::string& name) {
   Loaded loaded;
-  const fs::path path = fs::path(__FILE__).parent_path() / ".." / "fixtures" / "topology" / name;
-  const Status status = readNcclTopologyFile(path.string(), &loaded.system);
-  EXPECT_TRUE(status.isOk()) << status.message();
+  loaded.system = tests::loadTopologyFixture(name);
   const Paths paths(loaded.system);
   loaded.rings = searchRings(loaded.system, paths);
   loaded.channels = channelsAcrossNodes(loaded.system, paths, loaded.rings);

@@ -5,25 +5,21 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "tests/harness/scoped_env.h"
-#include "topology/nccl_xml.h"
+#include "tests/unit/topology_fixture.h"
 
 namespace weft::topology {
 namespace {
 
-namespace fs = std::filesystem;
-
 class P2pLevels : public ::testing::Test {
  protected:
   void SetUp() override {
-    const fs::path path = fs::path(__FILE__).parent_path() / ".." / "fixtures" / "topology" / "flattened-a100x8.xml";
-    const Status status = readNcclTopologyFile(path.string(), &system_);
-    ASSERT_TRUE(status.isOk()) << status.message();
+    system_ = tests::loadTopologyFixture("flattened-a100x8.xml");
+    ASSERT_FALSE(HasFailure());
     paths_.emplace(system_);
     gpus_ = system_.nodesOfType(NodeType::kGpu);
     ASSERT_EQ(gpus_.size(), 8u);

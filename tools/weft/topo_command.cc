@@ -7,6 +7,7 @@
 
 #include "topology/gdr.h"
 #include "topology/load.h"
+#include "topology/nvls.h"
 #include "topology/paths.h"
 #include "topology/search.h"
 #include "tools/weft/nodes_report.h"
@@ -34,6 +35,7 @@ int runTopo(const TopoOptions& options) {
   TopoPolicies policies;
   status = topology::netGdrPolicyFromKnobs(&policies.gdr);
   if (status.isOk()) status = topology::p2pPolicyFromKnobs(&policies.p2p);
+  policies.nvlsEnabled = topology::nvlsEnabledByKnob();
   if (!status.isOk()) {
     std::fprintf(stderr, "weft topo: %s\n", status.message().c_str());
     return 1;

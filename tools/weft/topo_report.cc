@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "topology/gdr.h"
+#include "topology/nvls.h"
 
 namespace weft::tools {
 namespace {
@@ -173,6 +174,13 @@ std::string p2pLines(const Paths& paths, const Devices& devices, const topology:
   return out + (every ? "  every pair of GPUs\n" : lines);
 }
 
+// Whether NVLS could serve the GPUs, and why not: "NVLS: not possible here: GPU0 is sm_80: ...".
+std::string nvlsLine(const System& system, bool enabled) {
+  const topology::NvlsSupport nvls = topology::nvlsSupport(system, enabled);
+  if (nvls.possible) return "\nNVLS: possible here: " + nvls.reason + ". Weft has no NVLS kernels yet.\n";
+  return "\nNVLS: not possible here: " + nvls.reason + ".\n";
+}
+
 }  // namespace
 
 std::string topoText(const System& system, const Paths& paths, const topology::RingSet& rings,
@@ -226,6 +234,7 @@ std::string topoText(const System& system, const Paths& paths, const topology::R
   if (!devices.gpus.empty() && !devices.nics.empty()) out += gdrLines(system, paths, devices, policies.gdr);
   if (devices.gpus.size() > 1) out += p2pLines(paths, devices, policies.p2p);
   if (system.nvlinkDescribed()) out += nvlinkGroupLines(paths, devices);
+  out += nvlsLine(system, policies.nvlsEnabled);
   if (!system.nvlinkDescribed() && !devices.gpus.empty()) {
     out += "\nNVLink is not described by this source: the paths above are those it does describe "
            "(PCIe, CPUs), and the rings below assume them; GPUs it connects by NVLink would show NVL.\n";
@@ -304,6 +313,8 @@ nlohmann::json topoJson(const System& system, const Paths& paths, const topology
   for (const std::vector<int>& ring : rings.rings) json["channels"].push_back(ring);
   json["ring_bandwidth"] = rings.bandwidthPerRing;
   json["ring_worst_hop"] = topology::pathTypeName(rings.worstHop);
+  const topology::NvlsSupport nvls = topology::nvlsSupport(system, policies.nvlsEnabled);
+  json["nvls"] = {{"possible", nvls.possible}, {"reason", nvls.reason}};
   return json;
 }
 
