@@ -101,13 +101,13 @@ run() {
   nvidia-smi | grep -m1 "CUDA Version" || true
   nproc
 
-  run_each "2. GPU suite, ranks as threads" '-*processes*' 90 25 "$out" || true
+  run_each "2. GPU suite, ranks as threads" '-*processes*' 120 25 "$out" || true
 
   echo
   if step "3a. cross-process CUDA IPC probe" 20 "$tests" \
       --gtest_filter='Collectives/GpuCollective.MatchesReference/SendRecvRing_2ranks_processes' --gtest_brief=1; then
     run_each "3b. GPU suite, ranks as processes" '*processes*:-*SendRecvRing_2ranks_processes:*2ranks_processes*hosts' \
-      60 20 "$out" || true
+      45 20 "$out" || true
   else
     echo "=== 3. cross-process CUDA IPC does not work here: ranks were run as threads only"
   fi
