@@ -11,7 +11,8 @@
 # What "run" does, each step under its own time limit (at most about 6.5 minutes in all, on one H200):
 #   1. the GPU, the driver and CUDA's version
 #   2. the GPU suite with ranks as threads of one process (every collective, type and op at
-#      1 to 4 ranks on one GPU; stream semantics; abort)
+#      1 to 4 ranks on one GPU, 8 for the direct allreduce; LL and Simple; the direct allreduce
+#      and its graph replay; stream semantics; abort)
 #   3. a probe of cross-process CUDA IPC (one 2-rank test as forked processes); if it passes, the
 #      rest of the processes tests, each in a process of its own (a process that has used CUDA
 #      cannot fork ranks that use it); if not, it says so and the ranks stay threads. Then GPU
@@ -107,7 +108,7 @@ run() {
   if step "3a. cross-process CUDA IPC probe" 20 "$tests" \
       --gtest_filter='Collectives/GpuCollective.MatchesReference/SendRecvRing_2ranks_processes' --gtest_brief=1; then
     run_each "3b. GPU suite, ranks as processes" '*processes*:-*SendRecvRing_2ranks_processes:*2ranks_processes*hosts' \
-      45 20 "$out" || true
+      60 20 "$out" || true
   else
     echo "=== 3. cross-process CUDA IPC does not work here: ranks were run as threads only"
   fi

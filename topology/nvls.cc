@@ -13,6 +13,12 @@ bool reachesNvSwitch(const System& system, int gpu) {
   return false;
 }
 
+// "GPU<dev>", as weft topo names it (its position where the source gives no dev).
+std::string gpuLabel(const System& system, const std::vector<int>& gpus, size_t g) {
+  const int dev = system.node(gpus[g]).gpu.dev;
+  return "GPU" + std::to_string(dev >= 0 ? dev : static_cast<int>(g));
+}
+
 }  // namespace
 
 NvlsSupport nvlsSupport(const System& system, bool enabled) {
@@ -28,7 +34,7 @@ NvlsSupport nvlsSupport(const System& system, bool enabled) {
   }
   for (size_t g = 0; g < gpus.size(); ++g) {
     const int sm = system.node(gpus[g]).gpu.sm;
-    const std::string label = "GPU" + std::to_string(g);
+    const std::string label = gpuLabel(system, gpus, g);
     if (sm == 0) {
       support.reason = "the source does not give " + label + "'s compute capability (NVLS needs sm_90 or later)";
       return support;
@@ -37,10 +43,13 @@ NvlsSupport nvlsSupport(const System& system, bool enabled) {
       support.reason = label + " is sm_" + std::to_string(sm) + ": NVLS needs Hopper (sm_90) or later";
       return support;
     }
-    if (!system.nvlinkDescribed()) {
-      support.reason = "the source does not describe NVLink, so no NVSwitch is known";
-      return support;
-    }
+  }
+  if (!system.nvlinkDescribed()) {
+    support.reason = "the source does not describe NVLink, so no NVSwitch is known";
+    return support;
+  }
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    const std::string label = gpuLabel(system, gpus, g);
     if (!reachesNvSwitch(system, gpus[g])) {
       support.reason = label + " has no NVLink to an NVSwitch (NVLS multicasts through NVSwitches)";
       return support;

@@ -84,8 +84,10 @@ struct DeviceEnd {
   DeviceProxy* proxy = nullptr;
   size_t slotBytes = 0;
   int slotCount = 0;
-  /// slotCount LL slots of llSlotBytes, used by LL pieces only (16-byte lines of 8 data bytes and
-  /// two copies of the piece's flag); nullptr where the connection has none (a proxied one).
+  /// slotCount LL slots of llSlotBytes (16-byte lines of 8 data bytes and two copies of the
+  /// piece's flag): LL pieces go there, and a sender of either kind refreshes their flags
+  /// (src/device/kernel_work.h, kLowLatencyCleanMask); nullptr where the connection has none (a
+  /// proxied one, or any of a communicator that spans hosts).
   char* llSlots = nullptr;
   size_t llSlotBytes = 0;
 };

@@ -1,12 +1,12 @@
 #include "src/base/peer_info.h"
 
 #include <sched.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <fstream>
-#include <random>
 
 #include "src/base/knobs.h"
 #include "src/base/numa.h"
@@ -44,7 +44,11 @@ Status describeLocalPeer(int rank, PeerInfo* info) {
   *info = PeerInfo{};
   info->rank = rank;
   info->pid = getpid();
-  static const uint32_t processNonce = std::random_device{}();
+  static const uint32_t processNonce = [] {
+    uint32_t value = 0;
+    if (getrandom(&value, sizeof(value), 0) != static_cast<ssize_t>(sizeof(value))) value = 0;
+    return value;  // 0 where the kernel gives nothing: the pid still tells processes apart
+  }();
   info->processNonce = processNonce;
   std::string hostId = localHostId();
   snprintf(info->hostId, sizeof(info->hostId), "%s", hostId.c_str());

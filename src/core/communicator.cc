@@ -1,9 +1,9 @@
 #include "src/core/communicator.h"
 
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <random>
 #include <chrono>
 #include <cstring>
 
@@ -36,11 +36,11 @@ struct SharedSettings {
   int32_t nChannels;    // host channels built
   int32_t minChannels;  // NCCL_MIN_NCHANNELS: the fewest a call takes
   int32_t gpuChannels;
+  int32_t gpuDirect;  // WEFT_GPU_DIRECT
   int64_t buffSize;
   int64_t llBuffSize;   // NCCL_LL_BUFFSIZE
   int64_t cmaMinBytes;  // WEFT_CMA_MIN_BYTES (0: never)
   int64_t gpuLowLatencyMaxBytes;  // WEFT_GPU_LL_MAX_BYTES
-  int32_t gpuDirect;              // WEFT_GPU_DIRECT
   uint64_t cliqueNonce;           // random: tells apart communicators made from one unique id
   algorithms::AlgorithmFilter algorithms;  // NCCL_ALGO
   int32_t algorithmsValid;  // 0: this rank's NCCL_ALGO did not parse (every rank then fails)
@@ -58,6 +58,15 @@ uint64_t hashBytes(const void* data, size_t size, uint64_t seed) {
   return hash;
 }
 
+// 64 random bits from the kernel; where it cannot give them, the time and the pid (a nonce need
+// not be secret, only different).
+uint64_t randomNonce() {
+  uint64_t value = 0;
+  if (getrandom(&value, sizeof(value), 0) == static_cast<ssize_t>(sizeof(value))) return value;
+  return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+         (static_cast<uint64_t>(getpid()) << 32);
+}
+
 // This rank's settings; *filtersStatus says whether its NCCL_ALGO and NCCL_PROTO parsed,
 // *tuneStatus whether its WEFT_TUNE_FILE loaded.
 SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, Status* tuneStatus) {
@@ -72,9 +81,8 @@ SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, 
   if (maxCtas > 0) gpuChannels = std::min(gpuChannels, maxCtas);
   int64_t cmaMinBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kCmaMinBytes), 0);
   const int64_t gpuLowLatencyMaxBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kGpuLlMaxBytes), 0);
-  SharedSettings settings{1, 1, static_cast<int32_t>(gpuChannels), buffSize, llBuffSize, cmaMinBytes,
-                          gpuLowLatencyMaxBytes, knobs::getBool(knobs::KnobId::kGpuDirect) ? 1 : 0,
-                          (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}(),
+  SharedSettings settings{1, 1, static_cast<int32_t>(gpuChannels), knobs::getBool(knobs::KnobId::kGpuDirect) ? 1 : 0,
+                          buffSize, llBuffSize, cmaMinBytes, gpuLowLatencyMaxBytes, randomNonce(),
                           algorithms::AlgorithmFilter::all(), 1, algorithms::ProtocolFilter::all(), 1,
                           knobs::getBool(knobs::KnobId::kShmDisable) ? 1 : 0, 1, algorithms::CostModel{}};
   Status algorithmsParsed =

@@ -65,7 +65,7 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   // LL pieces never cross hosts (gpu_protocol.h): a communicator that spans hosts needs no LL slots.
   resources->connections_ = std::make_unique<core::ConnectionTable>(
       &comm.peers(), comm.rank(), &comm.bootstrap(), comm.commHash(), comm.gpuChannels(), comm.slotBytes(),
-      comm.slotCount(), resources->oneHost_ ? comm.llSlotBytes() : 0, core::ConnectionKind::kDevice);
+      comm.slotCount(), resources->lowLatencySlotBytes(), core::ConnectionKind::kDevice);
   void* flag = nullptr;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
                                   "cudaHostAlloc of the abort flag"));
@@ -184,9 +184,9 @@ Status commDevice(core::Communicator& comm, CommDevice** out) {
         // the allocations and waits of setup are not part of it, so capture's rules are relaxed.
         cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
         (void)cudaThreadExchangeStreamCaptureMode(&mode);
-        const Status made_ = CommDevice::create(comm, made);
+        const Status status = CommDevice::create(comm, made);
         (void)cudaThreadExchangeStreamCaptureMode(&mode);
-        return made_;
+        return status;
       },
       &resources));
   *out = static_cast<CommDevice*>(resources);

@@ -102,7 +102,6 @@ class LaunchBuilder {
   /// Enqueues the kernel on `stream`.
   Status launch(const algorithms::Reduction* reduction, cudaStream_t stream) {
     if (lanes_.empty()) return Status::ok();
-    WEFT_RETURN_IF_ERROR(refuseCapture(stream));
     std::vector<KernelBlock> blocks;
     std::vector<KernelLane> lanes;
     groupIntoBlocks(&blocks, &lanes);
@@ -147,18 +146,6 @@ class LaunchBuilder {
     const size_t pieceBytes = lowLatency_ ? device_.lowLatencySlotBytes() / kLowLatencyLineBytes * kLowLatencyLineData
                                           : device_.connections().slotBytes();
     return pieceBytes / unitBytes_;
-  }
-
-  // A ring launch reads its tables from a pinned buffer that later launches reuse once its event
-  // has passed, and a proxy learns of its pieces once, at enqueue: a captured graph's replays
-  // would read tables since overwritten and wait for pieces no proxy was told of.
-  static Status refuseCapture(cudaStream_t stream) {
-    bool captured = false;
-    WEFT_RETURN_IF_ERROR(streamCapturing(stream, &captured));
-    if (!captured) return Status::ok();
-    return invalidUsage("CUDA graph capture of a collective on GPU buffers is supported only for the direct "
-                        "allreduce (ranks that are threads of one process on one GPU); the ring's launches cannot "
-                        "be replayed yet: make this call outside the capture");
   }
 
   static uint8_t bufferCode(algorithms::BufferKind kind) {
@@ -304,6 +291,18 @@ Status enqueueOne(CommDevice& device, std::span<const core::Op* const> ops,
   return status;
 }
 
+// A ring launch reads its tables from a pinned buffer that later launches reuse once its event
+// has passed, and a proxy learns of its pieces once, at enqueue: a captured graph's replays
+// would read tables since overwritten and wait for pieces no proxy was told of.
+Status refuseCapture(cudaStream_t stream) {
+  bool captured = false;
+  WEFT_RETURN_IF_ERROR(streamCapturing(stream, &captured));
+  if (!captured) return Status::ok();
+  return invalidUsage("CUDA graph capture of a collective on GPU buffers is supported only for the direct "
+                      "allreduce (ranks that are threads of one process on one GPU); the ring's launches cannot "
+                      "be replayed yet: make this call outside the capture");
+}
+
 // Whether collective `op` on `device` moves LL pieces (see gpu_protocol.h).
 Status chooseProtocol(const core::Op& op, const CommDevice& device, bool* lowLatency) {
   GpuProtocolInputs inputs;
@@ -349,7 +348,8 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
   WEFT_RETURN_IF_ERROR(checkStreams(ops));
   std::vector<CommDevice*> devices(ops.size());
   std::vector<algorithms::Program> programs(ops.size());
-  std::vector<bool> lowLatencyOps(ops.size(), false);  // Send/Recv move Simple pieces
+  // Send/Recv and the collectives NCCL_ALGO does not govern move Simple pieces.
+  std::vector<bool> lowLatencyOps(ops.size(), false);
   for (size_t i = 0; i < ops.size(); ++i) {
     const core::Op& op = ops[i];
     if (!op.comm->algorithmFilter().allows(op.collective, algorithms::Algorithm::kRing)) {
@@ -359,6 +359,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     }
     WEFT_RETURN_IF_ERROR(commDevice(*op.comm, &devices[i]));
     if (runsDirect(op, *devices[i])) continue;  // no program, no connections
+    WEFT_RETURN_IF_ERROR(refuseCapture(streamOf(op)));  // before any connection is made in the capture
     if (algorithms::governedByAlgo(op.collective)) {
       bool lowLatency = false;
       WEFT_RETURN_IF_ERROR(chooseProtocol(op, *devices[i], &lowLatency));

@@ -26,9 +26,6 @@ namespace weft::device {
 
 namespace direct_detail {
 
-// Polls of a board between two looks at the abort flag (which lives in host memory).
-constexpr int kPollsPerAbortCheck = 1024;
-
 __device__ inline unsigned long long loadAcquireGpu(const unsigned long long* address) {
   unsigned long long value;
   asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");

@@ -11,11 +11,11 @@
 namespace weft::device {
 
 /// The `nranks` boards of the communicator `cliqueId` (Communicator::cliqueId) on CUDA device
-/// `device` (which must be current). Every rank of the communicator calls this once and release()
-/// once.
+/// `device` (which must be current). Every rank of the communicator calls this once and
+/// releaseDirectBoards once.
 Status acquireDirectBoards(uint64_t cliqueId, int device, int nranks, DirectBoard** boards);
 
-/// Lets go of the boards acquire() gave; the last rank's call frees them. No kernel of the
+/// Lets go of the boards acquireDirectBoards gave; the last rank's call frees them. No kernel of the
 /// communicator may still run.
 void releaseDirectBoards(uint64_t cliqueId, int device);
 

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#include <atomic>
 #include <utility>
 
 namespace weft::device {
@@ -47,7 +48,9 @@ std::string pciBusId(int device) {
 }
 
 bool onDevice(const void* ptr) {
-  if (ptr == nullptr || !gpuAvailable()) return false;
+  // Without an active context no buffer can be GPU, managed or page-locked memory; asking CUDA
+  // would create one, and a host-memory program would then get device memory from ncclMemAlloc.
+  if (ptr == nullptr || !anyDeviceInUse()) return false;
   cudaPointerAttributes attributes{};
   if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -97,6 +100,19 @@ Status freeOnDevice(void* ptr) {
   return internalError("cudaFree(%p) failed: %s", ptr, cudaGetErrorString(error));
 }
 
+bool anyDeviceInUse() {
+  // Once a context is active it stays so (short of cudaDeviceReset): ask the driver until then.
+  static std::atomic<bool> seen{false};
+  if (seen.load(std::memory_order_relaxed)) return true;
+  for (int device = 0; device < deviceCount(); ++device) {
+    if (inUse(device)) {
+      seen.store(true, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return false;
+}
+
 #else
 
 int deviceCount() { return 0; }
@@ -105,6 +121,7 @@ int currentDevice() { return -1; }
 std::string pciBusId(int) { return ""; }
 bool onDevice(const void*) { return false; }
 bool inUse(int) { return false; }
+bool anyDeviceInUse() { return false; }
 Status preloadKernelsIfInUse(int) { return Status::ok(); }
 Status allocateOnDevice(size_t, void**) { return internalError("this build of Weft has no CUDA"); }
 Status freeOnDevice(void*) { return internalError("this build of Weft has no CUDA"); }

@@ -23,13 +23,16 @@ int currentDevice();
 std::string pciBusId(int device);
 
 /// True if `ptr` takes the stream path: device, managed, or page-locked (cudaHostAlloc,
-/// cudaHostRegister) host memory. False for ordinary host memory, for null, and always where
-/// gpuAvailable() is false.
+/// cudaHostRegister) host memory. False for ordinary host memory, for null, and always where no
+/// device is in use (anyDeviceInUse): then it asks CUDA nothing, so it creates no context.
 bool onDevice(const void* ptr);
 
 /// True if this process already uses CUDA device `device`: its primary context is active (the
 /// program has allocated, launched or set the device). Creates no context. False without CUDA.
 bool inUse(int device);
+
+/// True if this process uses any CUDA device (inUse). Creates no context.
+bool anyDeviceInUse();
 
 /// `bytes` of device memory on the device current on the calling thread (cudaMalloc, which CUDA
 /// IPC can export). An error where the build has no CUDA or the allocation fails.

@@ -9,6 +9,10 @@
 
 namespace weft::device {
 
+/// Polls of a counter or an LL line between two looks at the abort flag (which lives in pinned
+/// host memory, slower to read than the polled GPU memory).
+inline constexpr int kPollsPerAbortCheck = 1024;
+
 /// An LL slot holds 16-byte lines, each 8 bytes of the piece and two copies of its flag (the
 /// piece's index on the connection, plus one, in 32 bits): a line is whole when both flags match,
 /// with no fence between data and flag. A slot of llSlotBytes carries llSlotBytes / 2 bytes of a

@@ -19,8 +19,6 @@ namespace weft::device {
 namespace {
 
 constexpr int kThreads = kStepKernelThreads;
-// Polls of a counter between two looks at the abort flag (which lives in host memory).
-constexpr int kPollsPerAbortCheck = 1024;
 
 __device__ unsigned long long loadAcquire(const unsigned long long* address) {
   unsigned long long value;
@@ -272,7 +270,8 @@ struct ReduceBody {
     Storage* out = reinterpret_cast<Storage*>(piece.dst != nullptr ? piece.dst : piece.slot);
     Storage* out2 = piece.dst != nullptr ? reinterpret_cast<Storage*>(piece.slot) : nullptr;
     for (uint64_t i = threadIdx.x; i < piece.units; i += blockDim.x) {
-      const Storage value = element(piece, received != nullptr ? received[i] : Storage{}, src != nullptr ? src[i] : Storage{});
+      const Storage value =
+          element(piece, received != nullptr ? received[i] : Storage{}, src != nullptr ? src[i] : Storage{});
       out[i] = value;
       if (out2 != nullptr) out2[i] = value;
     }

@@ -15,6 +15,7 @@
 #include "tests/gpu/gpu_presence.h"
 #include "tests/harness/comm_clique.h"
 #include "tests/harness/deadline_guard.h"
+#include "tests/harness/scoped_env.h"
 
 namespace weft::gpu_tests {
 namespace {
@@ -33,6 +34,8 @@ constexpr size_t kCount = 100003;
 
 class DirectAllReduce : public ::testing::Test {
  protected:
+  harness::ScopedEnv direct_{"WEFT_GPU_DIRECT", "1"};  // whatever the environment says
+
   void SetUp() override {
     SKIP_WITHOUT_GPU();
     ASSERT_CUDA(cudaSetDevice(0));

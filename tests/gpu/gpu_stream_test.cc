@@ -218,7 +218,7 @@ TEST_F(OneGpuClique, MemAllocGivesDeviceMemoryThatCudaIpcExportsAndCollectivesTa
     cudaIpcMemHandle_t handle;
     ASSERT_CUDA(cudaIpcGetMemHandle(&handle, memory));
     std::vector<float> values(count_, static_cast<float>(r + 1));
-    ASSERT_CUDA(cudaMemcpy(memory, values.data(), count_ * sizeof(float), cudaMemcpyHostToDevice));
+    ASSERT_CUDA(cudaMemcpyAsync(memory, values.data(), count_ * sizeof(float), cudaMemcpyHostToDevice, streams_[r]));
   }
   ASSERT_NO_FATAL_FAILURE(allReduceInPlace(allocated, streams_));
   for (int r = 0; r < n; ++r) {

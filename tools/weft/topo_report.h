@@ -23,7 +23,8 @@ struct TopoPolicies {
 
 /// The matrix of path types between GPUs and NICs, the CPU and NUMA affinity of each, the NICs'
 /// names and ports, the NICs each GPU reaches with GPUDirect RDMA and the GPUs it may reach peer to
-/// peer under `policies`, whether NVLS could serve the GPUs (and why not), each ring of `rings` ("Ring 0: GPU0 GPU1 ... (NVL, 20.6 GB/s)"), then
+/// peer under `policies`, whether NVLS could serve the GPUs (and why not), each ring of `rings`
+/// ("Ring 0: GPU0 GPU1 ... (NVL, 20.6 GB/s)"), then
 /// `nodesSection` (the plan across nodes, when there is one) and a legend; says so when the source
 /// did not describe NVLink (the rings then assume the paths it describes), and when NVLink joins
 /// the GPUs in several groups with none between them.
@@ -35,7 +36,7 @@ std::string topoText(const topology::System& system, const topology::Paths& path
 ///  "paths": {"gpu_gpu": [[type]], "gpu_nic": [[type]], "gpu_gpu_bandwidth": [[GB/s]],
 ///            "gpu_nic_bandwidth": [[GB/s]], "gpu_nic_gdr": [[bool]], "gpu_gpu_p2p": [[bool]]},
 ///  "net_gdr_level": type or "default", "p2p_level": type or "default", "channels": [[gpu indices]],
-///  "ring_bandwidth": GB/s, "ring_worst_hop": type, "nvls": {"possible": bool, "reason"}}.
+///  "ring_bandwidth": GB/s, "ring_worst_hop": type, "nvls": {"possible": bool, "reason": string}}.
 /// Path types are NCCL's names ("NVL", "PIX", ...); `channels` lists the rings, each as indices into
 /// "gpus"; `ring_bandwidth` is what each ring moves and `ring_worst_hop` the worst path type between
 /// consecutive GPUs ("DIS" when there is no ring); `gpu_nic_gdr` says which NIC reaches which GPU's

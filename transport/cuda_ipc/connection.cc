@@ -24,11 +24,11 @@ DeviceEnd describe(char* base, size_t slotBytes, int slotCount, size_t llSlotByt
 }
 
 // Zeroes the counters and the LL slots (whose flags must match no piece yet) before anyone can see
-// the allocation, on a stream of its own: cudaMemset
-// would return before the zeros land, and the legacy stream it uses does not order the kernels of
-// non-blocking streams, so a peer's first post (or this rank's first kernel) could come first and
-// be wiped out. The private stream also waits for no other rank's kernel (a device-wide wait
-// would deadlock with ranks of this process whose kernels wait for this one).
+// the allocation, on a stream of its own: cudaMemset would return before the zeros land, and the
+// legacy stream it uses does not order the kernels of non-blocking streams, so a peer's first post
+// (or this rank's first kernel) could come first and be wiped out. The private stream also waits
+// for no other rank's kernel (a device-wide wait would deadlock with ranks of this process whose
+// kernels wait for this one).
 Status zeroCountersAndLowLatencySlots(const DeviceEnd& end) {
   cudaStream_t stream = nullptr;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
@@ -57,7 +57,8 @@ Status IpcRecvConnection::create(size_t slotBytes, int slotCount, size_t llSlotB
   if (!allocated.isOk()) {
     connection->memory_ = nullptr;
     return allocated.withContext("reserving " + std::to_string(bytes) +
-                                 " bytes of GPU memory for one connection (NCCL_BUFFSIZE and NCCL_LL_BUFFSIZE set the size)");
+                                 " bytes of GPU memory for one connection (NCCL_BUFFSIZE and NCCL_LL_BUFFSIZE set "
+                                 "the size)");
   }
   connection->end_ = describe(static_cast<char*>(connection->memory_), slotBytes, slotCount, llSlotBytes);
   WEFT_RETURN_IF_ERROR(zeroCountersAndLowLatencySlots(connection->end_));
@@ -82,7 +83,9 @@ IpcRecvConnection::~IpcRecvConnection() {
   (void)cudaFree(memory_);
 }
 
-Status IpcRecvConnection::tryPeekSlot(const void** data, size_t* bytes, SlotKind /*kind: no LL ring*/) { return hostUse(); }
+Status IpcRecvConnection::tryPeekSlot(const void** /*data*/, size_t* /*bytes*/, SlotKind /*kind*/) {
+  return hostUse();
+}
 Status IpcRecvConnection::releaseSlot() { return hostUse(); }
 
 Status IpcSendConnection::open(const IpcBlob& blob, int selfDevice, int peerRank,
@@ -122,7 +125,7 @@ IpcSendConnection::~IpcSendConnection() {
   (void)cudaIpcCloseMemHandle(mapped_);
 }
 
-Status IpcSendConnection::tryAcquireSlot(void** slot, SlotKind /*kind: no LL ring*/) { return hostUse(); }
+Status IpcSendConnection::tryAcquireSlot(void** /*slot*/, SlotKind /*kind*/) { return hostUse(); }
 Status IpcSendConnection::postSlot(size_t bytes) { return hostUse(); }
 Status IpcSendConnection::tryFlush(bool* done) {
   *done = true;  // the kernels have moved everything by the time the host asks
