@@ -3,6 +3,8 @@
 #if WEFT_CUDA
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+
+#include "transport/cuda_ipc/cuda_call.h"
 #endif
 
 #include <atomic>
@@ -86,19 +88,10 @@ bool inUse(int device) {
 }
 
 Status allocateOnDevice(size_t bytes, void** out) {
-  const cudaError_t error = cudaMalloc(out, bytes);
-  if (error == cudaSuccess) return Status::ok();
-  (void)cudaGetLastError();
-  return internalError("cudaMalloc of %zu bytes on device %d failed: %s", bytes, currentDevice(),
-                       cudaGetErrorString(error));
+  return cudaStatus(cudaMalloc(out, bytes), "cudaMalloc of ncclMemAlloc's memory");
 }
 
-Status freeOnDevice(void* ptr) {
-  const cudaError_t error = cudaFree(ptr);
-  if (error == cudaSuccess) return Status::ok();
-  (void)cudaGetLastError();
-  return internalError("cudaFree(%p) failed: %s", ptr, cudaGetErrorString(error));
-}
+Status freeOnDevice(void* ptr) { return cudaStatus(cudaFree(ptr), "cudaFree of ncclMemAlloc's memory"); }
 
 bool anyDeviceInUse() {
   // Once a context is active it stays so (short of cudaDeviceReset): ask the driver until then.
