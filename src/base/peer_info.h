@@ -24,6 +24,11 @@ struct PeerInfo {
   /// Random, drawn once per process: tells apart processes that share a pid on one machine
   /// (containers with their own pid namespaces).
   uint32_t processNonce = 0;
+  /// Whether cudaDevice reports multicast (NVLS) and whether the process was already using it (its
+  /// primary context active) when the communicator was made: src/device/nvls_plan.h.
+  uint8_t gpuMulticast = 0;
+  uint8_t gpuInUse = 0;
+  uint16_t reserved = 0;
   char hostId[128] = {};      // NCCL_HOSTID, or hostname + boot id
   char hostname[64] = {};     // for messages
 

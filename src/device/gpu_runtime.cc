@@ -4,6 +4,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "src/device/cuda_driver.h"
 #include "transport/cuda_ipc/cuda_call.h"
 #endif
 
@@ -87,6 +88,17 @@ bool inUse(int device) {
          active != 0;
 }
 
+bool multicastSupported(int device) {
+  if (device < 0 || device >= deviceCount()) return false;
+  const CudaDriver& driver = cudaDriver();
+  if (!driver.complete()) return false;  // a driver older than 12.1 has no multicast
+  CUdevice handle = 0;
+  int supported = 0;
+  return driver.deviceGet(&handle, device) == CUDA_SUCCESS &&
+         driver.deviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, handle) == CUDA_SUCCESS &&
+         supported != 0;
+}
+
 Status allocateOnDevice(size_t bytes, void** out) {
   return cudaStatus(cudaMalloc(out, bytes), "cudaMalloc of ncclMemAlloc's memory");
 }
@@ -114,6 +126,7 @@ int currentDevice() { return -1; }
 std::string pciBusId(int) { return ""; }
 bool onDevice(const void*) { return false; }
 bool inUse(int) { return false; }
+bool multicastSupported(int) { return false; }
 bool anyDeviceInUse() { return false; }
 Status preloadKernelsIfInUse(int) { return Status::ok(); }
 Status allocateOnDevice(size_t, void**) { return internalError("this build of Weft has no CUDA"); }

@@ -31,6 +31,10 @@ bool onDevice(const void* ptr);
 /// program has allocated, launched or set the device). Creates no context. False without CUDA.
 bool inUse(int device);
 
+/// True if CUDA device `device` reports multicast objects (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED),
+/// which NVLS needs. Creates no context. False without CUDA.
+bool multicastSupported(int device);
+
 /// True if this process uses any CUDA device (inUse). Creates no context.
 bool anyDeviceInUse();
 
