@@ -43,6 +43,7 @@ Status readConfig(const ncclConfig_t* config, const core::CommOptions* inherited
   };
   if (has(config, config->minCTAs)) WEFT_RETURN_IF_ERROR(readCtas(config->minCTAs, "minCTAs", &out->minCtas));
   if (has(config, config->maxCTAs)) WEFT_RETURN_IF_ERROR(readCtas(config->maxCTAs, "maxCTAs", &out->maxCtas));
+  if (has(config, config->nvlsCTAs)) WEFT_RETURN_IF_ERROR(readCtas(config->nvlsCTAs, "nvlsCTAs", &out->nvlsCtas));
   if (out->minCtas > 0 && out->maxCtas > 0 && out->minCtas > out->maxCtas) {
     return invalidArgument("ncclConfig_t.minCTAs (%d) is more than maxCTAs (%d)", out->minCtas, out->maxCtas);
   }

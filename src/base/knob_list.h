@@ -21,7 +21,9 @@
   X(ShmDisable, "NCCL_SHM_DISABLE", Bool, "0", "1: ranks of one host talk over the network, not shared memory") \
   X(ShmDir, "WEFT_SHM_DIR", String, "/dev/shm", "folder that holds shared-memory segments")       \
   X(NvlsEnable, "NCCL_NVLS_ENABLE", Int, "2",                                                     \
-    "0: NVLS is never considered; 1, 2 (default): where every GPU is sm_90 or later on NVSwitches (weft topo says which; Weft has no NVLS kernels yet)") \
+    "0: NVLS is never used; 1, 2 (default): an allreduce on GPU buffers may take NVLS where every rank has a GPU of its own on one host's NVSwitches that reports multicast (src/device/nvls_plan.h); rank 0's value is used") \
+  X(NvlsNChannels, "NCCL_NVLS_NCHANNELS", Int, "16",                                               \
+    "thread blocks of an NVLS allreduce (at most 32; ncclConfig_t.nvlsCTAs wins); rank 0's value is used") \
   X(P2pDisable, "NCCL_P2P_DISABLE", Bool, "0", "1: no direct GPU peer-to-peer (CUDA IPC) transport") \
   X(NetGdrLevel, "NCCL_NET_GDR_LEVEL", String, "",                                                 \
     "the worst path between a GPU and a NIC over which the NIC reads and writes the GPU's memory "  \

@@ -17,6 +17,8 @@
 #include "src/core/ring_order.h"
 #include "src/core/topology_dump.h"
 #include "src/device/gpu_runtime.h"
+#include "src/device/nvls_plan.h"
+#include "topology/nvls.h"
 #include "transport/registry.h"
 
 namespace weft::core {
@@ -37,6 +39,8 @@ struct SharedSettings {
   int32_t minChannels;  // NCCL_MIN_NCHANNELS: the fewest a call takes
   int32_t gpuChannels;
   int32_t gpuDirect;  // WEFT_GPU_DIRECT
+  int32_t nvlsEnabled;  // NCCL_NVLS_ENABLE not 0
+  int32_t nvlsBlocks;   // ncclConfig_t.nvlsCTAs, else NCCL_NVLS_NCHANNELS
   int64_t buffSize;
   int64_t llBuffSize;   // NCCL_LL_BUFFSIZE
   int64_t cmaMinBytes;  // WEFT_CMA_MIN_BYTES (0: never)
@@ -81,7 +85,10 @@ SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, 
   if (maxCtas > 0) gpuChannels = std::min(gpuChannels, maxCtas);
   int64_t cmaMinBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kCmaMinBytes), 0);
   const int64_t gpuLowLatencyMaxBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kGpuLlMaxBytes), 0);
+  const int64_t nvlsBlocks = options.nvlsCtas > 0 ? options.nvlsCtas : knobs::getInt(knobs::KnobId::kNvlsNChannels);
   SharedSettings settings{1, 1, static_cast<int32_t>(gpuChannels), knobs::getBool(knobs::KnobId::kGpuDirect) ? 1 : 0,
+                          topology::nvlsEnabledByKnob() ? 1 : 0,
+                          static_cast<int32_t>(std::clamp<int64_t>(nvlsBlocks, 1, device::kMaxNvlsBlocks)),
                           buffSize, llBuffSize, cmaMinBytes, gpuLowLatencyMaxBytes, randomNonce(),
                           algorithms::AlgorithmFilter::all(), 1, algorithms::ProtocolFilter::all(), 1,
                           knobs::getBool(knobs::KnobId::kShmDisable) ? 1 : 0, 1, algorithms::CostModel{}};
@@ -358,6 +365,18 @@ void Communicator::waitForBackground() const {
   (void)status;  // a context without check or timeout cannot fail
 }
 
+Status Communicator::makeNvlsTeam(bool enabled, int blocks) {
+  const device::NvlsVerdict verdict = device::nvlsTeamVerdict(peers_, enabled);
+  if (!verdict.possible) {
+    nvlsUnavailableReason_ = verdict.reason;
+    if (peers_[rank_].gpuMulticast != 0) WEFT_INFO(log::kInit, "rank %d: no NVLS: %s", rank_, verdict.reason.c_str());
+    return Status::ok();
+  }
+  WEFT_RETURN_IF_ERROR(device::NvlsTeam::create(*bootstrap_, peers_, rank_, cliqueId_, blocks, &nvlsTeam_));
+  if (nvlsTeam_ == nullptr) nvlsUnavailableReason_ = "its multicast team could not be made (the log says why)";
+  return Status::ok();
+}
+
 Status Communicator::create(const UniqueId& id, int nranks, int rank, const CommOptions& options,
                             std::unique_ptr<Communicator>* out) {
   std::unique_ptr<Communicator> comm(new Communicator(nranks, rank, options));
@@ -378,6 +397,8 @@ Status Communicator::init(const UniqueId& id) {
                                  : device::currentDevice();
   snprintf(peers_[rank_].gpuBusId, sizeof(PeerInfo::gpuBusId), "%s",
            device::pciBusId(peers_[rank_].cudaDevice).c_str());
+  peers_[rank_].gpuMulticast = device::multicastSupported(peers_[rank_].cudaDevice) ? 1 : 0;
+  peers_[rank_].gpuInUse = device::inUse(peers_[rank_].cudaDevice) ? 1 : 0;
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(peers_.data(), sizeof(PeerInfo)));
   for (int r = 0; r < rank_; ++r) localRank_ += peers_[r].sameHost(peers_[rank_]) ? 1 : 0;
   waitContext_.spinLimit = spinLimitForMachine();
@@ -443,6 +464,7 @@ Status Communicator::init(const UniqueId& id) {
                 rank_, peers_[rank_].cudaDevice, loaded.message().c_str());
     }
   }
+  WEFT_RETURN_IF_ERROR(makeNvlsTeam(agreed.nvlsEnabled != 0, agreed.nvlsBlocks));
   connections_ = std::make_unique<ConnectionTable>(&peers_, rank_, bootstrap_.get(), commHash_, agreed.nChannels,
                                                    slotBytes, kSlotCount, llSlotBytes);
   if (nranks_ > 1) {

@@ -24,6 +24,7 @@
 #include "src/core/peer_watch.h"
 #include "src/core/progress_record.h"
 #include "src/core/redop_table.h"
+#include "src/device/nvls_team.h"
 #include "transport/registered_memory.h"
 
 namespace weft::core {
@@ -41,6 +42,8 @@ struct CommOptions {
   /// NCCL_MAX_CTAS, or none.
   int minCtas = -1;
   int maxCtas = -1;
+  /// ncclConfig_t.nvlsCTAs: thread blocks of an NVLS allreduce; -1: NCCL_NVLS_NCHANNELS.
+  int nvlsCtas = -1;
 };
 
 class Communicator {
@@ -99,6 +102,10 @@ class Communicator {
   /// Random, the same on every rank of this communicator and different for every other one, even
   /// one made from the same unique id (NCCL_COMM_ID gives every init the same).
   uint64_t cliqueId() const { return cliqueId_; }
+  /// The multicast team of the communicator's GPUs (src/device/nvls_team.h), made at init, or null
+  /// where there is none (nvlsUnavailableReason() says why).
+  device::NvlsTeam* nvlsTeam() const { return nvlsTeam_.get(); }
+  const std::string& nvlsUnavailableReason() const { return nvlsUnavailableReason_; }
   /// NCCL_MIN_NCHANNELS (rank 0's): the fewest host channels a collective that spreads takes.
   int minChannels() const { return minChannels_; }
   /// Whether some hop between ranks goes over the network (ranks on several hosts, or
@@ -227,6 +234,9 @@ class Communicator {
   /// has a GPU; otherwise each host's ranks along its GPU rings, channel c on GPU ring c mod the
   /// rings found, positions exchanged over the bootstrap (host_ring_positions.h).
   Status buildRings(int hostChannels, int gpuChannels);
+  /// Makes the communicator's multicast team where nvlsTeamVerdict allows it (every rank together),
+  /// else records why not.
+  Status makeNvlsTeam(bool enabled, int blocks);
   /// From rings_ and the ranks' hosts (hostOfRank_): this rank's trees (treePlaces_, logged as NCCL
   /// does under GRAPH) and, for the tuner, the trees' depths and the ring's hops within hosts.
   void layOutHosts(bool shmDisabled);
@@ -275,6 +285,8 @@ class Communicator {
   RedOpTable redOps_;
   transport::RegistrationTable registrations_;
   std::mutex deviceMutex_;
+  std::unique_ptr<device::NvlsTeam> nvlsTeam_;  // its memory outlives the kernels device_ waits for
+  std::string nvlsUnavailableReason_;
   // Last of the members that use the ones above: destroyed first.
   std::unique_ptr<DeviceResources> device_;
 };

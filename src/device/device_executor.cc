@@ -8,12 +8,14 @@
 #include <numeric>
 #include <vector>
 
+#include "algorithms/gpu_tuner.h"
 #include "algorithms/schedule.h"
 #include "src/core/communicator.h"
 #include "src/device/comm_device.h"
 #include "src/device/direct_plan.h"
 #include "src/device/gpu_protocol.h"
 #include "src/device/kernel_work.h"
+#include "src/device/nvls_plan.h"
 #include "src/device/step_kernel.h"
 #include "src/exec/program_connections.h"
 #include "transport/cuda_ipc/cuda_call.h"
@@ -320,6 +322,68 @@ bool runsDirect(const core::Op& op, const CommDevice& device) {
   return device.directBoards() != nullptr && op.collective == algorithms::Collective::kAllReduce;
 }
 
+// The algorithm of collective `op` on GPU buffers: for an allreduce, NVLS where the communicator's
+// multicast team reduces the op's type and op and the tuner (algorithms/gpu_tuner.h) prefers it;
+// else the ring. An error where NCCL_ALGO allows neither. The same on every rank.
+Status chooseAlgorithm(const core::Op& op, algorithms::Algorithm* chosen) {
+  using algorithms::Algorithm;
+  using algorithms::Collective;
+  const algorithms::AlgorithmFilter& filter = op.comm->algorithmFilter();
+  const char* collective = algorithms::collectiveName(op.collective);
+  if (op.collective != Collective::kAllReduce) {
+    *chosen = Algorithm::kRing;
+    if (filter.allows(op.collective, Algorithm::kRing)) return Status::ok();
+    return invalidUsage("NCCL_ALGO excludes the ring for %s, the only algorithm Weft has for it on GPU buffers; "
+                        "allow ring",
+                        collective);
+  }
+  const bool teamReduces = nvlsReduces(op.reduction.type, op.reduction.kind, op.reduction.divisor);
+  const bool nvlsOffered = op.comm->nvlsTeam() != nullptr && teamReduces;
+  const size_t bytes = op.count * algorithms::dataTypeSize(op.type);
+  if (algorithms::chooseGpuAllReduce(op.comm->nranks(), bytes, nvlsOffered, filter, algorithms::GpuCostModel{},
+                                     chosen)) {
+    return Status::ok();
+  }
+  if (!filter.allows(op.collective, Algorithm::kNvls)) {
+    return invalidUsage("NCCL_ALGO excludes both the ring and NVLS for AllReduce, the algorithms Weft has for it on "
+                        "GPU buffers; allow ring or nvls");
+  }
+  const std::string why = op.comm->nvlsTeam() == nullptr
+                              ? op.comm->nvlsUnavailableReason()
+                              : "the switches do not reduce this type with this op (multimem: sum of 32- and 64-bit "
+                                "integers, half, bfloat16, float and double; min and max of the integers, half and "
+                                "bfloat16)";
+  return invalidUsage("NCCL_ALGO allows only NVLS for AllReduce, which this call cannot take: %s; allow ring",
+                      why.c_str());
+}
+
+// Enqueues the single-kernel launch `work` of `op` with `blocks` blocks on its stream, after the
+// communicator's previous launch.
+Status enqueueWhole(CommDevice& device, const core::Op& op, KernelWork& work, int blocks) {
+  work.abortFlag = device.abortFlag();
+  const cudaStream_t stream = streamOf(op);
+  WEFT_RETURN_IF_ERROR(device.orderAfterPrevious(stream));
+  WEFT_RETURN_IF_ERROR(launchStepKernel(work, blocks, &op.reduction, stream));
+  return device.recordLaunch(stream);
+}
+
+// Enqueues the NVLS allreduce `op` on its stream (nothing for no elements, on every rank).
+Status enqueueNvls(CommDevice& device, const core::Op& op) {
+  if (op.count == 0) return Status::ok();
+  const NvlsTeam& team = *op.comm->nvlsTeam();
+  KernelWork work;
+  KernelNvls& nvls = work.nvls;
+  nvls.unicast = team.unicast();
+  nvls.multicast = team.multicast();
+  nvls.sendbuff = static_cast<const char*>(op.sendbuff);
+  nvls.recvbuff = static_cast<char*>(op.recvbuff);
+  nvls.bytes = op.count * algorithms::dataTypeSize(op.type);
+  nvls.nranks = op.comm->nranks();
+  nvls.rank = op.comm->rank();
+  nvls.blocks = nvlsLaunchBlocks(nvls.bytes, team.blocks());
+  return enqueueWhole(device, op, work, nvls.blocks);
+}
+
 // Enqueues the direct allreduce `op` on its stream (nothing for no elements, on every rank).
 Status enqueueDirect(CommDevice& device, const core::Op& op) {
   if (op.count == 0) return Status::ok();
@@ -335,11 +399,7 @@ Status enqueueDirect(CommDevice& device, const core::Op& op) {
                                              device.multiprocessors(), kStepKernelThreads);
   std::memcpy(&work.scalar, op.reduction.scalar, sizeof(work.scalar));
   work.divisor = op.reduction.divisor;
-  work.abortFlag = device.abortFlag();
-  const cudaStream_t stream = streamOf(op);
-  WEFT_RETURN_IF_ERROR(device.orderAfterPrevious(stream));
-  WEFT_RETURN_IF_ERROR(launchStepKernel(work, direct.blocksPerRank, &op.reduction, stream));
-  return device.recordLaunch(stream);
+  return enqueueWhole(device, op, work, direct.blocksPerRank);
 }
 
 }  // namespace
@@ -350,15 +410,14 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
   std::vector<algorithms::Program> programs(ops.size());
   // Send/Recv and the collectives NCCL_ALGO does not govern move Simple pieces.
   std::vector<bool> lowLatencyOps(ops.size(), false);
+  std::vector<bool> nvlsOps(ops.size(), false);
   for (size_t i = 0; i < ops.size(); ++i) {
     const core::Op& op = ops[i];
-    if (!op.comm->algorithmFilter().allows(op.collective, algorithms::Algorithm::kRing)) {
-      return invalidUsage("NCCL_ALGO excludes the ring for %s, the only algorithm Weft has on GPU buffers so far; "
-                          "allow ring",
-                          algorithms::collectiveName(op.collective));
-    }
+    algorithms::Algorithm algorithm = algorithms::Algorithm::kRing;
+    if (algorithms::governedByAlgo(op.collective)) WEFT_RETURN_IF_ERROR(chooseAlgorithm(op, &algorithm));
+    nvlsOps[i] = algorithm == algorithms::Algorithm::kNvls;
     WEFT_RETURN_IF_ERROR(commDevice(*op.comm, &devices[i]));
-    if (runsDirect(op, *devices[i])) continue;  // no program, no connections
+    if (nvlsOps[i] || runsDirect(op, *devices[i])) continue;  // no program, no connections
     WEFT_RETURN_IF_ERROR(refuseCapture(streamOf(op)));  // before any connection is made in the capture
     if (algorithms::governedByAlgo(op.collective)) {
       bool lowLatency = false;
@@ -398,6 +457,10 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     for (size_t i = 0; i < ops.size(); ++i) {
       if (ops[i].comm != comm || isPointToPoint(ops[i].collective)) continue;
       const core::Op* op = &ops[i];
+      if (nvlsOps[i]) {
+        WEFT_RETURN_IF_ERROR(enqueueNvls(*device, *op));
+        continue;
+      }
       if (runsDirect(*op, *device)) {
         WEFT_RETURN_IF_ERROR(enqueueDirect(*device, *op));
         continue;

@@ -94,6 +94,18 @@ struct KernelDirect {
   int32_t blocksPerRank = 0;  // the launch's blocks, the same on every rank
 };
 
+/// A launch that runs the NVLS allreduce (src/device/nvls_plan.h) instead of lanes.
+struct KernelNvls {
+  char* unicast = nullptr;  // the rank's memory bound to the multicast object; null: not NVLS
+  char* multicast = nullptr;
+  const char* sendbuff = nullptr;
+  char* recvbuff = nullptr;
+  uint64_t bytes = 0;
+  int32_t nranks = 0;
+  int32_t rank = 0;
+  int32_t blocks = 0;  // the launch's blocks (nvlsLaunchBlocks), the same on every rank
+};
+
 struct KernelWork {
   const KernelBlock* blocks = nullptr;
   const KernelLane* lanes = nullptr;
@@ -107,6 +119,7 @@ struct KernelWork {
   uint64_t divisor = 1;         // integer average: the final sum's divisor
   const volatile int* abortFlag = nullptr;  // set by ncclCommAbort: every wait gives up
   KernelDirect direct;
+  KernelNvls nvls;
 };
 
 }  // namespace weft::device

@@ -12,6 +12,7 @@
 
 #include "src/device/device_reduce.cuh"
 #include "src/device/direct_allreduce.cuh"
+#include "src/device/nvls_allreduce.cuh"
 #include "src/device/step_kernel.h"
 #include "transport/cuda_ipc/cuda_call.h"
 
@@ -254,6 +255,7 @@ template <class Math, RedOpKind kKind>
 struct ReduceBody {
   using Storage = typename Math::Storage;
   static constexpr bool kReduces = true;
+  using Nvls = NvlsArithmetic<Math, kKind>;
   Reducer<Math, kKind> reducer;
 
   // One element of the piece's output from the received one and the local one (either unused
@@ -338,6 +340,12 @@ __global__ void __launch_bounds__(kThreads, 1) stepKernel(KernelWork work, Body 
     if (work.direct.boards != nullptr) {
       runDirectAllReduce(work, body.reducer);
       return;
+    }
+    if constexpr (Body::Nvls::kSupported) {
+      if (work.nvls.unicast != nullptr) {
+        runNvlsAllReduce<typename Body::Nvls>(work);
+        return;
+      }
     }
   }
   runLanes(work, body);
