@@ -7,7 +7,8 @@
 //   ring   a_ring + 2(n-1) a_step + 2(n-1)/n S / b
 //   NVLS   a_nvls + S / (e b)
 // With NCCL's constants the ring wins at two GPUs (whose ring moves S once each way), NVLS at
-// three from about 3 MB, and NVLS at four and more. No GPU machine with NVSwitches has checked these constants for Weft's kernels.
+// three from about 3 MB, and NVLS at four and more. No GPU machine with NVSwitches has checked
+// these constants for Weft's kernels.
 
 #include <cstddef>
 

@@ -18,7 +18,9 @@ struct NvlsSupport {
 };
 
 /// NVLS for the GPUs of `system`: at least two, each of known compute capability sm_90 or later,
-/// each with an NVLink to an NVSwitch, and NCCL_NVLS_ENABLE not 0 (`enabled`).
+/// each with an NVLink to an NVSwitch, and NCCL_NVLS_ENABLE not 0 (`enabled`). This is the
+/// machine's view, for `weft topo`; a communicator decides from its own ranks and the driver's
+/// word on multicast (src/device/nvls_plan.h).
 NvlsSupport nvlsSupport(const System& system, bool enabled);
 
 /// NCCL_NVLS_ENABLE's answer: false for 0; true for 1 and 2 (NCCL's default: where supported).

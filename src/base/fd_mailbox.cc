@@ -51,7 +51,8 @@ Status FdMailbox::open(FdMailbox* out) {
   FdMailbox mailbox;
   mailbox.name_ = name;
   mailbox.socket_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (mailbox.socket_ < 0) return systemError("socket(AF_UNIX) for a descriptor mailbox failed: %s", std::strerror(errno));
+  if (mailbox.socket_ < 0)
+    return systemError("socket(AF_UNIX) for a descriptor mailbox failed: %s", std::strerror(errno));
   sockaddr_un address;
   const socklen_t length = abstractAddress(mailbox.name_, &address);
   if (::bind(mailbox.socket_, reinterpret_cast<const sockaddr*>(&address), length) != 0) {
@@ -62,7 +63,8 @@ Status FdMailbox::open(FdMailbox* out) {
 }
 
 Status FdMailbox::send(const std::string& name, uint64_t tag, int fd) {
-  if (name.empty() || name.size() >= kMaxNameBytes) return invalidArgument("no descriptor mailbox is named '%s'", name.c_str());
+  if (name.empty() || name.size() >= kMaxNameBytes)
+    return invalidArgument("no descriptor mailbox is named '%s'", name.c_str());
   const int sender = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (sender < 0) return systemError("socket(AF_UNIX) to send a descriptor failed: %s", std::strerror(errno));
   sockaddr_un address;
@@ -88,9 +90,10 @@ Status FdMailbox::send(const std::string& name, uint64_t tag, int fd) {
   const int error = errno;
   ::close(sender);
   if (sent != static_cast<ssize_t>(sizeof(tag))) {
-    return systemError("sending a descriptor to the mailbox @%s failed: %s (is the receiver in another network "
-                       "namespace, such as another container?)",
-                       name.c_str(), sent < 0 ? std::strerror(error) : "a short message");
+    return systemError(
+        "sending a descriptor to the mailbox @%s failed: %s (is the receiver in another network "
+        "namespace, such as another container?)",
+        name.c_str(), sent < 0 ? std::strerror(error) : "a short message");
   }
   return Status::ok();
 }
@@ -111,7 +114,8 @@ Status FdMailbox::receive(uint64_t tag, int* fd) {
       return systemError("the descriptor mailbox @%s holds no descriptor from this communicator's ranks",
                          name_.c_str());
     }
-    if (got < 0) return systemError("receiving from the descriptor mailbox @%s failed: %s", name_.c_str(), std::strerror(errno));
+    if (got < 0)
+      return systemError("receiving from the descriptor mailbox @%s failed: %s", name_.c_str(), std::strerror(errno));
     int passed = -1;
     const cmsghdr* header = CMSG_FIRSTHDR(&message);
     if (header != nullptr && header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS &&

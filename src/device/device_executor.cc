@@ -33,7 +33,7 @@ Status checkStreams(std::span<const core::Op> ops) {
     for (size_t j = i + 1; j < ops.size(); ++j) {
       const core::Op& a = ops[i];
       const core::Op& b = ops[j];
-      if (a.comm != b.comm && a.comm->commHash() == b.comm->commHash() && a.stream == b.stream) {
+      if (a.comm != b.comm && a.comm->cliqueId() == b.comm->cliqueId() && a.stream == b.stream) {
         return invalidUsage("ranks %d and %d of one communicator enqueue on the same CUDA stream (%p): their kernels "
                             "wait for each other, and one stream would run them one after the other; give each "
                             "rank its own stream",

@@ -145,7 +145,8 @@ __device__ inline bool barrier(const KernelNvls& nvls, int block, const volatile
   if (threadIdx.x == 0) {
     const size_t line = static_cast<size_t>(block) * kNvlsControlLineBytes;
     const unsigned int* arrived = reinterpret_cast<const unsigned int*>(nvls.unicast + line);
-    unsigned int* passed = reinterpret_cast<unsigned int*>(nvls.unicast + kMaxNvlsBlocks * kNvlsControlLineBytes + line);
+    unsigned int* passed =
+        reinterpret_cast<unsigned int*>(nvls.unicast + kMaxNvlsBlocks * kNvlsControlLineBytes + line);
     const unsigned int target = *passed + static_cast<unsigned int>(nvls.nranks);
     WEFT_NVLS_ASM("multimem.red.release.sys.global.add.u32 [%0], %1;" ::"l"(nvls.multicast + line), "r"(1u) : "memory");
     proceed = true;

@@ -56,8 +56,8 @@ bool nvlsReduces(algorithms::DataType type, algorithms::RedOpKind kind, uint64_t
   using algorithms::DataType;
   using algorithms::RedOpKind;
   if (divisor > 1) return false;
-  const bool integer = type == DataType::kInt32 || type == DataType::kUint32 || type == DataType::kInt64 ||
-                       type == DataType::kUint64;
+  const bool integer =
+      type == DataType::kInt32 || type == DataType::kUint32 || type == DataType::kInt64 || type == DataType::kUint64;
   const bool narrow = type == DataType::kFloat16 || type == DataType::kBfloat16;
   const bool wide = type == DataType::kFloat32 || type == DataType::kFloat64;
   switch (kind) {

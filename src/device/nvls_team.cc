@@ -78,8 +78,8 @@ bool everyRankDid(const std::vector<Entry>& entries, int rank, const char* stage
   for (size_t r = 0; r < entries.size(); ++r) {
     const StageReport& report = entries[r].report;
     if (report.ok != 0) continue;
-    WEFT_WARN("rank %d: NVLS is not used (allreduces on GPU buffers take the ring): rank %zu could not %s: %s", rank,
-              r, stage, report.why);
+    WEFT_WARN("rank %d: NVLS is not used (allreduces on GPU buffers take the ring): rank %zu could not %s: %s", rank, r,
+              stage, report.why);
     return false;
   }
   return true;
@@ -116,14 +116,14 @@ Status createMulticast(int nranks, size_t wanted, NvlsResources* res, uint64_t* 
   prop.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   prop.size = wanted;
   size_t multicastGranularity = 0;
-  WEFT_RETURN_IF_ERROR(driverStatus(
-      driver.multicastGetGranularity(&multicastGranularity, &prop, CU_MULTICAST_GRANULARITY_MINIMUM),
-      "cuMulticastGetGranularity"));
+  WEFT_RETURN_IF_ERROR(
+      driverStatus(driver.multicastGetGranularity(&multicastGranularity, &prop, CU_MULTICAST_GRANULARITY_MINIMUM),
+                   "cuMulticastGetGranularity"));
   const CUmemAllocationProp memory = memoryProperties(res->device);
   size_t memoryGranularity = 0;
-  WEFT_RETURN_IF_ERROR(driverStatus(
-      driver.memGetAllocationGranularity(&memoryGranularity, &memory, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-      "cuMemGetAllocationGranularity"));
+  WEFT_RETURN_IF_ERROR(
+      driverStatus(driver.memGetAllocationGranularity(&memoryGranularity, &memory, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+                   "cuMemGetAllocationGranularity"));
   const size_t granularity =
       std::lcm(std::max<size_t>(multicastGranularity, 1), std::max<size_t>(memoryGranularity, 1));
   prop.size = (wanted + granularity - 1) / granularity * granularity;
@@ -240,7 +240,9 @@ Status NvlsTeam::create(core::Bootstrap& bootstrap, const std::vector<PeerInfo>&
 
   // 2: rank 0's descriptor to every mailbox.
   status = Status::ok();
-  for (int r = 1; r < nranks && rank == 0 && status.isOk(); ++r) status = FdMailbox::send(openings[r].mailbox, tag, exported);
+  for (int r = 1; r < nranks && rank == 0 && status.isOk(); ++r) {
+    status = FdMailbox::send(openings[r].mailbox, tag, exported);
+  }
   closeExported();
   bool all = false;
   WEFT_RETURN_IF_ERROR(agree(bootstrap, rank, nranks, status, "hand out the multicast object", &all));
@@ -248,7 +250,9 @@ Status NvlsTeam::create(core::Bootstrap& bootstrap, const std::vector<PeerInfo>&
 
   // 3: every GPU into the object.
   status = rank == 0 ? Status::ok() : importMulticast(mailbox, tag, &res);
-  if (status.isOk()) status = driverStatus(driver.multicastAddDevice(res.multicast, res.device), "cuMulticastAddDevice");
+  if (status.isOk()) {
+    status = driverStatus(driver.multicastAddDevice(res.multicast, res.device), "cuMulticastAddDevice");
+  }
   WEFT_RETURN_IF_ERROR(agree(bootstrap, rank, nranks, status, "add its GPU to the multicast object", &all));
   if (!all) return Status::ok();
 

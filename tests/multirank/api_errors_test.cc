@@ -340,12 +340,15 @@ TEST(ApiErrors, BadInitArgumentsAreInvalidArgument) {
   ncclConfig_t crossedCtas = NCCL_CONFIG_INITIALIZER;
   crossedCtas.minCTAs = 8;
   crossedCtas.maxCTAs = 2;
+  ncclConfig_t noNvlsCtas = NCCL_CONFIG_INITIALIZER;
+  noNvlsCtas.nvlsCTAs = -3;
   const std::vector<BadCall> calls = {
       {"ncclCommInitRankConfig with a zeroed ncclConfig_t (no NCCL_CONFIG_INITIALIZER)",
        ncclInvalidArgument, initWith(zeroed)},
       {"ncclCommInitRankConfig with a wrong config magic", ncclInvalidArgument, initWith(badMagic)},
       {"ncclCommInitRankConfig with minCTAs 0", ncclInvalidArgument, initWith(noCtas)},
       {"ncclCommInitRankConfig with minCTAs 8 above maxCTAs 2", ncclInvalidArgument, initWith(crossedCtas)},
+      {"ncclCommInitRankConfig with nvlsCTAs -3", ncclInvalidArgument, initWith(noNvlsCtas)},
       {"ncclCommInitRank with rank 5 of 2", ncclInvalidArgument,
        [](const CallContext&) {
          ncclUniqueId id{};

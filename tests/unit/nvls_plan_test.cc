@@ -99,8 +99,15 @@ TEST(NvlsPlan, ALaunchTakesABlockPer64KiBUpToTheCommunicators) {
 }
 
 TEST(NvlsPlan, EveryByteIsMovedByOneBlockInOneRoundWithinItsArea) {
-  const uint64_t sizes[] = {1, 15, 16, 17, kNvlsPieceBytes - 1, kNvlsPieceBytes, kNvlsPieceBytes + 3,
-                            5 * kNvlsPieceBytes + 100, (uint64_t{64} << 20) + 12};
+  const uint64_t sizes[] = {1,
+                            15,
+                            16,
+                            17,
+                            kNvlsPieceBytes - 1,
+                            kNvlsPieceBytes,
+                            kNvlsPieceBytes + 3,
+                            5 * kNvlsPieceBytes + 100,
+                            (uint64_t{64} << 20) + 12};
   for (uint64_t bytes : sizes) {
     const int blocks = nvlsLaunchBlocks(bytes, 16);
     std::vector<int> moved(bytes, 0);

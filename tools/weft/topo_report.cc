@@ -177,7 +177,10 @@ std::string p2pLines(const Paths& paths, const Devices& devices, const topology:
 // Whether NVLS could serve the GPUs, and why not: "NVLS: not possible here: GPU0 is sm_80: ...".
 std::string nvlsLine(const System& system, bool enabled) {
   const topology::NvlsSupport nvls = topology::nvlsSupport(system, enabled);
-  if (nvls.possible) return "\nNVLS: possible here: " + nvls.reason + ". Weft has no NVLS kernels yet.\n";
+  if (nvls.possible) {
+    return "\nNVLS: possible here: " + nvls.reason +
+           ". Weft's allreduce takes it where a communicator has one rank per GPU and the tuner prefers it.\n";
+  }
   return "\nNVLS: not possible here: " + nvls.reason + ".\n";
 }
 
