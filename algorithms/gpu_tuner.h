@@ -33,4 +33,10 @@ double predictGpuAllReduceMicroseconds(Algorithm algorithm, int nranks, size_t b
 bool chooseGpuAllReduce(int nranks, size_t bytes, bool nvlsOffered, const AlgorithmFilter& filter,
                         const GpuCostModel& model, Algorithm* chosen);
 
+/// Whether chooseGpuAllReduce picks NVLS for some size at `nranks` when it is offered (NCCL_ALGO
+/// allowing it, and either excluding the ring or the model preferring NVLS somewhere). The
+/// predictions are linear in the size, so comparing them at the least and a huge size suffices.
+/// A communicator makes its multicast team only where this holds.
+bool nvlsCanBeChosen(int nranks, const AlgorithmFilter& filter, const GpuCostModel& model);
+
 }  // namespace weft::algorithms

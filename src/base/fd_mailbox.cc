@@ -85,7 +85,8 @@ Status FdMailbox::send(const std::string& name, uint64_t tag, int fd) {
   std::memcpy(CMSG_DATA(header), &fd, sizeof(int));
   ssize_t sent;
   do {
-    sent = ::sendmsg(sender, &message, MSG_NOSIGNAL);
+    // Never waits: a full mailbox (a stranger can fill one) is an error, not a hang.
+    sent = ::sendmsg(sender, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
   } while (sent < 0 && errno == EINTR);
   const int error = errno;
   ::close(sender);

@@ -27,8 +27,9 @@ class FdMailbox {
   const std::string& name() const { return name_; }
   static constexpr size_t kMaxNameBytes = 64;
 
-  /// Sends a duplicate of `fd` with `tag` to the mailbox `name` (of this network namespace). Does
-  /// not wait for the owner: the descriptor is queued in the mailbox when this returns.
+  /// Sends a duplicate of `fd` with `tag` to the mailbox `name` (of this network namespace). Never
+  /// waits: the descriptor is queued in the mailbox when this returns, or it is an error (no such
+  /// mailbox, or a full one).
   static Status send(const std::string& name, uint64_t tag, int fd);
 
   /// Takes a queued descriptor sent with `tag` into *fd (the caller owns it), closing any queued

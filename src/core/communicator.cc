@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "algorithms/gpu_tuner.h"
 #include "algorithms/node_tree.h"
 #include "algorithms/tune_file.h"
 #include "algorithms/tuner.h"
@@ -366,7 +367,12 @@ void Communicator::waitForBackground() const {
 }
 
 Status Communicator::makeNvlsTeam(bool enabled, int blocks) {
-  const device::NvlsVerdict verdict = device::nvlsTeamVerdict(peers_, enabled);
+  device::NvlsVerdict verdict = device::nvlsTeamVerdict(peers_, enabled);
+  if (verdict.possible && !algorithms::nvlsCanBeChosen(nranks_, algorithms_, algorithms::GpuCostModel{})) {
+    verdict = {false, "at " + std::to_string(nranks_) +
+                          " ranks the tuner never prefers NVLS to the ring, so no multicast team was made "
+                          "(NCCL_ALGO=nvls forces one)"};
+  }
   if (!verdict.possible) {
     nvlsUnavailableReason_ = verdict.reason;
     if (peers_[rank_].gpuMulticast != 0) WEFT_INFO(log::kInit, "rank %d: no NVLS: %s", rank_, verdict.reason.c_str());

@@ -234,8 +234,8 @@ class Communicator {
   /// has a GPU; otherwise each host's ranks along its GPU rings, channel c on GPU ring c mod the
   /// rings found, positions exchanged over the bootstrap (host_ring_positions.h).
   Status buildRings(int hostChannels, int gpuChannels);
-  /// Makes the communicator's multicast team where nvlsTeamVerdict allows it (every rank together),
-  /// else records why not.
+  /// Makes the communicator's multicast team where nvlsTeamVerdict allows it and the GPU tuner could
+  /// choose NVLS (every rank together), else records why not.
   Status makeNvlsTeam(bool enabled, int blocks);
   /// From rings_ and the ranks' hosts (hostOfRank_): this rank's trees (treePlaces_, logged as NCCL
   /// does under GRAPH) and, for the tuner, the trees' depths and the ring's hops within hosts.

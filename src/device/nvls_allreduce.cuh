@@ -1,7 +1,8 @@
 #pragma once
 // The NVLS allreduce (src/device/nvls_plan.h) as each rank's kernel runs it, in the step kernel
 // of the launch's type and op (src/device/step_kernel.cu), for the types and ops the switches
-// reduce (nvlsReduces). Block b of every rank moves the same pieces, in rounds; per piece:
+// reduce (nvlsReduces). Block b of every rank moves the same pieces (nvlsPiece), in rounds; per
+// piece:
 //
 //   1. copy the piece of the input into the block's area of this rank's bound memory;
 //   2. barrier: every rank's block b has copied its piece;
@@ -195,9 +196,10 @@ __device__ void runNvlsAllReduce(const KernelWork& work) {
   const int block = static_cast<int>(blockIdx.x);
   char* area = nvls.unicast + nvlsAreaOffset(block);
   char* everyArea = nvls.multicast + nvlsAreaOffset(block);
-  const uint64_t rounds = nvlsRounds(nvls.bytes, nvls.blocks, block);
+  const uint64_t pieceBytes = nvlsPieceBytes(nvls.bytes, nvls.blocks);
+  const uint64_t rounds = nvlsRounds(nvls.bytes, pieceBytes, nvls.blocks, block);
   for (uint64_t round = 0; round < rounds; ++round) {
-    const NvlsPiece piece = nvlsPiece(nvls.bytes, nvls.blocks, block, round);
+    const NvlsPiece piece = nvlsPiece(nvls.bytes, pieceBytes, nvls.blocks, block, round);
     const uint64_t bytes = piece.end - piece.begin;
     copyBytes(area, nvls.sendbuff + piece.begin, bytes, false);
     if (!barrier(nvls, block, work.abortFlag)) return;

@@ -14,7 +14,7 @@ NvlsVerdict nvlsTeamVerdict(const std::vector<PeerInfo>& peers, bool enabled) {
   if (peers.size() < 2) return no("a multicast team needs two or more ranks");
   const PeerInfo& first = peers.front();
   for (const PeerInfo& peer : peers) {
-    if (peer.cudaDevice < 0) {
+    if (peer.cudaDevice < 0 || peer.gpuBusId[0] == '\0') {
       std::snprintf(text, sizeof(text), "rank %d has no GPU", peer.rank);
       return no(text);
     }

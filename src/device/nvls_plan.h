@@ -25,8 +25,8 @@ namespace weft::device {
 /// The most thread blocks an NVLS launch runs; NCCL_NVLS_NCHANNELS (or ncclConfig_t.nvlsCTAs) sets
 /// a communicator's count, 16 by default as in NCCL.
 inline constexpr int kMaxNvlsBlocks = 32;
-/// A block's staging area in every rank's memory: a piece is at most this.
-inline constexpr size_t kNvlsPieceBytes = size_t{256} << 10;
+/// A block's staging area in every rank's memory: the largest piece.
+inline constexpr size_t kNvlsAreaBytes = size_t{256} << 10;
 /// Per block, in front of the staging areas: its barrier counter (which every rank's arrival
 /// increments through the multicast address) and, apart, the barriers it has passed (its own
 /// rank's only), each on a line of its own.
@@ -40,7 +40,7 @@ inline constexpr size_t kNvlsBytesPerBlock = size_t{64} << 10;
 size_t nvlsTeamBytes(int blocks);
 
 /// Where a launch's staging areas start, from the start of the bound memory.
-inline constexpr size_t nvlsAreaOffset(int block) { return kNvlsControlBytes + block * kNvlsPieceBytes; }
+inline constexpr size_t nvlsAreaOffset(int block) { return kNvlsControlBytes + block * kNvlsAreaBytes; }
 
 struct NvlsVerdict {
   bool possible = false;
@@ -65,22 +65,30 @@ bool nvlsReduces(algorithms::DataType type, algorithms::RedOpKind kind, uint64_t
 /// kNvlsBytesPerBlock, at least one, at most teamBlocks. The same on every rank for the same call.
 int nvlsLaunchBlocks(size_t bytes, int teamBlocks);
 
+/// The bytes of each piece of a launch of `blocks` blocks for `bytes`: the blocks' even shares,
+/// rounded up to 16, at least 16 and at most kNvlsAreaBytes, so that every block has work. constexpr,
+/// so that the kernel computes the pieces as the host does (built with relaxed constexpr).
+constexpr uint64_t nvlsPieceBytes(uint64_t bytes, int blocks) {
+  const uint64_t share = (bytes + static_cast<uint64_t>(blocks) - 1) / static_cast<uint64_t>(blocks);
+  const uint64_t rounded = (share + 15) / 16 * 16;
+  return rounded < 16 ? 16 : rounded > kNvlsAreaBytes ? kNvlsAreaBytes : rounded;
+}
+
 /// The byte range [begin, end) of `bytes` that block `block` of `blocks` moves in its round
-/// `round`: pieces of kNvlsPieceBytes dealt to the blocks in turn. Empty (begin == end) past the
-/// end. constexpr, so that the kernel computes it as the host does (built with relaxed constexpr).
+/// `round`: pieces of `pieceBytes` dealt to the blocks in turn. Empty (begin == end) past the end.
 struct NvlsPiece {
   uint64_t begin = 0;
   uint64_t end = 0;
 };
-constexpr NvlsPiece nvlsPiece(uint64_t bytes, int blocks, int block, uint64_t round) {
-  const uint64_t begin = (round * static_cast<uint64_t>(blocks) + static_cast<uint64_t>(block)) * kNvlsPieceBytes;
+constexpr NvlsPiece nvlsPiece(uint64_t bytes, uint64_t pieceBytes, int blocks, int block, uint64_t round) {
+  const uint64_t begin = (round * static_cast<uint64_t>(blocks) + static_cast<uint64_t>(block)) * pieceBytes;
   if (begin >= bytes) return {bytes, bytes};
-  return {begin, begin + kNvlsPieceBytes < bytes ? begin + kNvlsPieceBytes : bytes};
+  return {begin, begin + pieceBytes < bytes ? begin + pieceBytes : bytes};
 }
 
 /// The rounds block `block` of `blocks` runs for `bytes`: those whose piece is not empty.
-constexpr uint64_t nvlsRounds(uint64_t bytes, int blocks, int block) {
-  const uint64_t pieces = (bytes + kNvlsPieceBytes - 1) / kNvlsPieceBytes;
+constexpr uint64_t nvlsRounds(uint64_t bytes, uint64_t pieceBytes, int blocks, int block) {
+  const uint64_t pieces = (bytes + pieceBytes - 1) / pieceBytes;
   const uint64_t b = static_cast<uint64_t>(block);
   return pieces > b ? (pieces - b + static_cast<uint64_t>(blocks) - 1) / static_cast<uint64_t>(blocks) : 0;
 }

@@ -23,6 +23,7 @@ namespace weft::device {
 
 // What the driver gave, each with whether it is there to give back (in the reverse order).
 struct NvlsResources {
+  int ordinal = -1;  // the CUDA device, as the runtime numbers it
   CUdevice device = 0;
   size_t bytes = 0;  // per rank: the multicast object's size, and the memory bound to it
   CUmemGenericAllocationHandle multicast = 0;
@@ -38,6 +39,7 @@ struct NvlsResources {
   bool multicastMapped = false;
 
   ~NvlsResources() {
+    ScopedDevice current(ordinal);
     const CudaDriver& driver = cudaDriver();
     if (bound) (void)driver.multicastUnbind(multicast, device, 0, bytes);
     if (multicastMapped) (void)driver.memUnmap(multicastRange, bytes);
@@ -204,7 +206,8 @@ Status NvlsTeam::create(core::Bootstrap& bootstrap, const std::vector<PeerInfo>&
   team->blocks_ = std::clamp(blocks, 1, kMaxNvlsBlocks);
   team->nranks_ = nranks;
   NvlsResources& res = *team->resources_;
-  ScopedDevice current(peers[rank].cudaDevice);
+  res.ordinal = peers[rank].cudaDevice;
+  ScopedDevice current(res.ordinal);
   const CudaDriver& driver = cudaDriver();
 
   // 1: the object (rank 0) and the mailboxes (the others).

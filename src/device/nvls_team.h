@@ -37,10 +37,13 @@ class NvlsTeam {
   /// Makes the team of `peers` (nvlsTeamVerdict must allow it) as rank `rank`, with room for
   /// `blocks` NVLS blocks; `tag` is the communicator's random clique id. Every rank calls this with
   /// the same arguments. Sets *out to null where some rank could not do its part (every rank
-  /// then logs why and the communicator uses the ring); an error only where the bootstrap fails.
+  /// then logs why and the communicator uses the ring); an error where the bootstrap fails, or where
+  /// the build has no CUDA (nvlsTeamVerdict never allows a team there).
   static Status create(core::Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int rank, uint64_t tag,
                        int blocks, std::unique_ptr<NvlsTeam>* out);
-  /// Unbinds and frees everything. No kernel of the communicator may still run.
+  /// Unbinds and frees everything. No kernel of this rank may still run. After ncclCommAbort a
+  /// peer's kernel may still be reaching this rank's memory through the object (as in NCCL): the
+  /// driver keeps the memory until every GPU's mapping is gone.
   ~NvlsTeam();
   NvlsTeam(const NvlsTeam&) = delete;
   NvlsTeam& operator=(const NvlsTeam&) = delete;

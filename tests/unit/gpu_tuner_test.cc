@@ -52,6 +52,14 @@ TEST(GpuTuner, NcclAlgoIsObeyed) {
   EXPECT_FALSE(chooseGpuAllReduce(8, 8, true, only("tree"), GpuCostModel{}, &chosen));
 }
 
+TEST(GpuTuner, ATeamIsWorthMakingWhereNvlsCanBeChosen) {
+  EXPECT_FALSE(nvlsCanBeChosen(2, AlgorithmFilter::all(), GpuCostModel{})) << "the ring wins at every size";
+  EXPECT_TRUE(nvlsCanBeChosen(3, AlgorithmFilter::all(), GpuCostModel{})) << "NVLS wins for large sizes";
+  EXPECT_TRUE(nvlsCanBeChosen(8, AlgorithmFilter::all(), GpuCostModel{}));
+  EXPECT_TRUE(nvlsCanBeChosen(2, only("nvls"), GpuCostModel{})) << "NCCL_ALGO=nvls forces it";
+  EXPECT_FALSE(nvlsCanBeChosen(8, only("ring"), GpuCostModel{}));
+}
+
 TEST(GpuTuner, PredictionsFollowTheModel) {
   const GpuCostModel model;
   const double ring = predictGpuAllReduceMicroseconds(Algorithm::kRing, 4, 360'000'000, model);

@@ -103,23 +103,25 @@ TEST(NvlsPlan, EveryByteIsMovedByOneBlockInOneRoundWithinItsArea) {
                             15,
                             16,
                             17,
-                            kNvlsPieceBytes - 1,
-                            kNvlsPieceBytes,
-                            kNvlsPieceBytes + 3,
-                            5 * kNvlsPieceBytes + 100,
+                            kNvlsAreaBytes - 1,
+                            kNvlsAreaBytes,
+                            kNvlsAreaBytes + 3,
+                            5 * kNvlsAreaBytes + 100,
                             (uint64_t{64} << 20) + 12};
   for (uint64_t bytes : sizes) {
     const int blocks = nvlsLaunchBlocks(bytes, 16);
+    const uint64_t pieceBytes = nvlsPieceBytes(bytes, blocks);
     std::vector<int> moved(bytes, 0);
     for (int block = 0; block < blocks; ++block) {
-      const uint64_t rounds = nvlsRounds(bytes, blocks, block);
+      const uint64_t rounds = nvlsRounds(bytes, pieceBytes, blocks, block);
+      EXPECT_GE(rounds, 1u) << bytes << ": block " << block << " of " << blocks << " has no piece";
       for (uint64_t round = 0; round < rounds; ++round) {
-        const NvlsPiece piece = nvlsPiece(bytes, blocks, block, round);
+        const NvlsPiece piece = nvlsPiece(bytes, pieceBytes, blocks, block, round);
         ASSERT_LT(piece.begin, piece.end) << bytes << " block " << block << " round " << round;
-        ASSERT_LE(piece.end - piece.begin, kNvlsPieceBytes);
+        ASSERT_LE(piece.end - piece.begin, kNvlsAreaBytes);
         for (uint64_t b = piece.begin; b < piece.end; ++b) ++moved[b];
       }
-      const NvlsPiece after = nvlsPiece(bytes, blocks, block, rounds);
+      const NvlsPiece after = nvlsPiece(bytes, pieceBytes, blocks, block, rounds);
       EXPECT_EQ(after.begin, after.end) << "a block's rounds end where its pieces do";
     }
     for (uint64_t b = 0; b < bytes; ++b) ASSERT_EQ(moved[b], 1) << "byte " << b << " of " << bytes;
@@ -128,7 +130,7 @@ TEST(NvlsPlan, EveryByteIsMovedByOneBlockInOneRoundWithinItsArea) {
 
 TEST(NvlsPlan, EveryWordOfAPieceIsReducedByOneRank) {
   for (int n = 2; n <= 8; ++n) {
-    for (uint64_t bytes : {uint64_t{1}, uint64_t{16}, uint64_t{100}, uint64_t{4096}, kNvlsPieceBytes}) {
+    for (uint64_t bytes : {uint64_t{1}, uint64_t{16}, uint64_t{100}, uint64_t{4096}, kNvlsAreaBytes}) {
       uint64_t next = 0;
       for (int r = 0; r < n; ++r) {
         const algorithms::ElementRange words = nvlsRankWords(bytes, r, n);
@@ -142,7 +144,7 @@ TEST(NvlsPlan, EveryWordOfAPieceIsReducedByOneRank) {
 
 TEST(NvlsPlan, TheBoundMemoryHoldsTheControlLinesAndEveryBlocksArea) {
   EXPECT_EQ(nvlsAreaOffset(0), kNvlsControlBytes);
-  EXPECT_EQ(nvlsTeamBytes(16), kNvlsControlBytes + 16 * kNvlsPieceBytes);
+  EXPECT_EQ(nvlsTeamBytes(16), kNvlsControlBytes + 16 * kNvlsAreaBytes);
   EXPECT_EQ(nvlsTeamBytes(kMaxNvlsBlocks + 5), nvlsTeamBytes(kMaxNvlsBlocks));
   EXPECT_EQ(kNvlsControlBytes % 16, 0u);
 }
