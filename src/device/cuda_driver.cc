@@ -19,7 +19,7 @@ void find(const char* name, int version, Function* entry) {
 
 }  // namespace
 
-bool CudaDriver::complete() const {
+bool CudaDriver::hasMulticast() const {
   return deviceGet && deviceGetAttribute && getErrorString && memCreate && memRelease && memAddressReserve &&
          memAddressFree && memMap && memUnmap && memSetAccess && memGetAllocationGranularity &&
          memExportToShareableHandle && memImportFromShareableHandle && multicastCreate && multicastGetGranularity &&
@@ -32,6 +32,7 @@ const CudaDriver& cudaDriver() {
     CudaDriver d;
     find("cuDeviceGet", 2000, &d.deviceGet);
     find("cuDeviceGetAttribute", 2000, &d.deviceGetAttribute);
+    find("cuDevicePrimaryCtxGetState", 7000, &d.devicePrimaryCtxGetState);
     find("cuGetErrorString", 6000, &d.getErrorString);
     find("cuMemCreate", 10020, &d.memCreate);
     find("cuMemRelease", 10020, &d.memRelease);

@@ -10,9 +10,11 @@
 namespace weft::device {
 
 /// The driver entry points, each null where the driver lacks it (multicast needs a 12.1 driver).
+/// Looking them up creates no CUDA context.
 struct CudaDriver {
   CUresult (*deviceGet)(CUdevice*, int) = nullptr;
   CUresult (*deviceGetAttribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+  CUresult (*devicePrimaryCtxGetState)(CUdevice, unsigned int*, int*) = nullptr;
   CUresult (*getErrorString)(CUresult, const char**) = nullptr;
   CUresult (*memCreate)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
                         unsigned long long) = nullptr;
@@ -34,8 +36,8 @@ struct CudaDriver {
                                unsigned long long) = nullptr;
   CUresult (*multicastUnbind)(CUmemGenericAllocationHandle, CUdevice, size_t, size_t) = nullptr;
 
-  /// Whether every entry point above was found.
-  bool complete() const;
+  /// Whether every entry point that a multicast team needs was found.
+  bool hasMulticast() const;
 };
 
 /// The process's driver entry points, looked up once (all null without a driver).

@@ -9,7 +9,6 @@
 #endif
 
 #include <atomic>
-#include <utility>
 
 namespace weft::device {
 
@@ -65,33 +64,20 @@ bool onDevice(const void* ptr) {
 
 bool inUse(int device) {
   if (device < 0 || device >= deviceCount()) return false;
-  // Through the driver's entry points: the runtime has no call that leaves contexts alone.
-  using DeviceGet = CUresult (*)(CUdevice*, int);
-  using PrimaryCtxGetState = CUresult (*)(CUdevice, unsigned int*, int*);
-  static const auto entries = [] {
-    std::pair<DeviceGet, PrimaryCtxGetState> found{nullptr, nullptr};
-    void* get = nullptr;
-    void* state = nullptr;
-    if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &get, 2000, cudaEnableDefault, nullptr) == cudaSuccess &&
-        cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &state, 7000, cudaEnableDefault, nullptr) ==
-            cudaSuccess) {
-      found = {reinterpret_cast<DeviceGet>(get), reinterpret_cast<PrimaryCtxGetState>(state)};
-    }
-    (void)cudaGetLastError();
-    return found;
-  }();
-  if (entries.first == nullptr) return false;
+  // Through the driver: the runtime has no call that leaves contexts alone.
+  const CudaDriver& driver = cudaDriver();
+  if (driver.deviceGet == nullptr || driver.devicePrimaryCtxGetState == nullptr) return false;
   CUdevice handle = 0;
   unsigned int flags = 0;
   int active = 0;
-  return entries.first(&handle, device) == CUDA_SUCCESS && entries.second(handle, &flags, &active) == CUDA_SUCCESS &&
-         active != 0;
+  return driver.deviceGet(&handle, device) == CUDA_SUCCESS &&
+         driver.devicePrimaryCtxGetState(handle, &flags, &active) == CUDA_SUCCESS && active != 0;
 }
 
 bool multicastSupported(int device) {
   if (device < 0 || device >= deviceCount()) return false;
   const CudaDriver& driver = cudaDriver();
-  if (!driver.complete()) return false;  // a driver older than 12.1 has no multicast
+  if (!driver.hasMulticast()) return false;  // a driver older than 12.1 has none
   CUdevice handle = 0;
   int supported = 0;
   return driver.deviceGet(&handle, device) == CUDA_SUCCESS &&

@@ -216,7 +216,7 @@ Status NvlsTeam::create(core::Bootstrap& bootstrap, const std::vector<PeerInfo>&
   FdMailbox mailbox;
   int exported = -1;
   Status status = current.status();
-  if (status.isOk() && !driver.complete()) {
+  if (status.isOk() && !driver.hasMulticast()) {
     status = internalError("the CUDA driver has no multicast calls (NVLS needs a 12.1 driver or later)");
   }
   if (status.isOk()) status = driverStatus(driver.deviceGet(&res.device, peers[rank].cudaDevice), "cuDeviceGet");
