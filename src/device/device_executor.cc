@@ -301,8 +301,8 @@ Status refuseCapture(cudaStream_t stream) {
   WEFT_RETURN_IF_ERROR(streamCapturing(stream, &captured));
   if (!captured) return Status::ok();
   return invalidUsage("CUDA graph capture of a collective on GPU buffers is supported only for the direct "
-                      "allreduce (ranks that are threads of one process on one GPU); the ring's launches cannot "
-                      "be replayed yet: make this call outside the capture");
+                      "allreduce (ranks that are threads of one process on one GPU) and the NVLS allreduce; the "
+                      "ring's launches cannot be replayed yet: make this call outside the capture");
 }
 
 // Whether collective `op` on `device` moves LL pieces (see gpu_protocol.h).
@@ -323,8 +323,9 @@ bool runsDirect(const core::Op& op, const CommDevice& device) {
 }
 
 // The algorithm of collective `op` on GPU buffers: for an allreduce, NVLS where the communicator's
-// multicast team reduces the op's type and op and the tuner (algorithms/gpu_tuner.h) prefers it;
-// else the ring. An error where NCCL_ALGO allows neither. The same on every rank.
+// multicast team reduces the op's type and op, NCCL_PROTO allows Simple (NVLS's only protocol, as
+// in NCCL) and the tuner (algorithms/gpu_tuner.h) prefers it; else the ring. An error where
+// NCCL_ALGO allows neither. The same on every rank.
 Status chooseAlgorithm(const core::Op& op, algorithms::Algorithm* chosen) {
   using algorithms::Algorithm;
   using algorithms::Collective;
@@ -338,7 +339,8 @@ Status chooseAlgorithm(const core::Op& op, algorithms::Algorithm* chosen) {
                         collective);
   }
   const bool teamReduces = nvlsReduces(op.reduction.type, op.reduction.kind, op.reduction.divisor);
-  const bool nvlsOffered = op.comm->nvlsTeam() != nullptr && teamReduces;
+  const bool simpleAllowed = op.comm->protocolFilter().allows(op.collective, algorithms::Protocol::kSimple);
+  const bool nvlsOffered = op.comm->nvlsTeam() != nullptr && teamReduces && simpleAllowed;
   const size_t bytes = op.count * algorithms::dataTypeSize(op.type);
   if (algorithms::chooseGpuAllReduce(op.comm->nranks(), bytes, nvlsOffered, filter, algorithms::GpuCostModel{},
                                      chosen)) {
@@ -348,11 +350,12 @@ Status chooseAlgorithm(const core::Op& op, algorithms::Algorithm* chosen) {
     return invalidUsage("NCCL_ALGO excludes both the ring and NVLS for AllReduce, the algorithms Weft has for it on "
                         "GPU buffers; allow ring or nvls");
   }
-  const std::string why = op.comm->nvlsTeam() == nullptr
-                              ? op.comm->nvlsUnavailableReason()
-                              : "the switches do not reduce this type with this op (multimem: sum of 32- and 64-bit "
-                                "integers, half, bfloat16, float and double; min and max of the integers, half and "
-                                "bfloat16)";
+  const std::string why = op.comm->nvlsTeam() == nullptr ? op.comm->nvlsUnavailableReason()
+                           : !teamReduces
+                               ? "the switches do not reduce this type with this op (multimem: sum of 32- and 64-bit "
+                                 "integers, half, bfloat16, float and double; min and max of the integers, half and "
+                                 "bfloat16)"
+                               : "NCCL_PROTO excludes Simple, NVLS's only protocol";
   return invalidUsage("NCCL_ALGO allows only NVLS for AllReduce, which this call cannot take: %s; allow ring",
                       why.c_str());
 }

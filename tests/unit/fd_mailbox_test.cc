@@ -5,6 +5,7 @@
 #include "src/base/fd_mailbox.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace weft {
@@ -43,6 +44,29 @@ TEST(FdMailbox, ADescriptorArrivesAsTheSameFile) {
   char byte = 0;
   ASSERT_EQ(::read(pipe.read, &byte, 1), 1);
   EXPECT_EQ(byte, 'w');
+}
+
+TEST(FdMailbox, ADescriptorCrossesToAnotherProcess) {
+  FdMailbox mailbox;
+  ASSERT_TRUE(FdMailbox::open(&mailbox).isOk());
+  const std::string name = mailbox.name();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child's own pipe: only the descriptor can carry it to the parent.
+    int ends[2];
+    if (::pipe(ends) != 0 || ::write(ends[1], "c", 1) != 1) ::_exit(2);
+    ::_exit(FdMailbox::send(name, kTag, ends[0]).isOk() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child could not send";
+  int received = -1;
+  ASSERT_TRUE(mailbox.receive(kTag, &received).isOk());
+  char byte = 0;
+  EXPECT_EQ(::read(received, &byte, 1), 1);
+  EXPECT_EQ(byte, 'c');
+  ::close(received);
 }
 
 TEST(FdMailbox, ADescriptorWithAnotherTagIsDroppedAndOursStillArrives) {
