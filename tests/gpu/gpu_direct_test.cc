@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "tests/gpu/cuda_assert.h"
 #include "tests/gpu/gpu_presence.h"
 #include "tests/harness/comm_clique.h"
 #include "tests/harness/deadline_guard.h"
@@ -25,12 +26,6 @@ using harness::ncclSucceeded;
 constexpr std::chrono::seconds kDeadline{60};
 constexpr int kRanks = 3;
 constexpr size_t kCount = 100003;
-
-#define ASSERT_CUDA(call)                                                                   \
-  do {                                                                                      \
-    const cudaError_t error_ = (call);                                                      \
-    ASSERT_EQ(error_, cudaSuccess) << #call << ": " << cudaGetErrorString(error_);          \
-  } while (0)
 
 class DirectAllReduce : public ::testing::Test {
  protected:

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "tests/gpu/cuda_assert.h"
 #include "tests/gpu/gpu_presence.h"
 #include "tests/harness/comm_clique.h"
 #include "tests/harness/deadline_guard.h"
@@ -28,12 +29,6 @@ using harness::ncclSucceeded;
 constexpr std::chrono::seconds kDeadline{120};
 // Several 256 KiB pieces per block and a tail that fills no 16-byte word.
 constexpr size_t kCount = 700001;
-
-#define ASSERT_CUDA(call)                                                          \
-  do {                                                                             \
-    const cudaError_t error_ = (call);                                             \
-    ASSERT_EQ(error_, cudaSuccess) << #call << ": " << cudaGetErrorString(error_); \
-  } while (0)
 
 // Rank r's element i: small integers, exact in every type (sums of 8 ranks stay within 8 bits).
 double inputValue(int rank, size_t i, bool isSigned) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "tests/gpu/cuda_assert.h"
 #include "tests/gpu/gpu_presence.h"
 #include "tests/harness/comm_clique.h"
 #include "tests/harness/deadline_guard.h"
@@ -27,12 +28,6 @@ namespace {
 using harness::ncclSucceeded;
 
 constexpr std::chrono::seconds kDeadline{60};
-
-#define ASSERT_CUDA(call)                                                                   \
-  do {                                                                                      \
-    const cudaError_t error_ = (call);                                                      \
-    ASSERT_EQ(error_, cudaSuccess) << #call << ": " << cudaGetErrorString(error_);          \
-  } while (0)
 
 // `n` communicators of one clique on GPU 0, each with its own non-blocking stream and a
 // device buffer of `count` floats.
