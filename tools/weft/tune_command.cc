@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "algorithms/collective_filter.h"
+#include "algorithms/gpu_tuner.h"
 #include "algorithms/node_tree.h"
 #include "algorithms/tune_file.h"
 #include "algorithms/tuner.h"
@@ -31,6 +32,7 @@ struct TuneOptions {
   size_t maxBytes = size_t{256} << 20;
   bool ranksGiven = false;
   bool calibrate = false;
+  bool gpu = false;  // the GPU path's allreduce: ring or NVLS (algorithms/gpu_tuner.h)
   CalibrationOptions calibration;
 };
 
@@ -43,6 +45,48 @@ std::string formatCell(double predicted, int channels, bool showChannels) {
     std::snprintf(cell, sizeof(cell), "%.1f", predicted);
   }
   return cell;
+}
+
+// The table of the GPU path's allreduce over --ranks GPUs of one host whose multicast team offers
+// NVLS: the ring's and NVLS's predictions and the choice (algorithms/gpu_tuner.h).
+int runGpuTune(const TuneOptions& options, const std::string& algo) {
+  if (options.collective != "allreduce") {
+    std::fprintf(stderr, "weft tune: --gpu covers allreduce only (NVLS serves nothing else yet)\n");
+    return 1;
+  }
+  algorithms::AlgorithmFilter filter;
+  const Status parsed = algorithms::parseAlgorithmFilter(algo, &filter);
+  if (!parsed.isOk()) {
+    std::fprintf(stderr, "weft tune: %s\n", parsed.message().c_str());
+    return 1;
+  }
+  const algorithms::GpuCostModel model;
+  std::printf("# Weft GPU tuner: AllReduce on GPU buffers, %d GPUs of one host whose multicast team offers NVLS, "
+              "NCCL_ALGO %s\n",
+              options.ranks, algo.empty() ? "unset" : algo.c_str());
+  std::printf("# NCCL's Hopper constants: ring %.1f us + %.1f us a step, NVLS %.1f us; NVLink %.0f GB/s, NVLS at %.0f%% "
+              "of it; predicted us, * the choice%s\n",
+              model.ringLatencyUs, model.ringStepLatencyUs, model.nvlsLatencyUs, model.nvlinkBandwidthGBps,
+              100 * model.nvlsEfficiency,
+              algorithms::nvlsCanBeChosen(options.ranks, filter, model) ? ""
+                                                                         : " (no team is made: NVLS is never chosen)");
+  std::printf("%14s %12s %12s  choice\n", "bytes", "ring", "nvls");
+  for (size_t bytes = std::max<size_t>(options.minBytes, 1); bytes <= options.maxBytes; bytes *= 4) {
+    algorithms::Algorithm chosen = algorithms::Algorithm::kRing;
+    const bool any = algorithms::chooseGpuAllReduce(options.ranks, bytes, true, filter, model, &chosen);
+    std::printf("%14zu", bytes);
+    for (algorithms::Algorithm algorithm : {algorithms::Algorithm::kRing, algorithms::Algorithm::kNvls}) {
+      if (!filter.allows(algorithms::Collective::kAllReduce, algorithm)) {
+        std::printf(" %12s", "-");
+        continue;
+      }
+      const double predicted = algorithms::predictGpuAllReduceMicroseconds(algorithm, options.ranks, bytes, model);
+      std::printf(" %11.1f%c", predicted, any && algorithm == chosen ? '*' : ' ');
+    }
+    std::printf("  %s\n", any ? algorithms::algorithmName(chosen) : "none allowed");
+    if (bytes > std::numeric_limits<size_t>::max() / 4) break;
+  }
+  return 0;
 }
 
 int runTune(const TuneOptions& options) {
@@ -188,6 +232,9 @@ void addTuneCommand(CLI::App& app, int* exitCode) {
   tune->add_option("--max", options->maxBytes, "the largest size in bytes (K, M, G suffixes)")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
+  tune->add_flag("--gpu", options->gpu,
+                 "the GPU path's allreduce over --ranks GPUs of one host that can multicast: the ring's and NVLS's "
+                 "predicted times and the choice");
   tune->add_flag("--calibrate", options->calibrate,
                  "measure this machine's shared-memory and network hops (all_reduce_perf as --ranks processes) and "
                  "write them to --output for WEFT_TUNE_FILE, instead of printing the table");
@@ -205,6 +252,8 @@ void addTuneCommand(CLI::App& app, int* exitCode) {
     if (options->calibrate) {
       if (options->ranksGiven) options->calibration.ranks = options->ranks;
       *exitCode = runCalibration(options->calibration);
+    } else if (options->gpu) {
+      *exitCode = runGpuTune(*options, options->algoGiven ? options->algo : knobs::getString(knobs::KnobId::kAlgo));
     } else {
       *exitCode = runTune(*options);
     }
