@@ -32,10 +32,12 @@ bool chooseGpuAllReduce(int nranks, size_t bytes, bool nvlsOffered, const Algori
   return true;
 }
 
-bool nvlsCanBeChosen(int nranks, const AlgorithmFilter& filter, const GpuCostModel& model) {
+bool nvlsCanBeChosen(int nranks, const AlgorithmFilter& algorithms, const ProtocolFilter& protocols,
+                     const GpuCostModel& model) {
+  if (!protocols.allows(Collective::kAllReduce, Protocol::kSimple)) return false;
   for (size_t bytes : {size_t{1}, size_t{1} << 50}) {
     Algorithm chosen = Algorithm::kRing;
-    if (chooseGpuAllReduce(nranks, bytes, true, filter, model, &chosen) && chosen == Algorithm::kNvls) return true;
+    if (chooseGpuAllReduce(nranks, bytes, true, algorithms, model, &chosen) && chosen == Algorithm::kNvls) return true;
   }
   return false;
 }

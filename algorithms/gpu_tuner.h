@@ -13,6 +13,7 @@
 #include <cstddef>
 
 #include "algorithms/algorithm_filter.h"
+#include "algorithms/protocol_filter.h"
 
 namespace weft::algorithms {
 
@@ -33,10 +34,12 @@ double predictGpuAllReduceMicroseconds(Algorithm algorithm, int nranks, size_t b
 bool chooseGpuAllReduce(int nranks, size_t bytes, bool nvlsOffered, const AlgorithmFilter& filter,
                         const GpuCostModel& model, Algorithm* chosen);
 
-/// Whether chooseGpuAllReduce picks NVLS for some size at `nranks` when it is offered (NCCL_ALGO
-/// allowing it, and either excluding the ring or the model preferring NVLS somewhere). The
-/// predictions are linear in the size, so comparing them at the least and a huge size suffices.
-/// A communicator makes its multicast team only where this holds.
-bool nvlsCanBeChosen(int nranks, const AlgorithmFilter& filter, const GpuCostModel& model);
+/// Whether chooseGpuAllReduce picks NVLS for some size at `nranks` when it is offered: NCCL_PROTO
+/// allowing Simple for AllReduce (NVLS's only protocol, as in NCCL), NCCL_ALGO allowing NVLS, and
+/// either NCCL_ALGO excluding the ring or the model preferring NVLS somewhere. The predictions are
+/// linear in the size, so comparing them at the least and a huge size suffices. A communicator
+/// makes its multicast team only where this holds.
+bool nvlsCanBeChosen(int nranks, const AlgorithmFilter& algorithms, const ProtocolFilter& protocols,
+                     const GpuCostModel& model);
 
 }  // namespace weft::algorithms

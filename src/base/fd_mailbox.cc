@@ -91,10 +91,13 @@ Status FdMailbox::send(const std::string& name, uint64_t tag, int fd) {
   const int error = errno;
   ::close(sender);
   if (sent != static_cast<ssize_t>(sizeof(tag))) {
-    return systemError(
-        "sending a descriptor to the mailbox @%s failed: %s (is the receiver in another network "
-        "namespace, such as another container?)",
-        name.c_str(), sent < 0 ? std::strerror(error) : "a short message");
+    const bool missing = sent < 0 && (error == ECONNREFUSED || error == ENOENT);
+    const bool full = sent < 0 && (error == EAGAIN || error == EWOULDBLOCK);
+    const char* why = full ? "the mailbox is full (some other process has filled it)"
+                      : sent < 0 ? std::strerror(error)
+                                 : "a short message";
+    return systemError("sending a descriptor to the mailbox @%s failed: %s%s", name.c_str(), why,
+                       missing ? " (is the receiver in another network namespace, such as another container?)" : "");
   }
   return Status::ok();
 }

@@ -368,10 +368,18 @@ void Communicator::waitForBackground() const {
 
 Status Communicator::makeNvlsTeam(bool enabled, int blocks) {
   device::NvlsVerdict verdict = device::nvlsTeamVerdict(peers_, enabled);
-  if (verdict.possible && !algorithms::nvlsCanBeChosen(nranks_, algorithms_, algorithms::GpuCostModel{})) {
-    verdict = {false, "at " + std::to_string(nranks_) +
-                          " ranks the tuner never prefers NVLS to the ring, so no multicast team was made "
-                          "(NCCL_ALGO=nvls forces one)"};
+  if (verdict.possible && !algorithms::nvlsCanBeChosen(nranks_, algorithms_, protocols_, algorithms::GpuCostModel{})) {
+    using algorithms::Collective;
+    verdict.possible = false;
+    if (!protocols_.allows(Collective::kAllReduce, algorithms::Protocol::kSimple)) {
+      verdict.reason = "NCCL_PROTO excludes Simple for AllReduce, NVLS's only protocol";
+    } else if (!algorithms_.allows(Collective::kAllReduce, algorithms::Algorithm::kNvls)) {
+      verdict.reason = "NCCL_ALGO excludes NVLS for AllReduce";
+    } else {
+      verdict.reason = "at " + std::to_string(nranks_) +
+                       " ranks the tuner never prefers NVLS to the ring, so no multicast team was made "
+                       "(NCCL_ALGO=nvls forces one)";
+    }
   }
   if (!verdict.possible) {
     nvlsUnavailableReason_ = verdict.reason;

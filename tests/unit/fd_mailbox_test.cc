@@ -100,6 +100,20 @@ TEST(FdMailbox, AnEmptyMailboxAndAMissingOneAreErrors) {
   const Status missing = FdMailbox::send("weft-fd-nobody-listens-here", kTag, pipe.write);
   EXPECT_FALSE(missing.isOk());
   EXPECT_NE(missing.message().find("@weft-fd-nobody-listens-here"), std::string::npos) << missing.message();
+  EXPECT_NE(missing.message().find("network namespace"), std::string::npos) << missing.message();
+}
+
+TEST(FdMailbox, AFullMailboxIsAnErrorNotAWait) {
+  FdMailbox mailbox;
+  ASSERT_TRUE(FdMailbox::open(&mailbox).isOk());
+  Pipe pipe;
+  Status status;
+  for (int sent = 0; sent < 100000 && status.isOk(); ++sent) status = FdMailbox::send(mailbox.name(), kTag, pipe.write);
+  ASSERT_FALSE(status.isOk()) << "a mailbox took every descriptor sent";
+  EXPECT_NE(status.message().find("the mailbox is full"), std::string::npos) << status.message();
+  int received = -1;
+  ASSERT_TRUE(mailbox.receive(kTag, &received).isOk()) << "what was queued is still there";
+  ::close(received);
 }
 
 TEST(FdMailbox, EachMailboxHasItsOwnName) {

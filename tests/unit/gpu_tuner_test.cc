@@ -53,11 +53,16 @@ TEST(GpuTuner, NcclAlgoIsObeyed) {
 }
 
 TEST(GpuTuner, ATeamIsWorthMakingWhereNvlsCanBeChosen) {
-  EXPECT_FALSE(nvlsCanBeChosen(2, AlgorithmFilter::all(), GpuCostModel{})) << "the ring wins at every size";
-  EXPECT_TRUE(nvlsCanBeChosen(3, AlgorithmFilter::all(), GpuCostModel{})) << "NVLS wins for large sizes";
-  EXPECT_TRUE(nvlsCanBeChosen(8, AlgorithmFilter::all(), GpuCostModel{}));
-  EXPECT_TRUE(nvlsCanBeChosen(2, only("nvls"), GpuCostModel{})) << "NCCL_ALGO=nvls forces it";
-  EXPECT_FALSE(nvlsCanBeChosen(8, only("ring"), GpuCostModel{}));
+  EXPECT_FALSE(nvlsCanBeChosen(2, AlgorithmFilter::all(), ProtocolFilter::all(), GpuCostModel{}))
+      << "the ring wins at every size";
+  EXPECT_TRUE(nvlsCanBeChosen(3, AlgorithmFilter::all(), ProtocolFilter::all(), GpuCostModel{}))
+      << "NVLS wins for large sizes";
+  EXPECT_TRUE(nvlsCanBeChosen(8, AlgorithmFilter::all(), ProtocolFilter::all(), GpuCostModel{}));
+  EXPECT_TRUE(nvlsCanBeChosen(2, only("nvls"), ProtocolFilter::all(), GpuCostModel{})) << "NCCL_ALGO=nvls forces it";
+  EXPECT_FALSE(nvlsCanBeChosen(8, only("ring"), ProtocolFilter::all(), GpuCostModel{}));
+  ProtocolFilter lowLatencyOnly = ProtocolFilter::all();
+  ASSERT_TRUE(parseProtocolFilter("ll", &lowLatencyOnly).isOk());
+  EXPECT_FALSE(nvlsCanBeChosen(8, AlgorithmFilter::all(), lowLatencyOnly, GpuCostModel{})) << "NVLS moves Simple only";
 }
 
 TEST(GpuTuner, PredictionsFollowTheModel) {

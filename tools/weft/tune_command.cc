@@ -13,6 +13,7 @@
 #include "algorithms/tune_file.h"
 #include "algorithms/tuner.h"
 #include "src/base/knobs.h"
+#include "topology/nvls.h"
 #include "tools/weft/calibrate.h"
 
 namespace weft::tools {
@@ -49,34 +50,42 @@ std::string formatCell(double predicted, int channels, bool showChannels) {
 
 // The table of the GPU path's allreduce over --ranks GPUs of one host whose multicast team offers
 // NVLS: the ring's and NVLS's predictions and the choice (algorithms/gpu_tuner.h).
-int runGpuTune(const TuneOptions& options, const std::string& algo) {
+int runGpuTune(const TuneOptions& options, const std::string& algo, const std::string& proto) {
   if (options.collective != "allreduce") {
     std::fprintf(stderr, "weft tune: --gpu covers allreduce only (NVLS serves nothing else yet)\n");
     return 1;
   }
   algorithms::AlgorithmFilter filter;
-  const Status parsed = algorithms::parseAlgorithmFilter(algo, &filter);
+  algorithms::ProtocolFilter protocols;
+  Status parsed = algorithms::parseAlgorithmFilter(algo, &filter);
+  if (parsed.isOk()) parsed = algorithms::parseProtocolFilter(proto, &protocols);
   if (!parsed.isOk()) {
     std::fprintf(stderr, "weft tune: %s\n", parsed.message().c_str());
     return 1;
   }
   const algorithms::GpuCostModel model;
-  std::printf("# Weft GPU tuner: AllReduce on GPU buffers, %d GPUs of one host whose multicast team offers NVLS, "
-              "NCCL_ALGO %s\n",
-              options.ranks, algo.empty() ? "unset" : algo.c_str());
+  // As a communicator of such GPUs would see it (src/core/communicator.cc, src/device/nvls_plan.h).
+  const char* noTeam = options.nodes > 1                                                    ? "the ranks span hosts"
+                       : options.ranks < 2                                                  ? "one rank"
+                       : !topology::nvlsEnabledByKnob()                                     ? "NCCL_NVLS_ENABLE is 0"
+                       : !algorithms::nvlsCanBeChosen(options.ranks, filter, protocols, model) ? "NVLS is never chosen"
+                                                                                            : nullptr;
+  std::printf("# Weft GPU tuner: AllReduce on GPU buffers, %d GPUs of one host that can multicast, NCCL_ALGO %s, "
+              "NCCL_PROTO %s\n",
+              options.ranks, algo.empty() ? "unset" : algo.c_str(), proto.empty() ? "unset" : proto.c_str());
   std::printf("# NCCL's Hopper constants: ring %.1f us + %.1f us a step, NVLS %.1f us; NVLink %.0f GB/s, NVLS at %.0f%% "
-              "of it; predicted us, * the choice%s\n",
+              "of it; predicted us, * the choice%s%s%s\n",
               model.ringLatencyUs, model.ringStepLatencyUs, model.nvlsLatencyUs, model.nvlinkBandwidthGBps,
-              100 * model.nvlsEfficiency,
-              algorithms::nvlsCanBeChosen(options.ranks, filter, model) ? ""
-                                                                         : " (no team is made: NVLS is never chosen)");
+              100 * model.nvlsEfficiency, noTeam != nullptr ? " (no multicast team is made: " : "",
+              noTeam != nullptr ? noTeam : "", noTeam != nullptr ? ")" : "");
   std::printf("%14s %12s %12s  choice\n", "bytes", "ring", "nvls");
   for (size_t bytes = std::max<size_t>(options.minBytes, 1); bytes <= options.maxBytes; bytes *= 4) {
     algorithms::Algorithm chosen = algorithms::Algorithm::kRing;
-    const bool any = algorithms::chooseGpuAllReduce(options.ranks, bytes, true, filter, model, &chosen);
+    const bool any = algorithms::chooseGpuAllReduce(options.ranks, bytes, noTeam == nullptr, filter, model, &chosen);
     std::printf("%14zu", bytes);
     for (algorithms::Algorithm algorithm : {algorithms::Algorithm::kRing, algorithms::Algorithm::kNvls}) {
-      if (!filter.allows(algorithms::Collective::kAllReduce, algorithm)) {
+      const bool offered = algorithm == algorithms::Algorithm::kRing || noTeam == nullptr;
+      if (!offered || !filter.allows(algorithms::Collective::kAllReduce, algorithm)) {
         std::printf(" %12s", "-");
         continue;
       }
@@ -253,7 +262,8 @@ void addTuneCommand(CLI::App& app, int* exitCode) {
       if (options->ranksGiven) options->calibration.ranks = options->ranks;
       *exitCode = runCalibration(options->calibration);
     } else if (options->gpu) {
-      *exitCode = runGpuTune(*options, options->algoGiven ? options->algo : knobs::getString(knobs::KnobId::kAlgo));
+      *exitCode = runGpuTune(*options, options->algoGiven ? options->algo : knobs::getString(knobs::KnobId::kAlgo),
+                             options->protoGiven ? options->proto : knobs::getString(knobs::KnobId::kProto));
     } else {
       *exitCode = runTune(*options);
     }
