@@ -48,28 +48,50 @@ std::string formatCell(double predicted, int channels, bool showChannels) {
   return cell;
 }
 
+// NCCL_ALGO and NCCL_PROTO as --algo and --proto (or else the environment) give them, and parsed.
+struct Filters {
+  std::string algo;
+  std::string proto;
+  algorithms::AlgorithmFilter algorithms;
+  algorithms::ProtocolFilter protocols;
+};
+
+// False, having said why, where either does not parse.
+bool readFilters(const TuneOptions& options, Filters* out) {
+  out->algo = options.algoGiven ? options.algo : knobs::getString(knobs::KnobId::kAlgo);
+  out->proto = options.protoGiven ? options.proto : knobs::getString(knobs::KnobId::kProto);
+  Status parsed = algorithms::parseAlgorithmFilter(out->algo, &out->algorithms);
+  if (parsed.isOk()) parsed = algorithms::parseProtocolFilter(out->proto, &out->protocols);
+  if (!parsed.isOk()) std::fprintf(stderr, "weft tune: %s\n", parsed.message().c_str());
+  return parsed.isOk();
+}
+
+// Why a communicator of --ranks such GPUs would make no multicast team (src/core/communicator.cc,
+// src/device/nvls_plan.h), or null where it would.
+const char* whyNoTeam(const TuneOptions& options, const Filters& filters, const algorithms::GpuCostModel& model) {
+  if (options.nodes > 1) return "the ranks span hosts";
+  if (options.ranks < 2) return "one rank";
+  if (!topology::nvlsEnabledByKnob()) return "NCCL_NVLS_ENABLE is 0";
+  if (!algorithms::nvlsCanBeChosen(options.ranks, filters.algorithms, filters.protocols, model)) {
+    return "NVLS is never chosen";
+  }
+  return nullptr;
+}
+
 // The table of the GPU path's allreduce over --ranks GPUs of one host whose multicast team offers
 // NVLS: the ring's and NVLS's predictions and the choice (algorithms/gpu_tuner.h).
-int runGpuTune(const TuneOptions& options, const std::string& algo, const std::string& proto) {
+int runGpuTune(const TuneOptions& options) {
   if (options.collective != "allreduce") {
     std::fprintf(stderr, "weft tune: --gpu covers allreduce only (NVLS serves nothing else yet)\n");
     return 1;
   }
-  algorithms::AlgorithmFilter filter;
-  algorithms::ProtocolFilter protocols;
-  Status parsed = algorithms::parseAlgorithmFilter(algo, &filter);
-  if (parsed.isOk()) parsed = algorithms::parseProtocolFilter(proto, &protocols);
-  if (!parsed.isOk()) {
-    std::fprintf(stderr, "weft tune: %s\n", parsed.message().c_str());
-    return 1;
-  }
+  Filters filters;
+  if (!readFilters(options, &filters)) return 1;
+  const algorithms::AlgorithmFilter& filter = filters.algorithms;
+  const std::string& algo = filters.algo;
+  const std::string& proto = filters.proto;
   const algorithms::GpuCostModel model;
-  // As a communicator of such GPUs would see it (src/core/communicator.cc, src/device/nvls_plan.h).
-  const char* noTeam = options.nodes > 1                                                    ? "the ranks span hosts"
-                       : options.ranks < 2                                                  ? "one rank"
-                       : !topology::nvlsEnabledByKnob()                                     ? "NCCL_NVLS_ENABLE is 0"
-                       : !algorithms::nvlsCanBeChosen(options.ranks, filter, protocols, model) ? "NVLS is never chosen"
-                                                                                            : nullptr;
+  const char* noTeam = whyNoTeam(options, filters, model);
   std::printf("# Weft GPU tuner: AllReduce on GPU buffers, %d GPUs of one host that can multicast, NCCL_ALGO %s, "
               "NCCL_PROTO %s\n",
               options.ranks, algo.empty() ? "unset" : algo.c_str(), proto.empty() ? "unset" : proto.c_str());
@@ -117,16 +139,12 @@ int runTune(const TuneOptions& options) {
     shape.localRingHops = layout.localRingHops;
   }
   shape.slotBytes = algorithms::simpleSlotBytes(knobs::getInt(knobs::KnobId::kBuffSize));
-  const std::string algo = options.algoGiven ? options.algo : knobs::getString(knobs::KnobId::kAlgo);
-  const std::string proto = options.protoGiven ? options.proto : knobs::getString(knobs::KnobId::kProto);
-  algorithms::AlgorithmFilter algorithmFilter;
-  algorithms::ProtocolFilter protocolFilter;
-  Status parsed = algorithms::parseAlgorithmFilter(algo, &algorithmFilter);
-  if (parsed.isOk()) parsed = algorithms::parseProtocolFilter(proto, &protocolFilter);
-  if (!parsed.isOk()) {
-    std::fprintf(stderr, "weft tune: %s\n", parsed.message().c_str());
-    return 1;
-  }
+  Filters filters;
+  if (!readFilters(options, &filters)) return 1;
+  const std::string& algo = filters.algo;
+  const std::string& proto = filters.proto;
+  const algorithms::AlgorithmFilter& algorithmFilter = filters.algorithms;
+  const algorithms::ProtocolFilter& protocolFilter = filters.protocols;
   algorithms::CostModel model;
   const std::string tuneFile = knobs::getString(knobs::KnobId::kTuneFile);
   if (!tuneFile.empty()) {
@@ -262,8 +280,7 @@ void addTuneCommand(CLI::App& app, int* exitCode) {
       if (options->ranksGiven) options->calibration.ranks = options->ranks;
       *exitCode = runCalibration(options->calibration);
     } else if (options->gpu) {
-      *exitCode = runGpuTune(*options, options->algoGiven ? options->algo : knobs::getString(knobs::KnobId::kAlgo),
-                             options->protoGiven ? options->proto : knobs::getString(knobs::KnobId::kProto));
+      *exitCode = runGpuTune(*options);
     } else {
       *exitCode = runTune(*options);
     }
