@@ -8,22 +8,26 @@
 #                                        packed binaries and writes OUTDIR/gpu_check.log
 #                                        (default build-cuda/gpu_check)
 #
-# What "run" does, each step under its own time limit (at most about 6.5 minutes in all, on one H200):
-#   1. the GPU, the driver and CUDA's version
+# What "run" does, in this order, within WEFT_GPU_CHECK_SECONDS (default 285: every step's limit
+# is cut to the time left, and a step with under 5 s left does not run and counts as a failure):
+#   1. the GPU, the driver, CUDA's version, and that the bundle's libraries resolve
 #   2. the GPU suite with ranks as threads of one process (every collective, type and op at
 #      1 to 4 ranks on one GPU, 8 for the direct allreduce; LL and Simple; the direct allreduce
-#      and its graph replay; stream semantics; abort)
-#   3. a probe of cross-process CUDA IPC (one 2-rank test as forked processes); if it passes, the
-#      rest of the processes tests, each in a process of its own (a process that has used CUDA
-#      cannot fork ranks that use it); if not, it says so and the ranks stay threads. Then GPU
-#      buffers between two hosts simulated with NCCL_HOSTID, one rank each (the network proxy over
-#      sockets, no CUDA IPC needed), and a lost host ending a waiting kernel
-#   4. part of the host suite, with the CUDA build on a GPU machine (host buffers must still take
+#      and its graph replay; stream semantics; abort), through scripts/gtest_runner.py: one process
+#      for the whole suite, a new one after a hang (20 s) or a crash
+#   3. the speed of allreduce on one GPU against its memory bound (gpu_allreduce_bench): the
+#      direct kernel, which ranks as threads of one process take
+#   4. a probe of cross-process CUDA IPC (one 2-rank test as forked processes)
+#   5. the processes tests (their gtest process never touches CUDA; it forks the ranks): if the
+#      probe passed, all of them; if not, it says so and runs only GPU buffers between two hosts
+#      simulated with NCCL_HOSTID, one rank each (the network proxy, no CUDA IPC needed)
+#   6. part of the host suite, with the CUDA build on a GPU machine (host buffers must still take
 #      the host path)
-#   5. PyTorch with Weft's libnccl.so.2 preloaded (tests/gpu/torch_client.py), if torch is there
-#   6. the speed of allreduce on one GPU against its memory bound (gpu_allreduce_bench): the
-#      direct kernel (ranks as threads of one process take it), then the ring with 32 channels
-# The machine needs only the NVIDIA driver (and python3 with torch for step 5): the binaries link
+#   7. PyTorch: the nccl symbols libtorch_cuda.so imports against Weft's exports, then, if none
+#      is missing, tests/gpu/torch_client.py with Weft's libnccl.so.2 in place of torch's
+#   8. the allreduce speed through the ring with 32 channels
+# WEFT_GPU_CHECK_STEPS="2 5" runs only those steps (and 1), for a rerun of what failed.
+# The machine needs only the NVIDIA driver and python3 (with torch for step 7): the binaries link
 # the CUDA runtime and GoogleTest statically.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -43,12 +47,28 @@ pack() {
   du -sh "$bundle"
 }
 
-# step NAME SECONDS COMMAND...: runs COMMAND under a limit, logs its output and result.
 failures=()
+deadline=0
+
+# wanted NAME: whether WEFT_GPU_CHECK_STEPS (empty: every step) selects the step numbered NAME's first digit.
+wanted() {
+  local number=${1%%.*}
+  [ -z "${WEFT_GPU_CHECK_STEPS:-}" ] || [[ " $WEFT_GPU_CHECK_STEPS " == *" ${number%%[a-z]} "* ]]
+}
+
+# step NAME SECONDS COMMAND...: runs COMMAND under a limit cut to the time left, logs its result.
 step() {
   local name=$1 limit=$2
   shift 2
+  wanted "$name" || return 0
+  local left=$((deadline - SECONDS))
   echo
+  if [ "$left" -lt 5 ]; then
+    echo "=== $name: not run, out of time"
+    failures+=("$name (not run: out of time)")
+    return 1
+  fi
+  [ "$limit" -le "$left" ] || limit=$left
   echo "=== $name (limit ${limit}s): $*"
   local start=$SECONDS
   timeout --kill-after=5 "$limit" "$@"
@@ -58,90 +78,108 @@ step() {
   return "$status"
 }
 
-# run_each NAME FILTER BUDGET PER_TEST OUTDIR: runs each GPU test that FILTER selects in a process
-# of its own (a hang or crash ends that test only; a process that has used CUDA cannot fork ranks
-# that use it), until BUDGET seconds have passed.
-run_each() {
-  local name=$1 filter=$2 budget=$3 limit=$4 out=$5
-  local tests="$bundle/weft_gpu_tests" start=$SECONDS passed=0 failed=0 skipped=0
-  echo
-  echo "=== $name (budget ${budget}s, ${limit}s per test)"
-  local names
-  names=$("$tests" --gtest_list_tests --gtest_filter="$filter" | awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}')
-  for test in $names; do
-    if [ $((SECONDS - start)) -gt "$budget" ]; then
-      skipped=$((skipped + 1))
-      continue
-    fi
-    local began=$SECONDS
-    if timeout --kill-after=5 "$limit" "$tests" --gtest_filter="$test" --gtest_brief=1 >"$out/one_test.log" 2>&1; then
-      passed=$((passed + 1))
-      echo "ok $((SECONDS - began)) s $test"
-    else
-      failed=$((failed + 1))
-      echo "--- $test failed after $((SECONDS - began)) s:"
-      tail -40 "$out/one_test.log"
-      failures+=("$name: $test")
-    fi
+# suite NAME LOG FILTER BUDGET: the GPU tests that FILTER selects, through scripts/gtest_runner.py;
+# LOG keeps their whole output.
+suite() {
+  local name=$1 log=$2 filter=$3 budget=$4
+  local left=$((deadline - SECONDS - 5))
+  [ "$budget" -le "$left" ] || budget=$((left > 0 ? left : 0))
+  step "$name" $((budget + 10)) "${lib_env[@]}" python3 scripts/gtest_runner.py "$bundle/weft_gpu_tests" \
+    --filter="$filter" --budget "$budget" --per-test 20 --name "$name" --log "$log"
+}
+
+# preflight: the bundle is there and its libraries resolve on this machine.
+preflight() {
+  local missing=0
+  for file in "$bundle/lib/libnccl.so.2" "$bundle/weft_gpu_tests" "$bundle/weft_multirank_tests" \
+              "$bundle/gpu_allreduce_bench"; do
+    [ -f "$file" ] || { echo "missing: $file (run 'scripts/gpu_check.sh pack' first; carry .gpu-bundle)"; missing=1; }
   done
-  echo "=== $name: $passed passed, $failed failed, $skipped not run (time) in $((SECONDS - start)) s"
-  [ "$skipped" -eq 0 ] || failures+=("$name: $skipped tests not run for lack of time")
-  [ "$failed" -eq 0 ]
+  [ "$missing" -eq 0 ] || return 1
+  if "${lib_env[@]}" ldd "$bundle/lib/libnccl.so.2" "$bundle/weft_gpu_tests" | grep 'not found'; then
+    echo "the bundle needs libraries this machine lacks (above)"
+    return 1
+  fi
 }
 
 run() {
   local out=${1:-build-cuda/gpu_check}
   mkdir -p "$out"
+  exec 3>&1 4>&2
   exec > >(tee "$out/gpu_check.log") 2>&1
-  export LD_LIBRARY_PATH="$PWD/$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  local tee_pid=$!
+  deadline=$((SECONDS + ${WEFT_GPU_CHECK_SECONDS:-285}))
+  # Only the test and benchmark binaries get the bundle's folder: torch must find Weft's library
+  # the way torch_client.py puts it in place, not through LD_LIBRARY_PATH.
+  lib_env=(env "LD_LIBRARY_PATH=$PWD/$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
   local tests="$bundle/weft_gpu_tests"
   export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+  # More hardware queues than ranks' streams: no rank's kernel queues behind another's.
+  export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
 
   echo "=== 1. machine"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
   nvidia-smi | grep -m1 "CUDA Version" || true
   nproc
+  preflight || failures+=("1. the bundle (above)")
 
-  run_each "2. GPU suite, ranks as threads" '-*processes*' 120 25 "$out" || true
+  if [ ${#failures[@]} -eq 0 ]; then
+    suite "2. GPU suite, ranks as threads" "$out/threads.log" '-*processes*' 80
+    WEFT_GPU_DIRECT=1 step "3. allreduce speed on one GPU, direct kernel" 20 "${lib_env[@]}" \
+      "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
+
+    local ipc=yes processes='*processes*:GpuAcrossHosts.*:-*SendRecvRing_2ranks_processes'
+    if wanted 4 || wanted 5; then
+      local probe='Collectives/GpuCollective.MatchesReference/SendRecvRing_2ranks_processes'
+      if ! step "4. cross-process CUDA IPC probe" 15 "${lib_env[@]}" "$tests" --gtest_filter="$probe" --gtest_brief=1
+      then
+        ipc=no
+        processes='*2ranks_processes*hosts:GpuAcrossHosts.*'
+        echo "=== 4. cross-process CUDA IPC does not work here: step 5 runs only the simulated hosts"
+      fi
+    fi
+    suite "5. GPU suite, ranks as processes" "$out/processes.log" "$processes" 60
+
+    step "6. host suite on a GPU machine (part)" 10 "${lib_env[@]}" "$bundle/weft_multirank_tests" \
+      --gtest_filter='Collectives/ExactCollective.MatchesReference/*_2ranks_shm:Groups*' --gtest_brief=1
+
+    if wanted 7; then
+      if ! python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)'; then
+        echo "=== 7. no torch for python3 here: PyTorch client not run"
+        failures+=("7. PyTorch (no torch)")
+      elif step "7a. nccl symbols torch imports" 10 tests/gpu/torch_symbols.sh "$bundle/lib/libnccl.so.2"; then
+        [ "$ipc" = yes ] || echo "=== 7b. needs cross-process CUDA IPC, which step 4 found missing"
+        local rank_logs
+        rank_logs=$(mktemp -d)
+        step "7b. torch.distributed with Weft" 65 python3 tests/gpu/torch_client.py \
+          --lib "$bundle/lib/libnccl.so.2" --timeout 55 --log-dir "$rank_logs"
+        tail -n +1 "$rank_logs"/*.out "$rank_logs"/*.err "$rank_logs"/*.nccl > "$out/torch_ranks.log" 2>&1
+        rm -rf "$rank_logs"
+      else
+        echo "=== 7b. not run: torch would not load with symbols Weft lacks (7a)"
+      fi
+    fi
+
+    WEFT_GPU_DIRECT=0 WEFT_GPU_CHANNELS=32 step "8. allreduce speed through the ring, 32 channels" 15 \
+      "${lib_env[@]}" "$bundle/gpu_allreduce_bench" --max-bytes 256M --iters 10
+  fi
 
   echo
-  if step "3a. cross-process CUDA IPC probe" 20 "$tests" \
-      --gtest_filter='Collectives/GpuCollective.MatchesReference/SendRecvRing_2ranks_processes' --gtest_brief=1; then
-    run_each "3b. GPU suite, ranks as processes" '*processes*:-*SendRecvRing_2ranks_processes:*2ranks_processes*hosts' \
-      60 20 "$out" || true
-  else
-    echo "=== 3. cross-process CUDA IPC does not work here: ranks were run as threads only"
-  fi
-  # One gtest process: its tests fork every rank, and the parent itself never touches CUDA.
-  step "3c. GPU buffers across simulated hosts (network proxy)" 70 "$tests" \
-    --gtest_filter='*2ranks_processes*hosts:GpuAcrossHosts.*' --gtest_brief=1
-
-  step "4. host suite on a GPU machine (part)" 15 "$bundle/weft_multirank_tests" \
-    --gtest_filter='Collectives/ExactCollective.MatchesReference/*_2ranks_shm:Groups*' --gtest_brief=1
-
-  if python3 -c 'import torch' 2>/dev/null; then
-    step "5a. nccl symbols torch imports" 15 tests/gpu/torch_symbols.sh "$bundle/lib/libnccl.so.2"
-    step "5b. torch.distributed with Weft" 50 python3 tests/gpu/torch_client.py --lib "$bundle/lib/libnccl.so.2" --timeout 45
-  else
-    echo "=== 5. no torch here: PyTorch client not run"
-  fi
-
-  step "6a. allreduce speed on one GPU" 20 "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
-  WEFT_GPU_DIRECT=0 WEFT_GPU_CHANNELS=32 step "6b. the same through the ring, 32 channels" 15 \
-    "$bundle/gpu_allreduce_bench" --max-bytes 256M --iters 10
-
-  echo
+  local status=0
   if [ ${#failures[@]} -eq 0 ]; then
     echo "=== GPU check: every step passed"
-    return 0
+  else
+    echo "=== GPU check: ${#failures[@]} step(s) failed:"
+    printf '    %s\n' "${failures[@]}"
+    status=1
   fi
-  echo "=== GPU check: ${#failures[@]} step(s) failed:"
-  printf '    %s\n' "${failures[@]}"
-  return 1
+  exec 1>&3 2>&4 3>&- 4>&-
+  wait "$tee_pid"
+  return "$status"
 }
 
 case "${1:-}" in
   pack) pack ;;
   run) shift; run "$@" ;;
-  *) sed -n '2,11p' "$0"; exit 2 ;;
+  *) sed -n '2,9p' "$0"; exit 2 ;;
 esac

@@ -8,7 +8,8 @@ packages=(cmake g++ make pkg-config libgtest-dev libhwloc-dev openmpi-bin libope
           libpugixml-dev nlohmann-json3-dev libcli11-dev
           libibverbs-dev  # the ib transport's headers (libibverbs itself is loaded at run time)
           qemu-system-x86 busybox-static kmod cpio  # the ib tests' soft-RoCE guests
-          iproute2 util-linux nftables)  # the multi-node tests: namespace hosts, packet loss
+          iproute2 util-linux nftables  # the multi-node tests: namespace hosts, packet loss
+          python3)  # scripts/gtest_runner.py (the GPU check's test runner) and its test
 missing=()
 for package in "${packages[@]}"; do
   dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")

@@ -16,8 +16,8 @@ libtorch_cuda.so's DT_NEEDED entry. Each rank checks:
   collectives   all_reduce (sum, max, avg, int64, bfloat16), reduce, all_gather (list and
                 all_gather_into_tensor), broadcast from rank 1, reduce_scatter_tensor, gather,
                 scatter, all_to_all_single (equal and unequal splits), send/recv in a ring through
-                batch_isend_irecv, barrier, and new_group (ranks [0, 1] and all ranks in reverse
-                order, which torch builds with ncclCommSplit) with collectives on the new groups;
+                batch_isend_irecv, barrier, and new_group (ranks [0, 1], and the last rank alone,
+                which torch builds with ncclCommSplit) with collectives on the new groups;
                 sizes 7 and 1000003 elements, integer values, so every expected result is exact
                 and computed on the host
   DDP           20 SGD steps of a small model under DistributedDataParallel, each rank training on
@@ -29,8 +29,12 @@ Each rank prints "PASS name" or "FAIL name: detail" per check; the parent shows 
 the failures of the other ranks, and exits 0 only when every rank passed everything, the swap was
 proven on every rank and the losses matched.
 
+The parent computes its reference while the ranks run. On SIGTERM (a `timeout` around it) it kills
+the ranks before it ends: they run in process groups of their own, out of the signal's reach.
+
 Usage:
   python3 tests/gpu/torch_client.py --lib build/lib/libnccl.so.2 [--ranks 2] [--timeout 180]
+                                    [--log-dir DIR]
 """
 
 import argparse
@@ -40,6 +44,7 @@ import signal
 import socket
 import subprocess
 import sys
+import shutil
 import tempfile
 import time
 
@@ -67,6 +72,7 @@ def parse_args(argv):
     parser.add_argument(
         "--timeout", type=float, default=180.0, help="seconds for the whole multi-rank run (default 180)"
     )
+    parser.add_argument("--log-dir", help="folder for each rank's output and NCCL log (default: a temporary one)")
     parser.add_argument(CHILD_FLAG, action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.ranks < 1:
@@ -357,8 +363,9 @@ def run_group_checks(report, collectives, dist, world):
     if world < 2:
         report.skipped("new_group", "one rank")
         return
-    groups = [("new_group_0_1", [0, 1])]
-    groups.append(("new_group_reversed", list(reversed(range(world)))))
+    # A group of the last rank alone: the other ranks split with NCCL_SPLIT_NOCOLOR, and its one
+    # member's group rank (0) differs from its global rank.
+    groups = [("new_group_0_1", [0, 1]), ("new_group_last", [world - 1])]
     for name, ranks in groups:
         try:
             group = dist.new_group(ranks=ranks)
@@ -488,6 +495,7 @@ def child_main(args):
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
     report = Report(rank)
+    load_nccl_only_from(args.lib)
     import torch
     import torch.distributed as dist
 
@@ -516,6 +524,21 @@ def child_main(args):
 # ------------------------------------------------------------------------------------------------
 # Parent: starts the ranks, watches them, compares the losses
 # ------------------------------------------------------------------------------------------------
+
+
+def load_nccl_only_from(lib):
+    """Makes any ctypes load of a libnccl.so* by path load lib: a backstop for a loader that
+    looks for NVIDIA's NCCL without searching sys.path (where the shim of nccl_shim sits)."""
+    import ctypes
+
+    original = ctypes.CDLL.__init__
+
+    def init(self, name, *args, **kwargs):
+        if isinstance(name, str) and os.path.basename(name).startswith("libnccl.so"):
+            name = lib
+        original(self, name, *args, **kwargs)
+
+    ctypes.CDLL.__init__ = init
 
 
 def free_port():
@@ -604,10 +627,9 @@ class Rank:
             return ""
 
 
-def wait_for_ranks(ranks, timeout):
-    """Waits for every rank; kills those still running at the deadline, or 30 s after a rank
-    failed (the others then usually wait for it forever)."""
-    deadline = time.monotonic() + timeout
+def wait_for_ranks(ranks, deadline):
+    """Waits for every rank; kills those still running at the deadline (time.monotonic), or 30 s
+    after a rank failed (the others then usually wait for it forever)."""
     while True:
         running = [r for r in ranks if r.poll() is None]
         if not running:
@@ -648,7 +670,7 @@ def report_rank(rank):
             if line.startswith(("FAIL", "RESULT", "libnccl mappings")):
                 print("[rank %d] %s" % (rank.rank, line))
     log = rank.debug_log().splitlines()
-    banner = next((line for line in log if "Weft" in line), None)
+    banner = next((line for line in log if "NCCL INFO Weft " in line), None)
     inits = sum("Init COMPLETE" in line for line in log)
     if banner is not None and inits > 0:
         print("PASS banner (rank %d): %s; %d communicator(s) made by Weft" % (rank.rank, banner.strip(), inits))
@@ -667,12 +689,24 @@ def report_rank(rank):
     return ok
 
 
-def compare_losses(ranks, world):
-    """The ranks' DDP losses against the parent's single-process reference."""
+def reference_or_error(world):
+    """The single-process reference losses, or why the parent could not compute them."""
     try:
         import torch
     except ImportError as error:
-        print("FAIL ddp_losses: the parent cannot import torch for its reference run: %s" % error)
+        return "the parent cannot import torch for its reference run: %s" % error
+    if not torch.cuda.is_available():
+        return "the parent has no CUDA for its reference run"
+    try:
+        return reference_losses(torch, world, torch.device("cuda:0"))
+    except Exception as error:
+        return "the reference run failed: %s: %s" % (type(error).__name__, error)
+
+
+def compare_losses(ranks, reference):
+    """The ranks' DDP losses against the parent's single-process reference."""
+    if isinstance(reference, str):
+        print("FAIL ddp_losses: " + reference)
         return False
     all_losses = [parse_losses(r.stdout()) for r in ranks]
     if any(losses is None or len(losses) != DDP_STEPS for losses in all_losses):
@@ -680,10 +714,6 @@ def compare_losses(ranks, world):
                    if losses is None or len(losses) != DDP_STEPS]
         print("FAIL ddp_losses: no complete LOSSES line from ranks %s" % missing)
         return False
-    if not torch.cuda.is_available():
-        print("FAIL ddp_losses: the parent has no CUDA for its reference run")
-        return False
-    reference = reference_losses(torch, world, torch.device("cuda:0"))
     worst, ok = 0.0, True
     for rank, losses in enumerate(all_losses):
         for step, (got, want) in enumerate(zip(losses, reference)):
@@ -697,7 +727,7 @@ def compare_losses(ranks, world):
     print("reference losses: first %.6g, last %.6g; rank 0 DDP: first %.6g, last %.6g" % (
         reference[0], reference[-1], all_losses[0][0], all_losses[0][-1]))
     print("%s ddp_losses: max |DDP - reference| = %.3g over %d steps x %d ranks" % (
-        "PASS" if ok else "FAIL", worst, DDP_STEPS, world))
+        "PASS" if ok else "FAIL", worst, DDP_STEPS, len(ranks)))
     return ok
 
 
@@ -711,12 +741,30 @@ def parent_main(args):
     print("Weft library: %s (%s)" % (lib, os.path.realpath(lib)))
     print("ranks: %d on cuda:0, MASTER_PORT %d, timeout %g s" % (args.ranks, port, args.timeout),
           flush=True)
-    with tempfile.TemporaryDirectory(prefix="weft-torch-") as log_dir:
-        ranks = [Rank(r, args, log_dir, port) for r in range(args.ranks)]
-        wait_for_ranks(ranks, args.timeout)
+    log_dir = args.log_dir or tempfile.mkdtemp(prefix="weft-torch-")
+    os.makedirs(log_dir, exist_ok=True)
+    ranks = []
+
+    def end_ranks(signum=None, frame=None):
+        for r in ranks:
+            if r.poll() is None:
+                r.kill()
+        if signum is not None:
+            sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, end_ranks)
+    try:
+        deadline = time.monotonic() + args.timeout
+        ranks.extend(Rank(r, args, log_dir, port) for r in range(args.ranks))
+        reference = reference_or_error(args.ranks)
+        wait_for_ranks(ranks, deadline)
         ranks_ok = all([report_rank(r) for r in ranks])
         print("----")
-        losses_ok = compare_losses(ranks, args.ranks)
+        losses_ok = compare_losses(ranks, reference)
+    finally:
+        end_ranks()
+        if not args.log_dir:
+            shutil.rmtree(log_dir, ignore_errors=True)
     ok = ranks_ok and losses_ok
     print("torch_client: %s" % ("PASS" if ok else "FAIL"))
     return 0 if ok else 1

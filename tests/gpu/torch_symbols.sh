@@ -47,8 +47,10 @@ exported() {
   dynamic_symbols "$1" | awk '$1 == "D" { print $2 }' | sort -u
 }
 
-torch_lib_dir=$("$python" -c 'import torch, os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))') ||
-  die "cannot import torch with $python"
+# Found without importing torch (which starts CUDA and takes seconds).
+torch_lib_dir=$("$python" -c 'import importlib.util, os
+spec = importlib.util.find_spec("torch")
+print(os.path.join(spec.submodule_search_locations[0], "lib"))') || die "no torch for $python"
 torch_cuda=$torch_lib_dir/libtorch_cuda.so
 [[ -f $torch_cuda ]] || die "no libtorch_cuda.so in $torch_lib_dir (a CPU-only torch?)"
 

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Runs a GoogleTest binary's tests in as few processes as it can, going on after a hang or a crash.
+
+    gtest_runner.py BINARY [--filter F] [--per-test S] [--budget S] [--name NAME] [--log FILE]
+
+Every selected test runs in one process. When a test runs longer than --per-test seconds, or its
+process dies under it, the runner kills the process and everything it forked (its process group),
+records that test as hung or crashed, and starts a new process for the tests that have not run.
+No test is started once --budget seconds have passed; a test still running then is stopped.
+
+One process for many tests is what makes this worth having on a GPU: each process pays the CUDA
+start once, where a process per test pays it for every test.
+
+Prints one line per test (ok, FAILED, skipped, HUNG, CRASHED, with its seconds), the last lines
+of each failure's output, and a summary line:
+    NAME: P passed, F failed, S skipped, H hung, C crashed, N not run (time) in T s
+--log FILE keeps every line the binary printed. Exits 0 only when every selected test passed or
+skipped and every process ended cleanly.
+"""
+
+import argparse
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+RUN, OK, FAILED, SKIPPED = "[ RUN      ] ", "[       OK ] ", "[  FAILED  ] ", "[  SKIPPED ] "
+FAILURE_LINES = 40
+
+
+def list_tests(binary, test_filter):
+    """The full names of the tests that test_filter selects, in the binary's order."""
+    listing = subprocess.run([binary, "--gtest_list_tests", "--gtest_filter=" + test_filter],
+                             capture_output=True, text=True, check=True).stdout
+    names, suite = [], ""
+    for line in listing.splitlines():
+        if not line.strip() or line.startswith("Running main()"):
+            continue
+        if line.startswith("  "):
+            names.append(suite + line.split()[0])
+        else:
+            suite = line.split()[0]
+    return names
+
+
+class Run:
+    """The results so far: name -> (outcome, seconds)."""
+
+    def __init__(self):
+        self.results = {}
+        self.process_errors = []
+
+    def record(self, name, outcome, seconds, output=()):
+        self.results[name] = outcome
+        print(f"{outcome:8} {seconds:6.1f} s  {name}", flush=True)
+        if outcome not in ("ok", "skipped"):
+            for line in list(output)[-FAILURE_LINES:]:
+                print("    | " + line, flush=True)
+
+    def count(self, outcome):
+        return sum(1 for value in self.results.values() if value == outcome)
+
+
+def run_once(binary, names, run, per_test, deadline, log):
+    """Runs names in one process until it ends, a test outlasts per_test, or deadline passes."""
+    process = subprocess.Popen([binary, "--gtest_color=no", "--gtest_filter=" + ":".join(names)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    current, started, output, pending = None, time.monotonic(), [], b""
+    quiet_since = time.monotonic()
+
+    def stop(outcome):
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        if current is not None:
+            run.record(current, outcome, time.monotonic() - started, output)
+
+    while True:
+        now = time.monotonic()
+        limit = min(deadline, (started if current else quiet_since) + per_test)
+        if now >= limit:
+            if now >= deadline:
+                stop("STOPPED")
+                print(f"    (out of time: {current or 'the process'} stopped)", flush=True)
+            else:
+                stop("HUNG")
+                if current is None:
+                    run.process_errors.append(f"a process hung outside any test after {per_test} s")
+            return
+        ready, _, _ = select.select([process.stdout], [], [], limit - now)
+        if not ready:
+            continue
+        chunk = os.read(process.stdout.fileno(), 65536)
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for raw in lines:
+            line = raw.decode(errors="replace")
+            log.write(line + "\n")
+            if line.startswith(RUN):
+                current, started, output = line[len(RUN):].strip(), time.monotonic(), []
+                continue
+            output.append(line)
+            for prefix, outcome in ((OK, "ok"), (FAILED, "FAILED"), (SKIPPED, "skipped")):
+                if current and line.startswith(prefix) and line[len(prefix):].split()[0].rstrip(",") == current:
+                    run.record(current, outcome, time.monotonic() - started, output)
+                    current, quiet_since = None, time.monotonic()
+    status = process.wait()
+    if current is not None:
+        run.record(current, "CRASHED", time.monotonic() - started, output + [f"(process ended: {describe(status)})"])
+    elif status != 0 and run.count("FAILED") == 0:
+        run.process_errors.append(f"a process ended with {describe(status)} after its tests")
+
+
+def describe(status):
+    return f"signal {-status}" if status < 0 else f"exit code {status}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("binary")
+    parser.add_argument("--filter", default="*")
+    parser.add_argument("--per-test", type=float, default=60, help="seconds one test may run")
+    parser.add_argument("--budget", type=float, default=600, help="seconds after which no test starts")
+    parser.add_argument("--name", default="tests")
+    parser.add_argument("--log", default=os.devnull)
+    args = parser.parse_args()
+
+    began = time.monotonic()
+    deadline = began + args.budget
+    names = list_tests(args.binary, args.filter)
+    if not names:
+        print(f"{args.name}: no test matches {args.filter!r}", flush=True)
+        return 1
+    run = Run()
+    with open(args.log, "w") as log:
+        while True:
+            remaining = [name for name in names if name not in run.results]
+            if not remaining or time.monotonic() >= deadline:
+                break
+            before = len(run.results)
+            run_once(args.binary, remaining, run, args.per_test, deadline, log)
+            if len(run.results) == before:
+                run.process_errors.append("a process ran no test: not starting another")
+                break
+    not_run = len(names) - len(run.results)
+    for error in run.process_errors:
+        print("    " + error, flush=True)
+    counts = [run.count(outcome) for outcome in ("ok", "FAILED", "skipped", "HUNG", "CRASHED", "STOPPED")]
+    print(f"{args.name}: {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped, {counts[3]} hung, "
+          f"{counts[4]} crashed, {not_run + counts[5]} not run (time) in {time.monotonic() - began:.0f} s", flush=True)
+    clean = counts[0] + counts[2] == len(names) and not run.process_errors
+    return 0 if clean else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

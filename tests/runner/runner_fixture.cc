@@ -1,0 +1,42 @@
+// Tests for scripts/gtest_runner.py to run (tests/runner/check_runner.sh). They all pass or skip,
+// unless WEFT_RUNNER_FIXTURE_FAULTS names a file: then one fails, one hangs after forking a child
+// that would outlive it (the child's pid is written to that file), and one crashes.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+
+const char* faultsFile() { return std::getenv("WEFT_RUNNER_FIXTURE_FAULTS"); }
+
+TEST(RunnerFixture, PassesFirst) {}
+
+TEST(RunnerFixture, Fails) {
+  if (faultsFile() != nullptr) FAIL() << "failing as asked";
+}
+
+TEST(RunnerFixture, Skips) { GTEST_SKIP() << "skipping as asked"; }
+
+TEST(RunnerFixture, HangsWithAChild) {
+  if (faultsFile() == nullptr) return;
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    for (;;) pause();
+  }
+  FILE* file = std::fopen(faultsFile(), "w");
+  ASSERT_NE(file, nullptr);
+  std::fprintf(file, "%d\n", static_cast<int>(child));
+  std::fclose(file);
+  for (;;) pause();
+}
+
+TEST(RunnerFixture, Crashes) {
+  if (faultsFile() != nullptr) std::abort();
+}
+
+TEST(RunnerFixture, PassesAfterTheCrash) {}
+
+}  // namespace
