@@ -28,7 +28,8 @@ struct PeerInfo {
   /// primary context active) when the communicator was made: src/device/nvls_plan.h.
   uint8_t gpuMulticast = 0;
   uint8_t gpuInUse = 0;
-  uint16_t reserved = 0;
+  /// cudaDevice's multiprocessors (0 without one): src/device/residency.h.
+  uint16_t gpuMultiprocessors = 0;
   char hostId[128] = {};      // NCCL_HOSTID, or hostname + boot id
   char hostname[64] = {};     // for messages
 

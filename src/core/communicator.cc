@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 
 #include "algorithms/gpu_tuner.h"
 #include "algorithms/node_tree.h"
@@ -19,6 +20,7 @@
 #include "src/core/topology_dump.h"
 #include "src/device/gpu_runtime.h"
 #include "src/device/nvls_plan.h"
+#include "src/device/residency.h"
 #include "topology/nvls.h"
 #include "transport/registry.h"
 
@@ -413,6 +415,8 @@ Status Communicator::init(const UniqueId& id) {
            device::pciBusId(peers_[rank_].cudaDevice).c_str());
   peers_[rank_].gpuMulticast = device::multicastSupported(peers_[rank_].cudaDevice) ? 1 : 0;
   peers_[rank_].gpuInUse = device::inUse(peers_[rank_].cudaDevice) ? 1 : 0;
+  peers_[rank_].gpuMultiprocessors =
+      static_cast<uint16_t>(std::min(device::multiprocessorCount(peers_[rank_].cudaDevice), 65535));
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(peers_.data(), sizeof(PeerInfo)));
   for (int r = 0; r < rank_; ++r) localRank_ += peers_[r].sameHost(peers_[rank_]) ? 1 : 0;
   waitContext_.spinLimit = spinLimitForMachine();
@@ -449,12 +453,18 @@ Status Communicator::init(const UniqueId& id) {
                  std::any_of(peers_.begin(), peers_.end(), [&](const PeerInfo& peer) { return !peer.sameHost(peers_[0]); });
   treeDepth_ = algorithms::treeDepth(nranks_);
 
-  gpuChannels_ = agreed.gpuChannels;
+  // Ranks sharing a GPU must fit on it at once (src/device/residency.h): fewer channels, not a hang.
+  gpuBlocksPerRank_ = device::blocksPerRankLimit(peers_, std::numeric_limits<int>::max());
+  gpuChannels_ = std::min(agreed.gpuChannels, gpuBlocksPerRank_);
+  if (gpuChannels_ < agreed.gpuChannels) {
+    WEFT_INFO(log::kInit, "rank %d: %d channels on GPU buffers, not %d: the ranks sharing its GPU get %d blocks each",
+              rank_, gpuChannels_, agreed.gpuChannels, gpuBlocksPerRank_);
+  }
   gpuLowLatencyMaxBytes_ = static_cast<size_t>(agreed.gpuLowLatencyMaxBytes);
   gpuDirect_ = agreed.gpuDirect != 0;
   cliqueId_ = agreed.cliqueNonce;
   minChannels_ = agreed.minChannels;
-  WEFT_RETURN_IF_ERROR(buildRings(agreed.nChannels, agreed.gpuChannels));
+  WEFT_RETURN_IF_ERROR(buildRings(agreed.nChannels, gpuChannels_));
   logRings("", rings_);
   layOutHosts(agreed.shmDisabled != 0);
   if (peers_[rank_].gpuBusId[0] != '\0') logRings("GPU ", gpuRings_);

@@ -93,6 +93,9 @@ class Communicator {
   const std::vector<algorithms::Ring>& gpuRings() const { return gpuRings_; }
   /// Channels (thread blocks) of a GPU ring collective, agreed at init (WEFT_GPU_CHANNELS).
   int gpuChannels() const { return gpuChannels_; }
+  /// The most thread blocks one kernel of this rank may run: the ranks sharing its GPU must all
+  /// fit on it at once (src/device/residency.h). Ring collectives use at most this many channels.
+  int gpuBlocksPerRank() const { return gpuBlocksPerRank_; }
   /// Collectives on GPU buffers of at most this many bytes move LL pieces (WEFT_GPU_LL_MAX_BYTES,
   /// rank 0's value).
   size_t gpuLowLatencyMaxBytes() const { return gpuLowLatencyMaxBytes_; }
@@ -265,6 +268,7 @@ class Communicator {
   std::vector<algorithms::Ring> gpuRings_;  // the GPU path's channels
   std::unique_ptr<ConnectionTable> connections_;
   int gpuChannels_ = 1;
+  int gpuBlocksPerRank_ = 1;
   size_t gpuLowLatencyMaxBytes_ = 0;
   bool gpuDirect_ = true;
   uint64_t cliqueId_ = 0;

@@ -84,11 +84,24 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
     WEFT_RETURN_IF_ERROR(
         acquireDirectBoards(comm.cliqueId(), resources->device_, comm.nranks(), &resources->directBoards_));
   }
+  joinLocalClique(comm.cliqueId(), resources->device_, resources.get());
   *out = std::move(resources);
   return Status::ok();
 }
 
 CommDevice::~CommDevice() {
+  leaveLocalClique(this);
+  if (abortFlagHost_ != nullptr && *abortFlagHost_ != 0) {
+    const int ended = endLocalPeers(
+        comm_.cliqueId(), device_, this,
+        remoteError("rank %d of this communicator, a thread of this process on the same GPU, was aborted: abort "
+                    "or destroy this communicator too",
+                    comm_.rank()));
+    if (ended > 0) {
+      WEFT_INFO(log::kInit, "rank %d aborted: the kernels of %d rank(s) sharing its GPU in this process give up, "
+                "since freeing its memory waits for them", comm_.rank(), ended);
+    }
+  }
   ScopedDevice device(device_);
   if (lastLaunch_ != nullptr) {
     (void)cudaEventSynchronize(lastLaunch_);
@@ -139,9 +152,11 @@ bool CommDevice::proxiesDrained() const {
   return true;
 }
 
-void CommDevice::proxyFailed(const Status& failure) {
-  WEFT_WARN("rank %d: %s; the communicator's kernels give up", comm_.rank(), failure.message().c_str());
-  comm_.setAsyncError(failure);
+void CommDevice::proxyFailed(const Status& failure) { endKernels(failure); }
+
+void CommDevice::endKernels(const Status& why) {
+  WEFT_WARN("rank %d: %s; the communicator's kernels give up", comm_.rank(), why.message().c_str());
+  comm_.setAsyncError(why);
   abort();
 }
 

@@ -13,6 +13,7 @@
 #include "src/core/communicator.h"
 #include "src/core/connection_table.h"
 #include "src/device/kernel_work.h"
+#include "src/device/local_clique.h"
 
 namespace weft::device {
 
@@ -41,7 +42,12 @@ class WorkPool {
 /// Also the sink of its network proxies' failures (a peer host lost): the communicator records the
 /// error (ncclCommGetAsyncError) and its kernels give up, as on ncclCommAbort. A proxy waiting
 /// without progress asks it, through the communicator's wait context, whether a peer is known dead.
-class CommDevice final : public core::Communicator::DeviceResources, public transport::ProxyFailureSink {
+///
+/// Registered with its clique's other ranks on its GPU in this process (local_clique.h): when an
+/// aborted rank is destroyed, their kernels give up too, since freeing its memory waits for them.
+class CommDevice final : public core::Communicator::DeviceResources,
+                         public transport::ProxyFailureSink,
+                         public LocalCliqueMember {
  public:
   /// Makes the resources of `comm` (whose rank must have a CUDA device).
   static Status create(core::Communicator& comm, std::unique_ptr<core::Communicator::DeviceResources>* out);
@@ -51,9 +57,11 @@ class CommDevice final : public core::Communicator::DeviceResources, public tran
   void abort() override;
   Status drain() override;
   void proxyFailed(const Status& failure) override;
+  void endKernels(const Status& why) override;
   Status checkAlive() override;
 
   int device() const { return device_; }
+  int rank() const { return comm_.rank(); }
   core::ConnectionTable& connections() { return *connections_; }
   WorkPool& workPool() { return workPool_; }
   const volatile int* abortFlag() const { return abortFlagDevice_; }
@@ -62,6 +70,8 @@ class CommDevice final : public core::Communicator::DeviceResources, public tran
   DirectBoard* directBoards() const { return directBoards_; }
   /// The device's multiprocessors.
   int multiprocessors() const { return multiprocessors_; }
+  /// The most thread blocks one kernel of this rank may run (Communicator::gpuBlocksPerRank).
+  int blocksPerRank() const { return comm_.gpuBlocksPerRank(); }
   /// Bytes of each connection's LL slots (0: none, as across hosts).
   size_t lowLatencySlotBytes() const { return oneHost_ ? comm_.llSlotBytes() : 0; }
   /// Whether every rank of the communicator is on this rank's host.

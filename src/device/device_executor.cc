@@ -107,6 +107,13 @@ class LaunchBuilder {
     std::vector<KernelBlock> blocks;
     std::vector<KernelLane> lanes;
     groupIntoBlocks(&blocks, &lanes);
+    if (static_cast<int>(blocks.size()) > device_.blocksPerRank()) {
+      return invalidUsage(
+          "a launch on rank %d needs %zu thread blocks at once, but each rank sharing its GPU may run only %d "
+          "(the GPU's multiprocessors shared among them; more would wait for each other forever): split the group "
+          "into smaller ones, or put fewer ranks on the GPU",
+          device_.rank(), blocks.size(), device_.blocksPerRank());
+    }
     std::vector<char> bytes;
     const size_t blocksAt = appendTable(&bytes, blocks);
     const size_t lanesAt = appendTable(&bytes, lanes);

@@ -179,9 +179,11 @@ __device__ void runDirectAllReduce(const KernelWork& work, const Reducer<Math, k
 
   __syncthreads();
   if (threadIdx.x != 0) return;
-  __threadfence();  // this block's writes, by every thread, before its count
+  // System scope: an output may be pinned host memory, which its rank's host reads once its own
+  // kernel, which waits for this `finished`, has ended. Once per block and call.
+  __threadfence_system();  // this block's writes, by every thread, before its count
   if (atomicAdd(&mine.finishedBlocks, 1u) + 1 == static_cast<unsigned>(direct.blocksPerRank)) {
-    __threadfence();  // every block's writes (each fenced before its count) before `finished`
+    __threadfence_system();  // every block's writes (each fenced before its count) before `finished`
     mine.finishedBlocks = 0;
     storeReleaseGpu(&mine.finished, call);
   }

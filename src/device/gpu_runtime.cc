@@ -85,6 +85,18 @@ bool multicastSupported(int device) {
          supported != 0;
 }
 
+int multiprocessorCount(int device) {
+  if (device < 0 || device >= deviceCount()) return 0;
+  const CudaDriver& driver = cudaDriver();
+  if (driver.deviceGet == nullptr || driver.deviceGetAttribute == nullptr) return 0;
+  CUdevice handle = 0;
+  int count = 0;
+  return driver.deviceGet(&handle, device) == CUDA_SUCCESS &&
+                 driver.deviceGetAttribute(&count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, handle) == CUDA_SUCCESS
+             ? count
+             : 0;
+}
+
 Status allocateOnDevice(size_t bytes, void** out) {
   return cudaStatus(cudaMalloc(out, bytes), "cudaMalloc of ncclMemAlloc's memory");
 }
@@ -113,6 +125,7 @@ std::string pciBusId(int) { return ""; }
 bool onDevice(const void*) { return false; }
 bool inUse(int) { return false; }
 bool multicastSupported(int) { return false; }
+int multiprocessorCount(int) { return 0; }
 bool anyDeviceInUse() { return false; }
 Status preloadKernelsIfInUse(int) { return Status::ok(); }
 Status allocateOnDevice(size_t, void**) { return internalError("this build of Weft has no CUDA"); }

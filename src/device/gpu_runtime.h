@@ -35,6 +35,10 @@ bool inUse(int device);
 /// which NVLS needs. Creates no context. False without CUDA.
 bool multicastSupported(int device);
 
+/// The number of multiprocessors of CUDA device `device`, or 0 where there is no such device (or
+/// no CUDA). Creates no context.
+int multiprocessorCount(int device);
+
 /// True if this process uses any CUDA device (inUse). Creates no context.
 bool anyDeviceInUse();
 

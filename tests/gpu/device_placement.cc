@@ -40,6 +40,11 @@ void DevicePlacement::ready() {
 }
 
 void DevicePlacement::finish() {
+  // Wait for the call first: a copy to pageable memory would wait for it inside the driver, where
+  // it can hold up a peer thread's allocation that the call itself waits for.
+  cudaError_t waited = cudaStreamSynchronize(stream_);
+  RANK_EXPECT(waited == cudaSuccess) << "waiting for the call: " << cudaGetErrorName(waited) << ": "
+                                    << cudaGetErrorString(waited);
   std::vector<unsigned char> guards(2 * kGuardBytes);
   for (const Placed& placed : placed_) {
     cudaError_t error = cudaMemcpyAsync(placed.host, placed.device + kGuardBytes, placed.bytes,

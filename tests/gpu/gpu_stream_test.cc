@@ -2,7 +2,7 @@
 // returns at once; it runs after the stream's earlier work and before its later work; a group
 // launches at ncclGroupEnd; ranks of one communicator need streams of their own; a call cannot
 // mix GPU and host buffers; ncclMemAlloc gives device memory; ncclCommAbort ends a kernel that
-// waits for a peer that never comes.
+// waits for a peer that never comes, and aborting that peer ends it too.
 // Ranks are communicators of this process (ncclCommInitAll on one GPU), driven from the test's
 // thread. Skipped, saying so, where no GPU is present.
 
@@ -91,20 +91,28 @@ class OneGpuClique : public ::testing::Test {
   }
 
   // One call of both ranks (which makes the connections: a first call needs every rank, as in
-  // NCCL), then rank 0 calls alone: its kernel waits for rank 1, which never calls, until rank 0
-  // is aborted, which must end it within 10 s.
-  void abortLoneCall() {
+  // NCCL), then rank `caller` calls alone: its kernel waits for the other rank, which never calls,
+  // until rank `aborted` is aborted, which must end it within 10 s. Where the aborted rank is the
+  // one waited for, freeing its GPU memory waits for every kernel on the GPU, so its abort must end
+  // the caller's kernel too, and the caller's communicator must then report the remote error.
+  void abortWhileALoneCallWaits(int caller, int aborted) {
     ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
     for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaStreamSynchronize(stream));
-    ASSERT_TRUE(ncclSucceeded(
-        ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0], streams_[0])));
+    ASSERT_TRUE(ncclSucceeded(ncclAllReduce(buffers_[caller], buffers_[caller], count_, ncclFloat32, ncclSum,
+                                            comms_[caller], streams_[caller])));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    EXPECT_EQ(cudaStreamQuery(streams_[0]), cudaErrorNotReady);
+    EXPECT_EQ(cudaStreamQuery(streams_[caller]), cudaErrorNotReady);
     const auto abortedAt = std::chrono::steady_clock::now();
-    EXPECT_EQ(ncclCommAbort(comms_[0]), ncclSuccess);
-    comms_[0] = nullptr;
-    ASSERT_CUDA(cudaStreamSynchronize(streams_[0]));
+    EXPECT_EQ(ncclCommAbort(comms_[aborted]), ncclSuccess);
+    comms_[aborted] = nullptr;
+    ASSERT_CUDA(cudaStreamSynchronize(streams_[caller]));
     EXPECT_LT(std::chrono::steady_clock::now() - abortedAt, std::chrono::seconds(10));
+    if (caller == aborted) return;
+    ncclResult_t asyncError = ncclSuccess;
+    EXPECT_EQ(ncclCommGetAsyncError(comms_[caller], &asyncError), ncclSuccess);
+    EXPECT_EQ(asyncError, ncclRemoteError);
+    EXPECT_EQ(ncclCommAbort(comms_[caller]), ncclSuccess);
+    comms_[caller] = nullptr;
   }
 
   std::vector<ncclComm_t> comms_;
@@ -244,7 +252,7 @@ TEST_F(OneGpuClique, AbortEndsAKernelWaitingForAPeer) {
   SKIP_WITHOUT_GPU();
   harness::DeadlineGuard guard(kDeadline, "abort of a kernel waiting for a peer");
   ASSERT_NO_FATAL_FAILURE(start(2, 1 << 20));  // ranks of one process: the direct kernel
-  ASSERT_NO_FATAL_FAILURE(abortLoneCall());
+  ASSERT_NO_FATAL_FAILURE(abortWhileALoneCallWaits(0, 0));
 }
 
 TEST_F(OneGpuClique, AbortEndsALowLatencyKernelWaitingForAPeer) {
@@ -252,7 +260,22 @@ TEST_F(OneGpuClique, AbortEndsALowLatencyKernelWaitingForAPeer) {
   harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");
   harness::DeadlineGuard guard(kDeadline, "abort of an LL kernel waiting for a peer");
   ASSERT_NO_FATAL_FAILURE(start(2, 1024));  // 4 KiB: LL pieces, each receiving thread polls its lines
-  ASSERT_NO_FATAL_FAILURE(abortLoneCall());
+  ASSERT_NO_FATAL_FAILURE(abortWhileALoneCallWaits(0, 0));
+}
+
+TEST_F(OneGpuClique, AbortingTheRankAPeerWaitsForEndsThePeersKernel) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "abort of the rank a peer's kernel waits for");
+  ASSERT_NO_FATAL_FAILURE(start(2, 1 << 20));
+  ASSERT_NO_FATAL_FAILURE(abortWhileALoneCallWaits(1, 0));
+}
+
+TEST_F(OneGpuClique, AbortingTheRankARingKernelWaitsForEndsIt) {
+  SKIP_WITHOUT_GPU();
+  harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");
+  harness::DeadlineGuard guard(kDeadline, "abort of the rank a peer's ring kernel waits for");
+  ASSERT_NO_FATAL_FAILURE(start(2, 1 << 20));
+  ASSERT_NO_FATAL_FAILURE(abortWhileALoneCallWaits(1, 0));
 }
 
 }  // namespace

@@ -1,0 +1,26 @@
+#pragma once
+// How many thread blocks one rank's kernel may run so that the kernels of every rank sharing its
+// GPU fit on it at once. Ranks' kernels wait for each other: if the blocks of some ranks hold every
+// multiprocessor while they wait for a rank whose blocks found none free, no block ever leaves.
+// A step-kernel block takes a whole multiprocessor (512 threads, __launch_bounds__(512, 1), up to
+// 128 registers a thread), so a GPU of m multiprocessors holds m of them. Every build has this;
+// unit tests check it anywhere.
+
+#include <vector>
+
+#include "src/base/peer_info.h"
+
+namespace weft::device {
+
+/// Multiprocessors of a shared GPU left for other work beside a communicator's kernels: another
+/// communicator's, a memset, a copy.
+inline constexpr int kSpareMultiprocessors = 4;
+
+/// The most step-kernel blocks each rank of `peers` may run at once: for every GPU that ranks use
+/// on one machine (same machineHash and gpuBusId), its multiprocessors (PeerInfo.gpuMultiprocessors)
+/// less kSpareMultiprocessors, divided among the ranks on it; the least of these, and at least 1.
+/// Ranks of different processes count too: under MPS their kernels run side by side. `unlimited`
+/// where no rank's GPU reports its multiprocessors (host memory, no CUDA). The same on every rank.
+int blocksPerRankLimit(const std::vector<PeerInfo>& peers, int unlimited);
+
+}  // namespace weft::device

@@ -1,0 +1,60 @@
+#include "src/device/residency.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <vector>
+
+namespace weft::device {
+namespace {
+
+constexpr int kUnlimited = 1000;
+
+// A rank on machine `machine` using the GPU at `busId` with `multiprocessors` (0: unknown).
+PeerInfo rankOn(uint64_t machine, const char* busId, int multiprocessors) {
+  PeerInfo peer;
+  peer.machineHash = machine;
+  std::snprintf(peer.gpuBusId, sizeof(peer.gpuBusId), "%s", busId);
+  peer.gpuMultiprocessors = static_cast<uint16_t>(multiprocessors);
+  return peer;
+}
+
+TEST(Residency, HostMemoryRanksHaveNoLimit) {
+  std::vector<PeerInfo> peers = {rankOn(1, "", 0), rankOn(1, "", 0)};
+  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), kUnlimited);
+  EXPECT_EQ(blocksPerRankLimit({}, kUnlimited), kUnlimited);
+}
+
+TEST(Residency, RanksOnTheirOwnGpusKeepAllButTheSpareMultiprocessors) {
+  std::vector<PeerInfo> peers = {rankOn(1, "0000:01:00.0", 132), rankOn(1, "0000:02:00.0", 132)};
+  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 132 - kSpareMultiprocessors);
+}
+
+TEST(Residency, RanksSharingAGpuDivideItsMultiprocessors) {
+  // 8 ranks on one H200: (132 - 4) / 8 = 16 blocks each, so 8 x 16 = 128 fit beside 4 spare.
+  std::vector<PeerInfo> peers(8, rankOn(1, "0000:01:00.0", 132));
+  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 16);
+  std::vector<PeerInfo> five(5, rankOn(1, "0000:01:00.0", 132));
+  EXPECT_EQ(blocksPerRankLimit(five, kUnlimited), 25);
+  EXPECT_LE(5 * blocksPerRankLimit(five, kUnlimited), 132 - kSpareMultiprocessors);
+}
+
+TEST(Residency, TheMostCrowdedGpuSetsTheLimitForEveryRank) {
+  // Three ranks share one GPU and one has a GPU of its own: every rank gets the crowded GPU's share.
+  std::vector<PeerInfo> peers = {rankOn(1, "0000:01:00.0", 132), rankOn(1, "0000:01:00.0", 132),
+                                 rankOn(1, "0000:01:00.0", 132), rankOn(1, "0000:02:00.0", 132)};
+  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 128 / 3);
+}
+
+TEST(Residency, TheSameBusIdOnAnotherMachineIsAnotherGpu) {
+  std::vector<PeerInfo> peers = {rankOn(1, "0000:01:00.0", 132), rankOn(2, "0000:01:00.0", 132)};
+  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 128);
+}
+
+TEST(Residency, EveryRankGetsAtLeastOneBlock) {
+  std::vector<PeerInfo> peers(16, rankOn(1, "0000:01:00.0", 8));
+  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 1);
+}
+
+}  // namespace
+}  // namespace weft::device
