@@ -26,7 +26,8 @@
 #   7. PyTorch: the nccl symbols libtorch_cuda.so imports against Weft's exports, then, if none
 #      is missing, tests/gpu/torch_client.py with Weft's libnccl.so.2 in place of torch's
 #   8. the allreduce speed through the ring with 32 channels
-# WEFT_GPU_CHECK_STEPS="2 5" runs only those steps (and 1), for a rerun of what failed.
+# WEFT_GPU_CHECK_STEPS="2 5" runs only those steps (and 1), for a rerun of what failed; 5 brings
+# its probe, 4.
 # The machine needs only the NVIDIA driver and python3 (with torch for step 7): the binaries link
 # the CUDA runtime and GoogleTest statically.
 set -uo pipefail
@@ -49,11 +50,24 @@ pack() {
 
 failures=()
 deadline=0
+steps_run=0
 
-# wanted NAME: whether WEFT_GPU_CHECK_STEPS (empty: every step) selects the step numbered NAME's first digit.
+# The steps WEFT_GPU_CHECK_STEPS selects, as " 2 5 " (commas or spaces between numbers 2 to 8;
+# step 5 needs its probe, step 4); empty: every step. Exits on anything else.
+selected_steps() {
+  local steps=" ${WEFT_GPU_CHECK_STEPS//,/ } "
+  if ! [[ $steps =~ ^[[:space:]2-8]*$ ]]; then
+    echo "WEFT_GPU_CHECK_STEPS='$WEFT_GPU_CHECK_STEPS': give step numbers 2 to 8" >&2
+    exit 2
+  fi
+  [[ $steps != *" 5 "* ]] || steps+="4 "
+  echo "$steps"
+}
+
+# wanted NAME: whether the selection (empty: every step) holds the step NAME's number ("7b. ..." is 7).
 wanted() {
   local number=${1%%.*}
-  [ -z "${WEFT_GPU_CHECK_STEPS:-}" ] || [[ " $WEFT_GPU_CHECK_STEPS " == *" ${number%%[a-z]} "* ]]
+  [ -z "$selection" ] || [[ $selection == *" ${number%%[a-z]} "* ]]
 }
 
 # step NAME SECONDS COMMAND...: runs COMMAND under a limit cut to the time left, logs its result.
@@ -70,6 +84,7 @@ step() {
   fi
   [ "$limit" -le "$left" ] || limit=$left
   echo "=== $name (limit ${limit}s): $*"
+  steps_run=$((steps_run + 1))
   local start=$SECONDS
   timeout --kill-after=5 "$limit" "$@"
   local status=$?
@@ -104,6 +119,8 @@ preflight() {
 
 run() {
   local out=${1:-build-cuda/gpu_check}
+  selection=
+  [ -z "${WEFT_GPU_CHECK_STEPS:-}" ] || selection=$(selected_steps) || exit 2
   mkdir -p "$out"
   exec 3>&1 4>&2
   exec > >(tee "$out/gpu_check.log") 2>&1
@@ -124,7 +141,8 @@ run() {
   preflight || failures+=("1. the bundle (above)")
 
   if [ ${#failures[@]} -eq 0 ]; then
-    suite "2. GPU suite, ranks as threads" "$out/threads.log" '-*processes*' 80
+    # GpuAcrossHosts forks ranks that use CUDA: it runs with the processes tests (step 5).
+    suite "2. GPU suite, ranks as threads" "$out/threads.log" '-*processes*:GpuAcrossHosts.*' 80
     WEFT_GPU_DIRECT=1 step "3. allreduce speed on one GPU, direct kernel" 20 "${lib_env[@]}" \
       "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
 
@@ -166,6 +184,9 @@ run() {
 
   echo
   local status=0
+  if [ "$steps_run" -eq 0 ] && [ -n "$selection" ]; then
+    failures+=("WEFT_GPU_CHECK_STEPS='$WEFT_GPU_CHECK_STEPS' ran no step")
+  fi
   if [ ${#failures[@]} -eq 0 ]; then
     echo "=== GPU check: every step passed"
   else

@@ -31,7 +31,8 @@ FAILURE_LINES = 40
 
 
 def list_tests(binary, test_filter):
-    """The full names of the tests that test_filter selects, in the binary's order."""
+    """The full names of the tests that test_filter selects, in the binary's order, less the
+    DISABLED_ ones, which gtest lists but does not run."""
     listing = subprocess.run([binary, "--gtest_list_tests", "--gtest_filter=" + test_filter],
                              capture_output=True, text=True, check=True).stdout
     names, suite = [], ""
@@ -39,7 +40,9 @@ def list_tests(binary, test_filter):
         if not line.strip() or line.startswith("Running main()"):
             continue
         if line.startswith("  "):
-            names.append(suite + line.split()[0])
+            name = suite + line.split()[0]
+            if "DISABLED_" not in name:
+                names.append(name)
         else:
             suite = line.split()[0]
     return names
@@ -63,12 +66,20 @@ class Run:
         return sum(1 for value in self.results.values() if value == outcome)
 
 
+def marked(line, prefix, name):
+    """Whether line holds gtest's `prefix` marker for test `name` (a test's own output may precede
+    the marker on its line, when it did not end with a newline)."""
+    at = line.find(prefix)
+    return at >= 0 and line[at + len(prefix):].split(maxsplit=1)[0].rstrip(",") == name
+
+
 def run_once(binary, names, run, per_test, deadline, log):
     """Runs names in one process until it ends, a test outlasts per_test, or deadline passes."""
-    process = subprocess.Popen([binary, "--gtest_color=no", "--gtest_filter=" + ":".join(names)],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    global running
+    process = running = subprocess.Popen([binary, "--gtest_color=no", "--gtest_filter=" + ":".join(names)],
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     current, started, output, pending = None, time.monotonic(), [], b""
-    quiet_since = time.monotonic()
+    quiet_since, failed_here = time.monotonic(), False
 
     def stop(outcome):
         os.killpg(process.pid, signal.SIGKILL)
@@ -99,19 +110,37 @@ def run_once(binary, names, run, per_test, deadline, log):
         for raw in lines:
             line = raw.decode(errors="replace")
             log.write(line + "\n")
-            if line.startswith(RUN):
-                current, started, output = line[len(RUN):].strip(), time.monotonic(), []
-                continue
             output.append(line)
             for prefix, outcome in ((OK, "ok"), (FAILED, "FAILED"), (SKIPPED, "skipped")):
-                if current and line.startswith(prefix) and line[len(prefix):].split()[0].rstrip(",") == current:
+                if current and marked(line, prefix, current):
                     run.record(current, outcome, time.monotonic() - started, output)
+                    failed_here |= outcome == "FAILED"
                     current, quiet_since = None, time.monotonic()
+            at = line.find(RUN)
+            if at >= 0:
+                if current is not None:
+                    run.record(current, "FAILED", time.monotonic() - started, output + ["(no result line)"])
+                    failed_here = True
+                current, started, output = line[at + len(RUN):].strip(), time.monotonic(), []
     status = process.wait()
+    running = None
     if current is not None:
         run.record(current, "CRASHED", time.monotonic() - started, output + [f"(process ended: {describe(status)})"])
-    elif status != 0 and run.count("FAILED") == 0:
+    elif status != 0 and not failed_here:
         run.process_errors.append(f"a process ended with {describe(status)} after its tests")
+
+
+running = None  # the test process now running, for the SIGTERM handler
+
+
+def end_on_signal(signum, frame):
+    """Ends the test process and everything it forked (its own session), then this runner."""
+    if running is not None:
+        try:
+            os.killpg(running.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    sys.exit(128 + signum)
 
 
 def describe(status):
@@ -127,6 +156,7 @@ def main():
     parser.add_argument("--name", default="tests")
     parser.add_argument("--log", default=os.devnull)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, end_on_signal)
 
     began = time.monotonic()
     deadline = began + args.budget

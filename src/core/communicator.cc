@@ -509,7 +509,7 @@ Status Communicator::init(const UniqueId& id) {
   WEFT_INFO(log::kInit,
             "comm %p rank %d nranks %d localRank %d - Init COMPLETE (%d channels, %d on GPU buffers, %zu-byte slots, "
             "%zu-byte LL slots, direct allreduce %s)",
-            static_cast<void*>(this), rank_, nranks_, localRank_, agreed.nChannels, agreed.gpuChannels, slotBytes,
+            static_cast<void*>(this), rank_, nranks_, localRank_, agreed.nChannels, gpuChannels_, slotBytes,
             llSlotBytes, direct.c_str());
   return Status::ok();
 }

@@ -28,7 +28,23 @@ using algorithms::reduces;
 
 cudaStream_t streamOf(const core::Op& op) { return static_cast<cudaStream_t>(op.stream); }
 
+// Whether another rank of `comm` is a thread of this process on the same GPU.
+bool sharesGpuInThisProcess(const core::Communicator& comm) {
+  const PeerInfo& self = comm.peer(comm.rank());
+  return std::any_of(comm.peers().begin(), comm.peers().end(), [&self](const PeerInfo& peer) {
+    return peer.rank != self.rank && peer.sameProcess(self) && peer.cudaDevice == self.cudaDevice;
+  });
+}
+
 Status checkStreams(std::span<const core::Op> ops) {
+  for (const core::Op& op : ops) {
+    if ((op.stream == nullptr || streamOf(op) == cudaStreamLegacy) && sharesGpuInThisProcess(*op.comm)) {
+      return invalidUsage("rank %d enqueues on the legacy default stream, but other ranks of its communicator are "
+                          "threads of this process on the same GPU: that one stream would run their kernels one "
+                          "after the other while each waits for the others; give each rank a stream of its own",
+                          op.comm->rank());
+    }
+  }
   for (size_t i = 0; i < ops.size(); ++i) {
     for (size_t j = i + 1; j < ops.size(); ++j) {
       const core::Op& a = ops[i];

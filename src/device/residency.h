@@ -12,15 +12,18 @@
 
 namespace weft::device {
 
-/// Multiprocessors of a shared GPU left for other work beside a communicator's kernels: another
-/// communicator's, a memset, a copy.
+/// Multiprocessors of a shared GPU left for other work beside a communicator's kernels: a memset
+/// or a copy of connection setup, a small kernel of the application.
 inline constexpr int kSpareMultiprocessors = 4;
 
-/// The most step-kernel blocks each rank of `peers` may run at once: for every GPU that ranks use
-/// on one machine (same machineHash and gpuBusId), its multiprocessors (PeerInfo.gpuMultiprocessors)
-/// less kSpareMultiprocessors, divided among the ranks on it; the least of these, and at least 1.
-/// Ranks of different processes count too: under MPS their kernels run side by side. `unlimited`
-/// where no rank's GPU reports its multiprocessors (host memory, no CUDA). The same on every rank.
+/// The most step-kernel blocks each rank of `peers` may run at once: for every GPU that two or more
+/// ranks use on one machine (same machineHash and gpuBusId), its multiprocessors
+/// (PeerInfo.gpuMultiprocessors) less kSpareMultiprocessors, divided among the ranks on it; the
+/// least of these, and at least 1. Ranks of different processes count too: under MPS their
+/// kernels run side by side. `unlimited` where no GPU is shared (or none reports its
+/// multiprocessors: host memory, no CUDA). The same on every rank. It budgets this communicator
+/// alone: two communicators whose kernels run at once on the same GPU (a parent and its split)
+/// can still need more blocks than it holds.
 int blocksPerRankLimit(const std::vector<PeerInfo>& peers, int unlimited);
 
 }  // namespace weft::device

@@ -174,6 +174,18 @@ TEST_F(OneGpuClique, TwoRanksOnOneStreamAreRefused) {
   EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "same CUDA stream"), nullptr) << ncclGetLastError(comms_[0]);
 }
 
+TEST_F(OneGpuClique, TheLegacyStreamIsRefusedWhereRanksShareAGpuInOneProcess) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "a rank on the legacy default stream");
+  ASSERT_NO_FATAL_FAILURE(start(2, 1024));
+  for (cudaStream_t legacy : {static_cast<cudaStream_t>(nullptr), cudaStreamLegacy}) {
+    EXPECT_EQ(ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0], legacy),
+              ncclInvalidUsage);
+    EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "legacy default stream"), nullptr)
+        << ncclGetLastError(comms_[0]);
+  }
+}
+
 TEST_F(OneGpuClique, GpuAndHostBuffersInOneCallAreRefused) {
   SKIP_WITHOUT_GPU();
   ASSERT_NO_FATAL_FAILURE(start(1, 1024));

@@ -541,6 +541,15 @@ def load_nccl_only_from(lib):
     ctypes.CDLL.__init__ = init
 
 
+def die_with_parent():
+    """In a rank, before it runs: the kernel kills it when the parent dies, even by SIGKILL (a
+    `timeout` that gave up waiting), so no rank stays on the GPU after the check."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -593,7 +602,8 @@ class Rank:
             self.process = subprocess.Popen(
                 command, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                 env=child_environment(args.lib, rank, args.ranks, port, self.debug_path,
-                                      nccl_shim(args.lib, log_dir)), start_new_session=True)
+                                      nccl_shim(args.lib, log_dir)), start_new_session=True,
+                preexec_fn=die_with_parent)
         self.returncode = None
         self.hung = False
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Checks scripts/gtest_runner.py on tests/runner/runner_fixture.cc: a clean run exits 0; a run with
-# a failure, a hang and a crash reports each, runs the tests after them, exits 1, and leaves no
-# process of the hung test behind.
+# Checks scripts/gtest_runner.py on tests/runner/runner_fixture.cc: a clean run exits 0 (a result
+# marker after output without a newline is still seen; a disabled test is not waited for); a run
+# with a failure, a hang and a crash reports each, runs the tests after them, exits 1, and leaves
+# no process of the hung test behind.
 #   check_runner.sh RUNNER FIXTURE
 set -uo pipefail
 runner=$1 fixture=$2
@@ -12,7 +13,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 python3 "$runner" "$fixture" --name clean >"$work/clean.log" 2>&1
 status=$?
 [ "$status" -eq 0 ] || { cat "$work/clean.log"; fail "a clean run exited $status"; }
-grep -q '^clean: 5 passed, 0 failed, 1 skipped, 0 hung, 0 crashed, 0 not run' "$work/clean.log" \
+grep -q '^clean: 6 passed, 0 failed, 1 skipped, 0 hung, 0 crashed, 0 not run' "$work/clean.log" \
   || { cat "$work/clean.log"; fail "a clean run's summary"; }
 
 WEFT_RUNNER_FIXTURE_FAULTS="$work/child.pid" python3 "$runner" "$fixture" --name faults --per-test 3 \
@@ -20,7 +21,7 @@ WEFT_RUNNER_FIXTURE_FAULTS="$work/child.pid" python3 "$runner" "$fixture" --name
 status=$?
 cat "$work/faults.log"
 [ "$status" -eq 1 ] || fail "a run with faults exited $status, not 1"
-grep -q '^faults: 2 passed, 1 failed, 1 skipped, 1 hung, 1 crashed, 0 not run' "$work/faults.log" \
+grep -q '^faults: 3 passed, 1 failed, 1 skipped, 1 hung, 1 crashed, 0 not run' "$work/faults.log" \
   || fail "the summary of a run with faults"
 grep -q '^HUNG .*RunnerFixture.HangsWithAChild' "$work/faults.log" || fail "the hang is not named"
 grep -q '^CRASHED .*RunnerFixture.Crashes' "$work/faults.log" || fail "the crash is not named"
@@ -37,5 +38,5 @@ fi
 
 timeout 30 python3 "$runner" "$fixture" --name budget --budget 0 >"$work/budget.log" 2>&1
 [ $? -eq 1 ] || fail "a run with no time left should exit 1"
-grep -q '^budget: 0 passed, .* 6 not run (time)' "$work/budget.log" || { cat "$work/budget.log"; fail "budget"; }
+grep -q '^budget: 0 passed, .* 7 not run (time)' "$work/budget.log" || { cat "$work/budget.log"; fail "budget"; }
 echo "gtest_runner: every check passed"

@@ -1,5 +1,5 @@
-// Tests for scripts/gtest_runner.py to run (tests/runner/check_runner.sh). They all pass or skip,
-// unless WEFT_RUNNER_FIXTURE_FAULTS names a file: then one fails, one hangs after forking a child
+// Tests for scripts/gtest_runner.py to run (tests/runner/check_runner.sh). They all pass, skip or
+// are disabled, unless WEFT_RUNNER_FIXTURE_FAULTS names a file: then one fails, one hangs after forking a child
 // that would outlive it (the child's pid is written to that file), and one crashes.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -12,6 +12,12 @@ namespace {
 const char* faultsFile() { return std::getenv("WEFT_RUNNER_FIXTURE_FAULTS"); }
 
 TEST(RunnerFixture, PassesFirst) {}
+
+// gtest's result marker then follows this output on the same line.
+TEST(RunnerFixture, PrintsWithoutANewline) { std::fprintf(stderr, "no newline at the end"); }
+
+// Listed by --gtest_list_tests, never run.
+TEST(RunnerFixture, DISABLED_NeverRuns) { FAIL() << "a disabled test ran"; }
 
 TEST(RunnerFixture, Fails) {
   if (faultsFile() != nullptr) FAIL() << "failing as asked";

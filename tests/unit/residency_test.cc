@@ -25,9 +25,10 @@ TEST(Residency, HostMemoryRanksHaveNoLimit) {
   EXPECT_EQ(blocksPerRankLimit({}, kUnlimited), kUnlimited);
 }
 
-TEST(Residency, RanksOnTheirOwnGpusKeepAllButTheSpareMultiprocessors) {
+TEST(Residency, RanksOnTheirOwnGpusHaveNoLimit) {
   std::vector<PeerInfo> peers = {rankOn(1, "0000:01:00.0", 132), rankOn(1, "0000:02:00.0", 132)};
-  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 132 - kSpareMultiprocessors);
+  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), kUnlimited);
+  EXPECT_EQ(blocksPerRankLimit({rankOn(1, "0000:01:00.0", 132)}, kUnlimited), kUnlimited);
 }
 
 TEST(Residency, RanksSharingAGpuDivideItsMultiprocessors) {
@@ -47,8 +48,9 @@ TEST(Residency, TheMostCrowdedGpuSetsTheLimitForEveryRank) {
 }
 
 TEST(Residency, TheSameBusIdOnAnotherMachineIsAnotherGpu) {
-  std::vector<PeerInfo> peers = {rankOn(1, "0000:01:00.0", 132), rankOn(2, "0000:01:00.0", 132)};
-  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 128);
+  std::vector<PeerInfo> peers = {rankOn(1, "0000:01:00.0", 132), rankOn(2, "0000:01:00.0", 132),
+                                 rankOn(2, "0000:01:00.0", 132)};
+  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 128 / 2);
 }
 
 TEST(Residency, EveryRankGetsAtLeastOneBlock) {
