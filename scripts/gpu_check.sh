@@ -14,7 +14,8 @@
 #   2. the GPU suite with ranks as threads of one process (every collective, type and op at
 #      1 to 4 ranks on one GPU, 8 for the direct allreduce; LL and Simple; the direct allreduce
 #      and its graph replay; stream semantics; abort), through scripts/gtest_runner.py: one process
-#      for the whole suite, a new one after a hang (20 s) or a crash
+#      for the whole suite, a new one after a hang (20 s; what the hung test waits for is printed
+#      first, WEFT_DUMP_SIGNAL) or a crash
 #   3. the speed of allreduce on one GPU against its memory bound (gpu_allreduce_bench): the
 #      direct kernel, which ranks as threads of one process take
 #   4. a probe of cross-process CUDA IPC (one 2-rank test as forked processes)
@@ -100,7 +101,7 @@ suite() {
   local left=$((deadline - SECONDS - 5))
   [ "$budget" -le "$left" ] || budget=$((left > 0 ? left : 0))
   step "$name" $((budget + 10)) "${lib_env[@]}" python3 scripts/gtest_runner.py "$bundle/weft_gpu_tests" \
-    --filter="$filter" --budget "$budget" --per-test 20 --name "$name" --log "$log"
+    --filter="$filter" --budget "$budget" --per-test 20 --dump-signal USR1 --name "$name" --log "$log"
 }
 
 # preflight: the bundle is there and its libraries resolve on this machine.
@@ -127,8 +128,9 @@ run() {
   local tee_pid=$!
   deadline=$((SECONDS + ${WEFT_GPU_CHECK_SECONDS:-285}))
   # Only the test and benchmark binaries get the bundle's folder: torch must find Weft's library
-  # the way torch_client.py puts it in place, not through LD_LIBRARY_PATH.
-  lib_env=(env "LD_LIBRARY_PATH=$PWD/$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+  # the way torch_client.py puts it in place, not through LD_LIBRARY_PATH. SIGUSR1 makes them
+  # print what each communicator waits for: the runner sends it to a test before killing it.
+  lib_env=(env "LD_LIBRARY_PATH=$PWD/$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" WEFT_DUMP_SIGNAL=USR1)
   local tests="$bundle/weft_gpu_tests"
   export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
   # More hardware queues than ranks' streams: no rank's kernel queues behind another's.

@@ -2,6 +2,7 @@
 """Runs a GoogleTest binary's tests in as few processes as it can, going on after a hang or a crash.
 
     gtest_runner.py BINARY [--filter F] [--per-test S] [--budget S] [--name NAME] [--log FILE]
+                           [--dump-signal USR1]
 
 Every selected test runs in one process. When a test runs longer than --per-test seconds, or its
 process dies under it, the runner kills the process and everything it forked (its process group),
@@ -73,8 +74,10 @@ def marked(line, prefix, name):
     return at >= 0 and line[at + len(prefix):].split(maxsplit=1)[0].rstrip(",") == name
 
 
-def run_once(binary, names, run, per_test, deadline, log):
-    """Runs names in one process until it ends, a test outlasts per_test, or deadline passes."""
+def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
+    """Runs names in one process until it ends, a test outlasts per_test, or deadline passes.
+    Before killing a hung test's process, sends it dump_signal (if given) and keeps 2 s of what
+    it prints then."""
     global running
     process = running = subprocess.Popen([binary, "--gtest_color=no", "--gtest_filter=" + ":".join(names)],
                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -82,6 +85,17 @@ def run_once(binary, names, run, per_test, deadline, log):
     quiet_since, failed_here = time.monotonic(), False
 
     def stop(outcome):
+        if outcome == "HUNG" and dump_signal is not None:
+            os.killpg(process.pid, dump_signal)
+            until, tail = time.monotonic() + 2, b""
+            while time.monotonic() < until and select.select([process.stdout], [], [], until - time.monotonic())[0]:
+                chunk = os.read(process.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                tail += chunk
+            for line in (pending + tail).decode(errors="replace").splitlines():
+                log.write(line + "\n")
+                output.append(line)
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
         if current is not None:
@@ -155,8 +169,11 @@ def main():
     parser.add_argument("--budget", type=float, default=600, help="seconds after which no test starts")
     parser.add_argument("--name", default="tests")
     parser.add_argument("--log", default=os.devnull)
+    parser.add_argument("--dump-signal", help="a signal (USR1) that makes a hung test print what it waits for "
+                        "(Weft's WEFT_DUMP_SIGNAL), sent before it is killed")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, end_on_signal)
+    dump_signal = getattr(signal, "SIG" + args.dump_signal) if args.dump_signal else None
 
     began = time.monotonic()
     deadline = began + args.budget
@@ -171,7 +188,7 @@ def main():
             if not remaining or time.monotonic() >= deadline:
                 break
             before = len(run.results)
-            run_once(args.binary, remaining, run, args.per_test, deadline, log)
+            run_once(args.binary, remaining, run, args.per_test, deadline, log, dump_signal)
             if len(run.results) == before:
                 run.process_errors.append("a process ran no test: not starting another")
                 break

@@ -95,6 +95,15 @@ ProgressRecord* acquireProgressRecord(uint64_t commHash, int rank, int nranks) {
   return nullptr;
 }
 
+void recordCall(ProgressRecord* record, ProgressState state, int collective, int type, uint64_t count,
+                uint64_t sequence) {
+  record->state.store(static_cast<int>(state), std::memory_order_relaxed);
+  record->collective.store(collective, std::memory_order_relaxed);
+  record->type.store(type, std::memory_order_relaxed);
+  record->count.store(count, std::memory_order_relaxed);
+  record->sequence.store(sequence, std::memory_order_relaxed);
+}
+
 void releaseProgressRecord(ProgressRecord* record) {
   if (record != nullptr) record->inUse.store(false, std::memory_order_release);
 }
@@ -115,6 +124,7 @@ size_t formatProgress(const ProgressRecord& record, char* buffer, size_t capacit
   line.text(name).text(" #").number(sequence).text(" (").number(load(record.count)).text(" x ");
   line.text(algorithms::dataTypeName(static_cast<algorithms::DataType>(load(record.type)))).text(")");
   if (state == ProgressState::kRunning) return line.text(": running").length();
+  if (state == ProgressState::kLaunched) return line.text(": the last call launched on the GPU").length();
   line.text(", channel ").number(load(record.channel)).text(" step ").number(load(record.step) + 1);
   line.text("/").number(load(record.steps)).text(" piece ").number(load(record.piece)).text(": waiting ");
   auto direction = static_cast<WaitDirection>(load(record.direction));

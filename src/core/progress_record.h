@@ -13,7 +13,9 @@
 
 namespace weft::core {
 
-enum class ProgressState : int { kIdle = 0, kRunning = 1, kWaiting = 2 };
+/// kLaunched: the call's kernel was enqueued on its GPU stream; a kernel's own progress is not
+/// recorded, but a rank whose last launch is behind its peers' shows which call it never made.
+enum class ProgressState : int { kIdle = 0, kRunning = 1, kWaiting = 2, kLaunched = 3 };
 enum class WaitDirection : int {
   kNone = 0,     // no connection in particular (its sends are being delivered)
   kReceive = 1,  // data from `peer`
@@ -38,6 +40,10 @@ struct ProgressRecord {
   std::atomic<int> peer{-1};
   std::atomic<int> direction{0};  // WaitDirection
 };
+
+/// Stores a call's state, collective, type, element count and sequence number in `record`.
+void recordCall(ProgressRecord* record, ProgressState state, int collective, int type, uint64_t count,
+                uint64_t sequence);
 
 /// Takes a free record of the pool for a communicator. Null when the pool is exhausted (thousands
 /// of live communicators): the communicator then works without hang reports.

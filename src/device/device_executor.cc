@@ -428,6 +428,17 @@ Status enqueueDirect(CommDevice& device, const core::Op& op) {
   return enqueueWhole(device, op, work, direct.blocksPerRank);
 }
 
+// Numbers each op as the host executor does and leaves the last one of each communicator in its
+// progress record, for WEFT_DUMP_SIGNAL and hang reports.
+void recordLaunches(std::span<const core::Op> ops) {
+  for (const core::Op& op : ops) {
+    const uint64_t sequence = op.comm->nextSequence();
+    if (op.comm->progress() == nullptr) continue;
+    core::recordCall(op.comm->progress(), core::ProgressState::kLaunched, static_cast<int>(op.collective),
+                     static_cast<int>(op.type), op.count, sequence);
+  }
+}
+
 }  // namespace
 
 Status enqueueOnStreams(std::span<const core::Op> ops) {
@@ -496,6 +507,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
                                       !reduces(ops[i].collective), lowLatencyOps[i]));
     }
   }
+  recordLaunches(ops);
   return Status::ok();
 }
 

@@ -629,11 +629,7 @@ Status HostExecutor::announceLandings(const LaneState& state) {
 namespace {
 
 void describeOp(const core::Op& op, uint64_t sequence, core::ProgressState state, core::ProgressRecord* record) {
-  record->state.store(static_cast<int>(state), std::memory_order_relaxed);
-  record->collective.store(static_cast<int>(op.collective), std::memory_order_relaxed);
-  record->type.store(static_cast<int>(op.type), std::memory_order_relaxed);
-  record->count.store(op.count, std::memory_order_relaxed);
-  record->sequence.store(sequence, std::memory_order_relaxed);
+  core::recordCall(record, state, static_cast<int>(op.collective), static_cast<int>(op.type), op.count, sequence);
 }
 
 }  // namespace

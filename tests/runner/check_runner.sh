@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Checks scripts/gtest_runner.py on tests/runner/runner_fixture.cc: a clean run exits 0 (a result
 # marker after output without a newline is still seen; a disabled test is not waited for); a run
-# with a failure, a hang and a crash reports each, runs the tests after them, exits 1, and leaves
-# no process of the hung test behind.
+# with a failure, a hang and a crash reports each (with what the hung test printed on the dump
+# signal), runs the tests after them, exits 1, and leaves no process of the hung test behind.
 #   check_runner.sh RUNNER FIXTURE
 set -uo pipefail
 runner=$1 fixture=$2
@@ -17,7 +17,7 @@ grep -q '^clean: 6 passed, 0 failed, 1 skipped, 0 hung, 0 crashed, 0 not run' "$
   || { cat "$work/clean.log"; fail "a clean run's summary"; }
 
 WEFT_RUNNER_FIXTURE_FAULTS="$work/child.pid" python3 "$runner" "$fixture" --name faults --per-test 3 \
-  --log "$work/faults.full" >"$work/faults.log" 2>&1
+  --dump-signal USR1 --log "$work/faults.full" >"$work/faults.log" 2>&1
 status=$?
 cat "$work/faults.log"
 [ "$status" -eq 1 ] || fail "a run with faults exited $status, not 1"
@@ -25,6 +25,7 @@ grep -q '^faults: 3 passed, 1 failed, 1 skipped, 1 hung, 1 crashed, 0 not run' "
   || fail "the summary of a run with faults"
 grep -q '^HUNG .*RunnerFixture.HangsWithAChild' "$work/faults.log" || fail "the hang is not named"
 grep -q '^CRASHED .*RunnerFixture.Crashes' "$work/faults.log" || fail "the crash is not named"
+grep -q '| the hung test waits for a peer' "$work/faults.log" || fail "the hung test's dump is not shown"
 grep -q '| .*failing as asked' "$work/faults.log" || fail "the failure's output is not shown"
 grep -q 'RUN .*PassesAfterTheCrash' "$work/faults.full" || fail "the log misses the test after the crash"
 # Killed means gone or a zombie waiting for its new parent to reap it (state Z).

@@ -1,8 +1,11 @@
 // Tests for scripts/gtest_runner.py to run (tests/runner/check_runner.sh). They all pass, skip or
-// are disabled, unless WEFT_RUNNER_FIXTURE_FAULTS names a file: then one fails, one hangs after forking a child
-// that would outlive it (the child's pid is written to that file), and one crashes.
+// are disabled, unless WEFT_RUNNER_FIXTURE_FAULTS names a file: then one fails, one crashes, and
+// one hangs after forking a child that would outlive it (the child's pid is written to that file)
+// and says what it waits for on SIGUSR1.
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +13,12 @@
 namespace {
 
 const char* faultsFile() { return std::getenv("WEFT_RUNNER_FIXTURE_FAULTS"); }
+
+// What a hung test prints on SIGUSR1, as Weft does with WEFT_DUMP_SIGNAL.
+void sayWhatItWaitsFor(int) {
+  const char message[] = "the hung test waits for a peer that never comes\n";
+  (void)!write(STDOUT_FILENO, message, sizeof(message) - 1);
+}
 
 TEST(RunnerFixture, PassesFirst) {}
 
@@ -36,6 +45,7 @@ TEST(RunnerFixture, HangsWithAChild) {
   ASSERT_NE(file, nullptr);
   std::fprintf(file, "%d\n", static_cast<int>(child));
   std::fclose(file);
+  std::signal(SIGUSR1, sayWhatItWaitsFor);
   for (;;) pause();
 }
 
