@@ -109,7 +109,10 @@ preflight() {
   local missing=0
   for file in "$bundle/lib/libnccl.so.2" "$bundle/weft_gpu_tests" "$bundle/weft_multirank_tests" \
               "$bundle/gpu_allreduce_bench"; do
-    [ -f "$file" ] || { echo "missing: $file (run 'scripts/gpu_check.sh pack' first; carry .gpu-bundle)"; missing=1; }
+    if [ ! -f "$file" ]; then
+      echo "missing: $file (run 'scripts/gpu_check.sh pack' first, where nvcc is, and bring .gpu-bundle/ along)"
+      missing=1
+    fi
   done
   [ "$missing" -eq 0 ] || return 1
   if "${lib_env[@]}" ldd "$bundle/lib/libnccl.so.2" "$bundle/weft_gpu_tests" | grep 'not found'; then
