@@ -74,28 +74,28 @@ bool inUse(int device) {
          driver.devicePrimaryCtxGetState(handle, &flags, &active) == CUDA_SUCCESS && active != 0;
 }
 
-bool multicastSupported(int device) {
-  if (device < 0 || device >= deviceCount()) return false;
-  const CudaDriver& driver = cudaDriver();
-  if (!driver.hasMulticast()) return false;  // a driver older than 12.1 has none
-  CUdevice handle = 0;
-  int supported = 0;
-  return driver.deviceGet(&handle, device) == CUDA_SUCCESS &&
-         driver.deviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, handle) == CUDA_SUCCESS &&
-         supported != 0;
-}
+namespace {
 
-int multiprocessorCount(int device) {
+// CUDA device `device`'s `attribute`, asked of the driver (which creates no context); 0 where there
+// is no such device or the driver cannot say.
+int driverAttribute(int device, CUdevice_attribute attribute) {
   if (device < 0 || device >= deviceCount()) return 0;
   const CudaDriver& driver = cudaDriver();
   if (driver.deviceGet == nullptr || driver.deviceGetAttribute == nullptr) return 0;
   CUdevice handle = 0;
-  int count = 0;
-  return driver.deviceGet(&handle, device) == CUDA_SUCCESS &&
-                 driver.deviceGetAttribute(&count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, handle) == CUDA_SUCCESS
-             ? count
-             : 0;
+  int value = 0;
+  if (driver.deviceGet(&handle, device) != CUDA_SUCCESS) return 0;
+  return driver.deviceGetAttribute(&value, attribute, handle) == CUDA_SUCCESS ? value : 0;
 }
+
+}  // namespace
+
+bool multicastSupported(int device) {
+  // A driver older than 12.1 has no multicast entry points.
+  return cudaDriver().hasMulticast() && driverAttribute(device, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED) != 0;
+}
+
+int multiprocessorCount(int device) { return driverAttribute(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT); }
 
 Status allocateOnDevice(size_t bytes, void** out) {
   return cudaStatus(cudaMalloc(out, bytes), "cudaMalloc of ncclMemAlloc's memory");
