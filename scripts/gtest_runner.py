@@ -50,7 +50,7 @@ def list_tests(binary, test_filter):
 
 
 class Run:
-    """The results so far: name -> (outcome, seconds)."""
+    """The results so far (test name -> outcome), and what went wrong outside any test."""
 
     def __init__(self):
         self.results = {}
