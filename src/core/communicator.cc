@@ -41,6 +41,7 @@ struct SharedSettings {
   int32_t nChannels;    // host channels built
   int32_t minChannels;  // NCCL_MIN_NCHANNELS: the fewest a call takes
   int32_t gpuChannels;
+  int32_t gpuMaxBlocks;  // ncclConfig_t.maxCTAs, else NCCL_MAX_CTAS: the most blocks of a launch (0: unbounded)
   int32_t gpuDirect;  // WEFT_GPU_DIRECT
   int32_t nvlsEnabled;  // NCCL_NVLS_ENABLE not 0
   int32_t nvlsBlocks;   // ncclConfig_t.nvlsCTAs, else NCCL_NVLS_NCHANNELS
@@ -89,7 +90,9 @@ SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, 
   int64_t cmaMinBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kCmaMinBytes), 0);
   const int64_t gpuLowLatencyMaxBytes = std::max<int64_t>(knobs::getInt(knobs::KnobId::kGpuLlMaxBytes), 0);
   const int64_t nvlsBlocks = options.nvlsCtas > 0 ? options.nvlsCtas : knobs::getInt(knobs::KnobId::kNvlsNChannels);
-  SharedSettings settings{1, 1, static_cast<int32_t>(gpuChannels), knobs::getBool(knobs::KnobId::kGpuDirect) ? 1 : 0,
+  SharedSettings settings{1, 1, static_cast<int32_t>(gpuChannels),
+                          static_cast<int32_t>(std::clamp<int64_t>(maxCtas, 0, std::numeric_limits<int32_t>::max())),
+                          knobs::getBool(knobs::KnobId::kGpuDirect) ? 1 : 0,
                           topology::nvlsEnabledByKnob() ? 1 : 0,
                           static_cast<int32_t>(std::clamp<int64_t>(nvlsBlocks, 1, device::kMaxNvlsBlocks)),
                           buffSize, llBuffSize, cmaMinBytes, gpuLowLatencyMaxBytes, randomNonce(),
@@ -453,11 +456,13 @@ Status Communicator::init(const UniqueId& id) {
                  std::any_of(peers_.begin(), peers_.end(), [&](const PeerInfo& peer) { return !peer.sameHost(peers_[0]); });
   treeDepth_ = algorithms::treeDepth(nranks_);
 
-  // Ranks sharing a GPU must fit on it at once (src/device/residency.h): fewer channels, not a hang.
+  // Every rank's blocks must fit its GPU at once (src/device/residency.h): fewer channels, not a
+  // hang. maxCTAs bounds every launch, as in NCCL; lanes beyond it are folded (block_plan.h).
   gpuBlocksPerRank_ = device::blocksPerRankLimit(peers_, std::numeric_limits<int>::max());
+  if (agreed.gpuMaxBlocks > 0) gpuBlocksPerRank_ = std::min(gpuBlocksPerRank_, static_cast<int>(agreed.gpuMaxBlocks));
   gpuChannels_ = std::min(agreed.gpuChannels, gpuBlocksPerRank_);
   if (gpuChannels_ < agreed.gpuChannels) {
-    WEFT_INFO(log::kInit, "rank %d: %d channels on GPU buffers, not %d: the ranks sharing its GPU get %d blocks each",
+    WEFT_INFO(log::kInit, "rank %d: %d channels on GPU buffers, not %d: a kernel of each rank may run %d blocks",
               rank_, gpuChannels_, agreed.gpuChannels, gpuBlocksPerRank_);
   }
   gpuLowLatencyMaxBytes_ = static_cast<size_t>(agreed.gpuLowLatencyMaxBytes);

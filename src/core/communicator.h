@@ -93,8 +93,9 @@ class Communicator {
   const std::vector<algorithms::Ring>& gpuRings() const { return gpuRings_; }
   /// Channels (thread blocks) of a GPU ring collective, agreed at init (WEFT_GPU_CHANNELS).
   int gpuChannels() const { return gpuChannels_; }
-  /// The most thread blocks one kernel of this rank may run: the ranks sharing its GPU must all
-  /// fit on it at once (src/device/residency.h). Ring collectives use at most this many channels.
+  /// The most thread blocks one kernel of this rank may run: every rank's blocks must fit its GPU
+  /// at once (src/device/residency.h), and no more than maxCTAs. The same on every rank. Ring
+  /// collectives use at most this many channels; other lanes are folded into it.
   int gpuBlocksPerRank() const { return gpuBlocksPerRank_; }
   /// Collectives on GPU buffers of at most this many bytes move LL pieces (WEFT_GPU_LL_MAX_BYTES,
   /// rank 0's value).

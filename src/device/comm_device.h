@@ -62,6 +62,7 @@ class CommDevice final : public core::Communicator::DeviceResources,
 
   int device() const { return device_; }
   int rank() const { return comm_.rank(); }
+  int nranks() const { return comm_.nranks(); }
   core::ConnectionTable& connections() { return *connections_; }
   WorkPool& workPool() { return workPool_; }
   const volatile int* abortFlag() const { return abortFlagDevice_; }

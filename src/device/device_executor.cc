@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
-#include <numeric>
 #include <vector>
 
 #include "algorithms/gpu_tuner.h"
 #include "algorithms/schedule.h"
 #include "src/core/communicator.h"
+#include "src/device/block_plan.h"
 #include "src/device/comm_device.h"
 #include "src/device/direct_plan.h"
 #include "src/device/gpu_protocol.h"
@@ -84,6 +84,7 @@ class LaunchBuilder {
       entry.lane.sendbuff = const_cast<char*>(static_cast<const char*>(op.sendbuff));
       entry.lane.recvbuff = static_cast<char*>(op.recvbuff);
       const uint64_t pieceUnits = pieceUnitsOf();
+      entry.plan.chained = lane.steps.size() != 1;
       for (const algorithms::Step& step : lane.steps) {
         if (step.srcIsPartial) {
           return internalError("a step combining partial results reached the GPU executor, whose kernels only run "
@@ -93,12 +94,14 @@ class LaunchBuilder {
         const uint64_t pieces = (step.count * scale + pieceUnits - 1) / pieceUnits;
         if (step.recvPeer >= 0) {
           WEFT_RETURN_IF_ERROR(connectionIndex(lane.channel, step.recvPeer, false, &k.recvConnection));
-          entry.endpoints.push_back(endpointKey(lane.channel, step.recvPeer, false));
+          entry.plan.endpoints.push_back(endpointKey(lane.channel, step.recvPeer, false));
+          entry.plan.recvPeer = step.recvPeer;
           connectionPieces_[k.recvConnection] += pieces;
         }
         if (step.sendPeer >= 0) {
           WEFT_RETURN_IF_ERROR(connectionIndex(lane.channel, step.sendPeer, true, &k.sendConnection));
-          entry.endpoints.push_back(endpointKey(lane.channel, step.sendPeer, true));
+          entry.plan.endpoints.push_back(endpointKey(lane.channel, step.sendPeer, true));
+          entry.plan.sendPeer = step.sendPeer;
           connectionPieces_[k.sendConnection] += pieces;
         }
         k.srcBuffer = bufferCode(step.src.buffer);
@@ -111,6 +114,7 @@ class LaunchBuilder {
         entry.lane.rounds = std::max<uint64_t>(entry.lane.rounds, (k.count + pieceUnits - 1) / pieceUnits);
         steps_.push_back(k);
       }
+      entry.plan.rounds = entry.lane.rounds;
       entry.lane.stepCount = static_cast<uint32_t>(steps_.size()) - entry.lane.firstStep;
       lanes_.push_back(std::move(entry));
     }
@@ -122,18 +126,12 @@ class LaunchBuilder {
     if (lanes_.empty()) return Status::ok();
     std::vector<KernelBlock> blocks;
     std::vector<KernelLane> lanes;
-    groupIntoBlocks(&blocks, &lanes);
-    if (static_cast<int>(blocks.size()) > device_.blocksPerRank()) {
-      return invalidUsage(
-          "a launch on rank %d needs %zu thread blocks at once, but each rank sharing its GPU may run only %d "
-          "(the GPU's multiprocessors shared among them; more would wait for each other forever): split the group "
-          "into smaller ones, or put fewer ranks on the GPU",
-          device_.rank(), blocks.size(), device_.blocksPerRank());
-    }
+    std::vector<KernelStep> steps = steps_;
+    WEFT_RETURN_IF_ERROR(layOutBlocks(&blocks, &lanes, &steps));
     std::vector<char> bytes;
     const size_t blocksAt = appendTable(&bytes, blocks);
     const size_t lanesAt = appendTable(&bytes, lanes);
-    const size_t stepsAt = appendTable(&bytes, steps_);
+    const size_t stepsAt = appendTable(&bytes, steps);
     const size_t connectionsAt = appendTable(&bytes, connections_);
     WorkPool::Buffer* buffer = nullptr;
     WEFT_RETURN_IF_ERROR(device_.workPool().acquire(bytes.size(), &buffer));
@@ -164,7 +162,7 @@ class LaunchBuilder {
  private:
   struct LaneEntry {
     KernelLane lane;
-    std::vector<uint64_t> endpoints;
+    PlannedLane plan;
   };
 
   uint64_t pieceUnitsOf() const {
@@ -224,39 +222,35 @@ class LaunchBuilder {
     return Status::ok();
   }
 
-  // Lanes that share a connection end go to one block, in call order (as the host executor's
-  // endpoint queues order them); the others run in blocks of their own, concurrently.
-  void groupIntoBlocks(std::vector<KernelBlock>* blocks, std::vector<KernelLane>* lanes) const {
-    std::vector<size_t> parent(lanes_.size());
-    std::iota(parent.begin(), parent.end(), 0);
-    auto find = [&parent](size_t i) {
-      while (parent[i] != i) i = parent[i] = parent[parent[i]];
-      return i;
-    };
-    for (size_t i = 0; i < lanes_.size(); ++i) {
-      for (size_t j = 0; j < i; ++j) {
-        const auto& a = lanes_[i].endpoints;
-        const auto& b = lanes_[j].endpoints;
-        bool shared = std::any_of(a.begin(), a.end(), [&b](uint64_t key) {
-          return std::find(b.begin(), b.end(), key) != b.end();
-        });
-        if (shared) parent[find(i)] = find(j);
-      }
-    }
-    std::vector<bool> placed(lanes_.size(), false);
-    for (size_t i = 0; i < lanes_.size(); ++i) {
-      if (placed[i]) continue;
+  // The blocks as src/device/block_plan.h plans them, within the rank's blocks per launch. A
+  // segment that is a whole lane runs it as it is; a part of one (a folded lane, which has one
+  // step) runs a copy of its step that starts at the segment's first piece, appended to `steps`.
+  Status layOutBlocks(std::vector<KernelBlock>* blocks, std::vector<KernelLane>* lanes,
+                      std::vector<KernelStep>* steps) const {
+    std::vector<PlannedLane> planned;
+    planned.reserve(lanes_.size());
+    for (const LaneEntry& entry : lanes_) planned.push_back(entry.plan);
+    BlockPlan plan;
+    WEFT_RETURN_IF_ERROR(planBlocks(planned, device_.rank(), device_.nranks(), device_.blocksPerRank(),
+                                    static_cast<uint64_t>(device_.connections().slotCount()), &plan));
+    const uint64_t pieceUnits = pieceUnitsOf();
+    for (const std::vector<LaneSegment>& segments : plan) {
       KernelBlock block;
       block.firstLane = static_cast<uint32_t>(lanes->size());
-      const size_t root = find(i);
-      for (size_t j = i; j < lanes_.size(); ++j) {
-        if (placed[j] || find(j) != root) continue;
-        placed[j] = true;
-        lanes->push_back(lanes_[j].lane);
+      for (const LaneSegment& segment : segments) {
+        KernelLane lane = lanes_[segment.lane].lane;
+        if (segment.firstRound != 0 || segment.rounds != lane.rounds) {
+          const KernelStep step = segmentStep((*steps)[lane.firstStep], segment.firstRound, segment.rounds, pieceUnits);
+          lane.firstStep = static_cast<uint32_t>(steps->size());
+          lane.rounds = segment.rounds;
+          steps->push_back(step);
+        }
+        lanes->push_back(lane);
       }
       block.laneCount = static_cast<uint32_t>(lanes->size()) - block.firstLane;
       blocks->push_back(block);
     }
+    return Status::ok();
   }
 
   CommDevice& device_;
@@ -406,7 +400,7 @@ Status enqueueNvls(CommDevice& device, const core::Op& op) {
   nvls.bytes = op.count * algorithms::dataTypeSize(op.type);
   nvls.nranks = op.comm->nranks();
   nvls.rank = op.comm->rank();
-  nvls.blocks = nvlsLaunchBlocks(nvls.bytes, team.blocks());
+  nvls.blocks = nvlsLaunchBlocks(nvls.bytes, std::min(team.blocks(), device.blocksPerRank()));
   return enqueueWhole(device, op, work, nvls.blocks);
 }
 
@@ -421,8 +415,9 @@ Status enqueueDirect(CommDevice& device, const core::Op& op) {
   direct.count = op.count;
   direct.nranks = op.comm->nranks();
   direct.rank = op.comm->rank();
-  direct.blocksPerRank = directBlocksPerRank(op.count, algorithms::dataTypeSize(op.type), direct.nranks,
-                                             device.multiprocessors(), kStepKernelThreads);
+  direct.blocksPerRank = std::min(directBlocksPerRank(op.count, algorithms::dataTypeSize(op.type), direct.nranks,
+                                                      device.multiprocessors(), kStepKernelThreads),
+                                  device.blocksPerRank());
   std::memcpy(&work.scalar, op.reduction.scalar, sizeof(work.scalar));
   work.divisor = op.reduction.divisor;
   return enqueueWhole(device, op, work, direct.blocksPerRank);

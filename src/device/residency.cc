@@ -13,7 +13,6 @@ int blocksPerRankLimit(const std::vector<PeerInfo>& peers, int unlimited) {
       return other.sameMachine(peer) && std::strcmp(other.gpuBusId, peer.gpuBusId) == 0;
     };
     const int ranksOnGpu = static_cast<int>(std::count_if(peers.begin(), peers.end(), sharesGpu));
-    if (ranksOnGpu < 2) continue;  // a rank alone on its GPU waits for no kernel beside it
     const int usable = static_cast<int>(peer.gpuMultiprocessors) - kSpareMultiprocessors;
     limit = std::min(limit, std::max(1, usable / ranksOnGpu));
   }

@@ -1,10 +1,12 @@
 #pragma once
-// How many thread blocks one rank's kernel may run so that the kernels of every rank sharing its
-// GPU fit on it at once. Ranks' kernels wait for each other: if the blocks of some ranks hold every
-// multiprocessor while they wait for a rank whose blocks found none free, no block ever leaves.
-// A step-kernel block takes a whole multiprocessor (512 threads, __launch_bounds__(512, 1), up to
-// 128 registers a thread), so a GPU of m multiprocessors holds m of them. Every build has this;
-// unit tests check it anywhere.
+// How many thread blocks one rank's kernel may run, so that the kernels of every rank fit their
+// GPUs at once. Ranks' kernels wait for each other: if the blocks of some ranks hold every
+// multiprocessor while they wait for a block that found none free (a peer's, on this GPU or
+// behind the blocks of a launch larger than its GPU), no block ever leaves. A step-kernel block
+// takes a whole multiprocessor (512 threads, __launch_bounds__(512, 1), up to 128 registers a
+// thread), so a GPU of m multiprocessors holds m of them. A launch that has more lanes than this
+// folds them into fewer blocks (src/device/block_plan.h). Every build has this; unit tests check
+// it anywhere.
 
 #include <vector>
 
@@ -16,14 +18,13 @@ namespace weft::device {
 /// or a copy of connection setup, a small kernel of the application.
 inline constexpr int kSpareMultiprocessors = 4;
 
-/// The most step-kernel blocks each rank of `peers` may run at once: for every GPU that two or more
-/// ranks use on one machine (same machineHash and gpuBusId), its multiprocessors
-/// (PeerInfo.gpuMultiprocessors) less kSpareMultiprocessors, divided among the ranks on it; the
-/// least of these, and at least 1. Ranks of different processes count too: under MPS their
-/// kernels run side by side. `unlimited` where no GPU is shared (or none reports its
-/// multiprocessors: host memory, no CUDA). The same on every rank. It budgets this communicator
-/// alone: two communicators whose kernels run at once on the same GPU (a parent and its split)
-/// can still need more blocks than it holds.
+/// The most step-kernel blocks each rank of `peers` may run at once: for every GPU that ranks use
+/// on one machine (same machineHash and gpuBusId), its multiprocessors (PeerInfo.gpuMultiprocessors)
+/// less kSpareMultiprocessors, divided among the ranks on it; the least of these, and at least 1.
+/// Ranks of different processes count too: under MPS their kernels run side by side. `unlimited`
+/// where no rank reports a GPU's multiprocessors (host memory, no CUDA). The same on every rank.
+/// It budgets this communicator alone: two communicators whose kernels run at once on the same
+/// GPU (a parent and its split) can still need more blocks than it holds.
 int blocksPerRankLimit(const std::vector<PeerInfo>& peers, int unlimited);
 
 }  // namespace weft::device

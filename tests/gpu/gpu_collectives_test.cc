@@ -2,10 +2,11 @@
 // process (whose allreduces take the direct kernel unless a case asks for the ring) and as forked
 // processes, on one host or on hosts simulated with NCCL_HOSTID (where the network proxy carries
 // the data over sockets); small calls with LL pieces and large ones with Simple, or as a case's
-// NCCL_PROTO says. Through the same checks as the host suite (tests/multirank/collective_run.h):
-// each rank's buffers are copied into device memory, the call is enqueued on the rank's own
-// stream, and the results are copied back and compared element by element. Skipped, saying so,
-// where no GPU is present.
+// NCCL_PROTO says; with NCCL_MAX_CTAS below their lanes, all-to-all, gather, scatter and
+// Send/Recv groups fold their lanes into fewer blocks. Through the same checks as the host suite
+// (tests/multirank/collective_run.h): each rank's buffers are copied into device memory, the call
+// is enqueued on the rank's own stream, and the results are copied back and compared element by
+// element. Skipped, saying so, where no GPU is present.
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -58,6 +59,9 @@ struct GpuCase {
   // NCCL_PROTO for the case ("Simple", "LL"; then allreduces take the ring too). Unset: small
   // calls move LL pieces and large ones Simple (WEFT_GPU_LL_MAX_BYTES) on one host.
   const char* proto = nullptr;
+  // NCCL_MAX_CTAS for the case (0: unset): the most blocks of a launch, so that an all-to-all's or
+  // a Send/Recv group's lanes are folded into fewer blocks (src/device/block_plan.h).
+  int maxCtas = 0;
 };
 
 std::string caseName(const ::testing::TestParamInfo<GpuCase>& info) {
@@ -65,7 +69,8 @@ std::string caseName(const ::testing::TestParamInfo<GpuCase>& info) {
   return std::string(multirank::collectiveName(c.collective)) + "_" + std::to_string(c.nranks) + "ranks_" +
          (c.mode == RankMode::kThreads ? "threads" : "processes") + (c.large ? "_large" : "") +
          (c.hosts > 1 ? "_" + std::to_string(c.hosts) + "hosts" : "") + (c.ring ? "_ring" : "") +
-         (c.proto != nullptr ? std::string("_") + c.proto : "");
+         (c.proto != nullptr ? std::string("_") + c.proto : "") +
+         (c.maxCtas > 0 ? "_maxCtas" + std::to_string(c.maxCtas) : "");
 }
 
 // Makes device 0 current and gives the rank a stream of its own (ranks of one GPU must not share
@@ -139,6 +144,8 @@ TEST_P(GpuCollective, MatchesReference) {
   const GpuCase c = GetParam();
   harness::ScopedEnv direct("WEFT_GPU_DIRECT", c.ring || c.proto != nullptr ? "0" : "1");
   harness::ScopedEnv proto("NCCL_PROTO", c.proto);
+  const std::string maxCtas = std::to_string(c.maxCtas);
+  harness::ScopedEnv ctas("NCCL_MAX_CTAS", c.maxCtas > 0 ? maxCtas.c_str() : nullptr);
   RankRunOptions options;
   options.nranks = c.nranks;
   options.mode = c.mode;
@@ -161,6 +168,13 @@ std::vector<GpuCase> cases() {
   }
   for (Collective collective : multirank::allCollectives()) {
     all.push_back({collective, 3, RankMode::kThreads, false, 1, false, "Simple"});
+  }
+  // Lanes folded into one or two blocks: small and large on one GPU, and through the proxy.
+  for (Collective collective :
+       {Collective::kAlltoAll, Collective::kGather, Collective::kScatter, Collective::kSendRecvAllPairs}) {
+    all.push_back({collective, 4, RankMode::kThreads, false, 1, false, nullptr, 1});
+    all.push_back({collective, 4, RankMode::kThreads, true, 1, false, nullptr, 2});
+    all.push_back({collective, 4, RankMode::kProcesses, false, 2, false, nullptr, 1});
   }
   all.push_back({Collective::kAllReduce, 8, RankMode::kThreads, false});  // the direct kernel's most ranks
   all.push_back({Collective::kAllReduce, 3, RankMode::kThreads, false, 1, true});

@@ -25,10 +25,12 @@ TEST(Residency, HostMemoryRanksHaveNoLimit) {
   EXPECT_EQ(blocksPerRankLimit({}, kUnlimited), kUnlimited);
 }
 
-TEST(Residency, RanksOnTheirOwnGpusHaveNoLimit) {
+TEST(Residency, RanksAloneOnTheirGpusMayFillThemButTheSpare) {
+  // A launch larger than its GPU runs some blocks only after others end, while those wait for
+  // peers that may wait for the late ones.
   std::vector<PeerInfo> peers = {rankOn(1, "0000:01:00.0", 132), rankOn(1, "0000:02:00.0", 132)};
-  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), kUnlimited);
-  EXPECT_EQ(blocksPerRankLimit({rankOn(1, "0000:01:00.0", 132)}, kUnlimited), kUnlimited);
+  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 128);
+  EXPECT_EQ(blocksPerRankLimit({rankOn(1, "0000:01:00.0", 20)}, kUnlimited), 16);
 }
 
 TEST(Residency, RanksSharingAGpuDivideItsMultiprocessors) {

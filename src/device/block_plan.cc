@@ -1,0 +1,141 @@
+#include "src/device/block_plan.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace weft::device {
+namespace {
+
+// Lanes that share an endpoint, joined: per lane, the index of its group's first lane.
+std::vector<size_t> groupBySharedEndpoints(std::span<const PlannedLane> lanes) {
+  std::vector<size_t> parent(lanes.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  auto find = [&parent](size_t i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+  };
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      const auto& a = lanes[i].endpoints;
+      const auto& b = lanes[j].endpoints;
+      const bool shared =
+          std::any_of(a.begin(), a.end(), [&b](uint64_t key) { return std::find(b.begin(), b.end(), key) != b.end(); });
+      if (shared) parent[find(i)] = find(j);
+    }
+  }
+  std::vector<size_t> first(lanes.size());
+  std::vector<size_t> firstOfRoot(lanes.size(), lanes.size());
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    const size_t root = find(i);
+    if (firstOfRoot[root] == lanes.size()) firstOfRoot[root] = i;
+    first[i] = firstOfRoot[root];
+  }
+  return first;
+}
+
+// Lanes whole: one block per group, its lanes in call order, groups in order of their first lane.
+BlockPlan planWhole(std::span<const PlannedLane> lanes, const std::vector<size_t>& groupOf) {
+  BlockPlan plan;
+  std::vector<size_t> blockOfGroup(lanes.size(), lanes.size());
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    if (lanes[i].rounds == 0) continue;  // moves nothing, posts nothing
+    size_t& block = blockOfGroup[groupOf[i]];
+    if (block == lanes.size()) {
+      block = plan.size();
+      plan.emplace_back();
+    }
+    plan[block].push_back({static_cast<uint32_t>(i), 0, lanes[i].rounds});
+  }
+  return plan;
+}
+
+// Appends to `block` rounds [from, to) of the stream made of `streamLanes` one after the other.
+void appendWindow(std::span<const PlannedLane> lanes, const std::vector<uint32_t>& streamLanes, uint64_t from,
+                  uint64_t to, std::vector<LaneSegment>* block) {
+  uint64_t laneStart = 0;
+  for (uint32_t lane : streamLanes) {
+    const uint64_t laneEnd = laneStart + lanes[lane].rounds;
+    const uint64_t begin = std::max(from, laneStart);
+    const uint64_t end = std::min(to, laneEnd);
+    if (begin < end) block->push_back({lane, begin - laneStart, end - begin});
+    laneStart = laneEnd;
+  }
+}
+
+uint64_t streamRounds(std::span<const PlannedLane> lanes, const std::vector<uint32_t>& streamLanes) {
+  uint64_t total = 0;
+  for (uint32_t lane : streamLanes) total += lanes[lane].rounds;
+  return total;
+}
+
+}  // namespace
+
+Status planBlocks(std::span<const PlannedLane> lanes, int rank, int nranks, int blockLimit, uint64_t window,
+                  BlockPlan* plan) {
+  const std::vector<size_t> groupOf = groupBySharedEndpoints(lanes);
+  std::vector<bool> counted(lanes.size(), false);
+  size_t groups = 0;  // of lanes that move something
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    if (lanes[i].rounds == 0 || counted[groupOf[i]]) continue;
+    counted[groupOf[i]] = true;
+    ++groups;
+  }
+  if (blockLimit >= 1 && groups <= static_cast<size_t>(blockLimit)) {
+    *plan = planWhole(lanes, groupOf);
+    return Status::ok();
+  }
+  if (blockLimit < 1 || window < 1 || nranks < 1) {
+    return internalError("cannot fold %zu groups of lanes into %d blocks with windows of %llu pieces", groups,
+                         blockLimit, static_cast<unsigned long long>(window));
+  }
+  // Per distance: its local copies, its sends and its receives, each in call order.
+  struct Distance {
+    std::vector<uint32_t> local, sends, recvs;
+  };
+  std::vector<Distance> distances(static_cast<size_t>(nranks));
+  for (size_t i = 0; i < lanes.size(); ++i) {
+    const PlannedLane& lane = lanes[i];
+    const bool sends = lane.sendPeer >= 0;
+    const bool receives = lane.recvPeer >= 0;
+    if (lane.chained || (sends && receives)) {
+      return internalError("a launch on rank %d needs %zu thread blocks, more than its %d, and lane %zu both sends and "
+                           "receives, so it cannot be folded into fewer",
+                           rank, groups, blockLimit, i);
+    }
+    if (lane.rounds == 0) continue;  // moves nothing, posts nothing
+    const auto index = static_cast<uint32_t>(i);
+    if (sends) {
+      distances[static_cast<size_t>((lane.sendPeer - rank + nranks) % nranks)].sends.push_back(index);
+    } else if (receives) {
+      distances[static_cast<size_t>((rank - lane.recvPeer + nranks) % nranks)].recvs.push_back(index);
+    } else {
+      distances[0].local.push_back(index);
+    }
+  }
+  BlockPlan folded(static_cast<size_t>(std::min(blockLimit, nranks)));
+  for (size_t d = 0; d < distances.size(); ++d) {
+    const Distance& distance = distances[d];
+    std::vector<LaneSegment>& block = folded[d % folded.size()];
+    for (uint32_t lane : distance.local) block.push_back({lane, 0, lanes[lane].rounds});
+    const uint64_t sendRounds = streamRounds(lanes, distance.sends);
+    const uint64_t recvRounds = streamRounds(lanes, distance.recvs);
+    for (uint64_t from = 0; from < std::max(sendRounds, recvRounds); from += window) {
+      appendWindow(lanes, distance.sends, from, from + window, &block);
+      appendWindow(lanes, distance.recvs, from, from + window, &block);
+    }
+  }
+  std::erase_if(folded, [](const std::vector<LaneSegment>& block) { return block.empty(); });
+  *plan = std::move(folded);
+  return Status::ok();
+}
+
+KernelStep segmentStep(const KernelStep& whole, uint64_t firstRound, uint64_t rounds, uint64_t pieceUnits) {
+  KernelStep step = whole;
+  const uint64_t skipped = std::min(firstRound * pieceUnits, whole.count);
+  step.srcOffset += skipped;
+  step.dstOffset += skipped;
+  step.count = std::min(whole.count - skipped, rounds * pieceUnits);
+  return step;
+}
+
+}  // namespace weft::device
