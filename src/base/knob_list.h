@@ -68,7 +68,7 @@
   X(MinCtas, "NCCL_MIN_CTAS", Int, "-1",                                                         \
     "fewest channels (CTAs) on GPU buffers, raising WEFT_GPU_CHANNELS (-1: unset; ncclConfig_t.minCTAs wins)") \
   X(MaxCtas, "NCCL_MAX_CTAS", Int, "-1",                                                         \
-    "most channels (CTAs) on GPU buffers, lowering WEFT_GPU_CHANNELS (-1: unset; ncclConfig_t.maxCTAs wins)") \
+    "most thread blocks (CTAs) of any launch on GPU buffers, lowering WEFT_GPU_CHANNELS; lanes beyond it are folded into fewer blocks (-1: unset; ncclConfig_t.maxCTAs wins; rank 0's value is used)") \
   X(CommBlocking, "NCCL_COMM_BLOCKING", Int, "1", "0: communicators are nonblocking by default")   \
   X(Timeout, "WEFT_TIMEOUT", Int, "0",                                                             \
     "seconds without progress before a call fails (0: wait forever); also how long a bootstrap "    \

@@ -38,8 +38,8 @@ struct CommOptions {
   std::shared_ptr<std::atomic<bool>> abortInit;
   /// The CUDA device of this rank (ncclCommInitAll's devlist); -1: the calling thread's current one.
   int cudaDevice = -1;
-  /// ncclConfig_t.minCTAs / maxCTAs: bounds on the channels of GPU collectives; -1: NCCL_MIN_CTAS /
-  /// NCCL_MAX_CTAS, or none.
+  /// ncclConfig_t.minCTAs / maxCTAs: bounds on the channels of GPU collectives, and maxCTAs on the
+  /// blocks of any launch; -1: NCCL_MIN_CTAS / NCCL_MAX_CTAS, or none.
   int minCtas = -1;
   int maxCtas = -1;
   /// ncclConfig_t.nvlsCTAs: thread blocks of an NVLS allreduce; -1: NCCL_NVLS_NCHANNELS.

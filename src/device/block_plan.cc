@@ -95,6 +95,7 @@ Status planBlocks(std::span<const PlannedLane> lanes, int rank, int nranks, int 
   std::vector<Distance> distances(static_cast<size_t>(nranks));
   for (size_t i = 0; i < lanes.size(); ++i) {
     const PlannedLane& lane = lanes[i];
+    if (lane.rounds == 0) continue;  // moves nothing, posts nothing
     const bool sends = lane.sendPeer >= 0;
     const bool receives = lane.recvPeer >= 0;
     if (lane.chained || (sends && receives)) {
@@ -102,7 +103,6 @@ Status planBlocks(std::span<const PlannedLane> lanes, int rank, int nranks, int 
                            "receives, so it cannot be folded into fewer",
                            rank, groups, blockLimit, i);
     }
-    if (lane.rounds == 0) continue;  // moves nothing, posts nothing
     const auto index = static_cast<uint32_t>(i);
     if (sends) {
       distances[static_cast<size_t>((lane.sendPeer - rank + nranks) % nranks)].sends.push_back(index);
@@ -127,15 +127,6 @@ Status planBlocks(std::span<const PlannedLane> lanes, int rank, int nranks, int 
   std::erase_if(folded, [](const std::vector<LaneSegment>& block) { return block.empty(); });
   *plan = std::move(folded);
   return Status::ok();
-}
-
-KernelStep segmentStep(const KernelStep& whole, uint64_t firstRound, uint64_t rounds, uint64_t pieceUnits) {
-  KernelStep step = whole;
-  const uint64_t skipped = std::min(firstRound * pieceUnits, whole.count);
-  step.srcOffset += skipped;
-  step.dstOffset += skipped;
-  step.count = std::min(whole.count - skipped, rounds * pieceUnits);
-  return step;
 }
 
 }  // namespace weft::device

@@ -13,8 +13,11 @@
 //   copy has distance 0. Distance d goes to block d mod B, and every block runs its distances in
 //   increasing order, on every rank.
 // - Within a distance, the block alternates windows of W pieces (W = the connections' slot count,
-//   the same on every rank): W pieces of its sends (its lanes to r + d, in call order, as one
-//   stream), then W pieces of its receives (from r - d), then the next W of each.
+//   the same on every rank and never more than any connection's): W pieces of its sends (its
+//   lanes to r + d, in call order, as one stream), then W pieces of its receives (from r - d),
+//   then the next W of each. The stream a rank sends to a peer is the stream that peer receives,
+//   piece for piece: one connection carries it (Send/Recv between two ranks take one channel),
+//   and NCCL requires a rank's sends to a peer in the order of the peer's receives.
 //
 // Why no rank waits forever: every wait of distance d on rank r is for a peer's lane of the same
 // distance (r + d frees slots, r - d posts pieces) or for the earlier distances of r's own block.
@@ -31,7 +34,6 @@
 #include <vector>
 
 #include "src/base/status.h"
-#include "src/device/kernel_work.h"
 
 namespace weft::device {
 
@@ -66,10 +68,5 @@ using BlockPlan = std::vector<std::vector<LaneSegment>>;
 /// every rank). An internal error where lanes must be folded but one of them is chained.
 Status planBlocks(std::span<const PlannedLane> lanes, int rank, int nranks, int blockLimit, uint64_t window,
                   BlockPlan* plan);
-
-/// The step that runs rounds [firstRound, firstRound + rounds) of a lane whose one step is `whole`,
-/// with pieces of `pieceUnits`: its offsets moved on by the rounds skipped, its count cut to what
-/// is left of them, so that its pieces are the whole step's.
-KernelStep segmentStep(const KernelStep& whole, uint64_t firstRound, uint64_t rounds, uint64_t pieceUnits);
 
 }  // namespace weft::device

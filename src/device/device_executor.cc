@@ -3,18 +3,17 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cstring>
 #include <vector>
 
 #include "algorithms/gpu_tuner.h"
 #include "algorithms/schedule.h"
 #include "src/core/communicator.h"
-#include "src/device/block_plan.h"
 #include "src/device/comm_device.h"
 #include "src/device/direct_plan.h"
 #include "src/device/gpu_protocol.h"
 #include "src/device/kernel_work.h"
+#include "src/device/launch_tables.h"
 #include "src/device/nvls_plan.h"
 #include "src/device/step_kernel.h"
 #include "src/exec/program_connections.h"
@@ -74,64 +73,26 @@ class LaunchBuilder {
  public:
   /// `lowLatency`: the pieces go through the connections' LL slots.
   LaunchBuilder(CommDevice& device, size_t unitBytes, bool lowLatency)
-      : device_(device), unitBytes_(unitBytes), lowLatency_(lowLatency) {}
+      : device_(device),
+        unitBytes_(unitBytes),
+        lowLatency_(lowLatency),
+        tables_(pieceUnitsOf(),
+                [this](int channel, int peer, bool send) { return addConnection(channel, peer, send); }) {}
 
   /// Adds the lanes of `op`'s program. `scale`: units per element of the op's type.
   Status addOp(const core::Op& op, const algorithms::Program& program, size_t scale) {
-    for (const algorithms::Lane& lane : program.lanes) {
-      LaneEntry entry;
-      entry.lane.firstStep = static_cast<uint32_t>(steps_.size());
-      entry.lane.sendbuff = const_cast<char*>(static_cast<const char*>(op.sendbuff));
-      entry.lane.recvbuff = static_cast<char*>(op.recvbuff);
-      const uint64_t pieceUnits = pieceUnitsOf();
-      entry.plan.chained = lane.steps.size() != 1;
-      for (const algorithms::Step& step : lane.steps) {
-        if (step.srcIsPartial) {
-          return internalError("a step combining partial results reached the GPU executor, whose kernels only run "
-                               "ring programs");
-        }
-        KernelStep k;
-        const uint64_t pieces = (step.count * scale + pieceUnits - 1) / pieceUnits;
-        if (step.recvPeer >= 0) {
-          WEFT_RETURN_IF_ERROR(connectionIndex(lane.channel, step.recvPeer, false, &k.recvConnection));
-          entry.plan.endpoints.push_back(endpointKey(lane.channel, step.recvPeer, false));
-          entry.plan.recvPeer = step.recvPeer;
-          connectionPieces_[k.recvConnection] += pieces;
-        }
-        if (step.sendPeer >= 0) {
-          WEFT_RETURN_IF_ERROR(connectionIndex(lane.channel, step.sendPeer, true, &k.sendConnection));
-          entry.plan.endpoints.push_back(endpointKey(lane.channel, step.sendPeer, true));
-          entry.plan.sendPeer = step.sendPeer;
-          connectionPieces_[k.sendConnection] += pieces;
-        }
-        k.srcBuffer = bufferCode(step.src.buffer);
-        k.dstBuffer = bufferCode(step.dst.buffer);
-        k.contribute = step.contribute ? 1 : 0;
-        k.finalize = step.finalize ? 1 : 0;
-        k.srcOffset = step.src.offset * scale;
-        k.dstOffset = step.dst.offset * scale;
-        k.count = step.count * scale;
-        entry.lane.rounds = std::max<uint64_t>(entry.lane.rounds, (k.count + pieceUnits - 1) / pieceUnits);
-        steps_.push_back(k);
-      }
-      entry.plan.rounds = entry.lane.rounds;
-      entry.lane.stepCount = static_cast<uint32_t>(steps_.size()) - entry.lane.firstStep;
-      lanes_.push_back(std::move(entry));
-    }
-    return Status::ok();
+    return tables_.addOp(program, op.sendbuff, op.recvbuff, scale);
   }
 
   /// Enqueues the kernel on `stream`.
   Status launch(const algorithms::Reduction* reduction, cudaStream_t stream) {
-    if (lanes_.empty()) return Status::ok();
-    std::vector<KernelBlock> blocks;
-    std::vector<KernelLane> lanes;
-    std::vector<KernelStep> steps = steps_;
-    WEFT_RETURN_IF_ERROR(layOutBlocks(&blocks, &lanes, &steps));
+    if (tables_.empty()) return Status::ok();
+    KernelTables tables;
+    WEFT_RETURN_IF_ERROR(tables_.layOut(device_.rank(), device_.nranks(), device_.blocksPerRank(), window(), &tables));
     std::vector<char> bytes;
-    const size_t blocksAt = appendTable(&bytes, blocks);
-    const size_t lanesAt = appendTable(&bytes, lanes);
-    const size_t stepsAt = appendTable(&bytes, steps);
+    const size_t blocksAt = appendTable(&bytes, tables.blocks);
+    const size_t lanesAt = appendTable(&bytes, tables.lanes);
+    const size_t stepsAt = appendTable(&bytes, tables.steps);
     const size_t connectionsAt = appendTable(&bytes, connections_);
     WorkPool::Buffer* buffer = nullptr;
     WEFT_RETURN_IF_ERROR(device_.workPool().acquire(bytes.size(), &buffer));
@@ -150,48 +111,29 @@ class LaunchBuilder {
     }
     work.abortFlag = device_.abortFlag();
     WEFT_RETURN_IF_ERROR(device_.orderAfterPrevious(stream));
-    WEFT_RETURN_IF_ERROR(launchStepKernel(work, static_cast<int>(blocks.size()), reduction, stream));
+    WEFT_RETURN_IF_ERROR(launchStepKernel(work, static_cast<int>(tables.blocks.size()), reduction, stream));
     // The network proxies carry what the kernel will move through their ends.
+    const std::vector<uint64_t>& pieces = tables_.connectionPieces();
     for (size_t i = 0; i < connections_.size(); ++i) {
-      if (proxies_[i] != nullptr && connectionPieces_[i] > 0) proxies_[i]->expect(connectionPieces_[i], &device_);
+      if (proxies_[i] != nullptr && pieces[i] > 0) proxies_[i]->expect(pieces[i], &device_);
     }
     WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(buffer->done, stream), "cudaEventRecord"));
     return device_.recordLaunch(stream);
   }
 
  private:
-  struct LaneEntry {
-    KernelLane lane;
-    PlannedLane plan;
-  };
-
   uint64_t pieceUnitsOf() const {
     const size_t pieceBytes = lowLatency_ ? device_.lowLatencySlotBytes() / kLowLatencyLineBytes * kLowLatencyLineData
                                           : device_.connections().slotBytes();
     return pieceBytes / unitBytes_;
   }
 
-  static uint8_t bufferCode(algorithms::BufferKind kind) {
-    switch (kind) {
-      case algorithms::BufferKind::kSend: return kSendBuffer;
-      case algorithms::BufferKind::kRecv: return kRecvBuffer;
-      case algorithms::BufferKind::kScratch: assert(false && "GPU programs use no scratch (no trees)"); break;
-      case algorithms::BufferKind::kNone: break;
-    }
-    return kNoBuffer;
-  }
+  // The folding window (block_plan.h): the communicator's slot count, which every rank shares and
+  // every connection has.
+  uint64_t window() const { return static_cast<uint64_t>(device_.connections().slotCount()); }
 
-  static uint64_t endpointKey(int channel, int peer, bool send) {
-    return (static_cast<uint64_t>(channel) << 33) | (static_cast<uint64_t>(peer) << 1) | (send ? 1 : 0);
-  }
-
-  Status connectionIndex(int channel, int peer, bool send, int32_t* index) {
-    const uint64_t key = endpointKey(channel, peer, send);
-    auto known = std::find(connectionKeys_.begin(), connectionKeys_.end(), key);
-    if (known != connectionKeys_.end()) {
-      *index = static_cast<int32_t>(known - connectionKeys_.begin());
-      return Status::ok();
-    }
+  // Appends connection end (channel, peer, send) to the launch's connection table.
+  Status addConnection(int channel, int peer, bool send) {
     core::ConnectionTable& table = device_.connections();
     const transport::DeviceEnd* end = nullptr;
     if (send && table.send(channel, peer) != nullptr) end = table.send(channel, peer)->deviceEnd();
@@ -205,6 +147,12 @@ class LaunchBuilder {
                            send ? "to" : "from", peer, channel, end->llSlots == nullptr ? size_t{0} : end->llSlotBytes,
                            device_.lowLatencySlotBytes());
     }
+    if (static_cast<uint64_t>(end->slotCount) < window()) {
+      return internalError("the GPU connection %s rank %d on channel %d has %d slots, fewer than the communicator's "
+                           "%llu",
+                           send ? "to" : "from", peer, channel, end->slotCount,
+                           static_cast<unsigned long long>(window()));
+    }
     KernelConnection connection;
     connection.slots = end->slots;
     connection.posted = reinterpret_cast<unsigned long long*>(end->posted);
@@ -214,55 +162,19 @@ class LaunchBuilder {
     connection.slotCount = static_cast<uint64_t>(end->slotCount);
     connection.llSlots = end->llSlots;
     connection.llSlotBytes = end->llSlotBytes;
-    connectionKeys_.push_back(key);
     connections_.push_back(connection);
     proxies_.push_back(end->proxy);
-    connectionPieces_.push_back(0);
-    *index = static_cast<int32_t>(connections_.size() - 1);
-    return Status::ok();
-  }
-
-  // The blocks as src/device/block_plan.h plans them, within the rank's blocks per launch. A
-  // segment that is a whole lane runs it as it is; a part of one (a folded lane, which has one
-  // step) runs a copy of its step that starts at the segment's first piece, appended to `steps`.
-  Status layOutBlocks(std::vector<KernelBlock>* blocks, std::vector<KernelLane>* lanes,
-                      std::vector<KernelStep>* steps) const {
-    std::vector<PlannedLane> planned;
-    planned.reserve(lanes_.size());
-    for (const LaneEntry& entry : lanes_) planned.push_back(entry.plan);
-    BlockPlan plan;
-    WEFT_RETURN_IF_ERROR(planBlocks(planned, device_.rank(), device_.nranks(), device_.blocksPerRank(),
-                                    static_cast<uint64_t>(device_.connections().slotCount()), &plan));
-    const uint64_t pieceUnits = pieceUnitsOf();
-    for (const std::vector<LaneSegment>& segments : plan) {
-      KernelBlock block;
-      block.firstLane = static_cast<uint32_t>(lanes->size());
-      for (const LaneSegment& segment : segments) {
-        KernelLane lane = lanes_[segment.lane].lane;
-        if (segment.firstRound != 0 || segment.rounds != lane.rounds) {
-          const KernelStep step = segmentStep((*steps)[lane.firstStep], segment.firstRound, segment.rounds, pieceUnits);
-          lane.firstStep = static_cast<uint32_t>(steps->size());
-          lane.rounds = segment.rounds;
-          steps->push_back(step);
-        }
-        lanes->push_back(lane);
-      }
-      block.laneCount = static_cast<uint32_t>(lanes->size()) - block.firstLane;
-      blocks->push_back(block);
-    }
     return Status::ok();
   }
 
   CommDevice& device_;
   size_t unitBytes_;
   bool lowLatency_;
-  std::vector<LaneEntry> lanes_;
-  std::vector<KernelStep> steps_;
-  std::vector<uint64_t> connectionKeys_;
+  LaunchTables tables_;
+  // Per connection end of the launch, by index: as the kernel uses it, and its network proxy (or
+  // nullptr).
   std::vector<KernelConnection> connections_;
-  // Per connection: its network proxy (or nullptr), and the pieces this launch moves through it.
   std::vector<transport::DeviceProxy*> proxies_;
-  std::vector<uint64_t> connectionPieces_;
 };
 
 // Makes `primary` wait for the other streams of `ops` before a launch.

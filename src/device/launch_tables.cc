@@ -1,0 +1,117 @@
+#include "src/device/launch_tables.h"
+
+#include <algorithm>
+
+namespace weft::device {
+namespace {
+
+uint64_t endpointKey(int channel, int peer, bool send) {
+  return (static_cast<uint64_t>(channel) << 33) | (static_cast<uint64_t>(peer) << 1) | (send ? 1 : 0);
+}
+
+Status bufferCode(algorithms::BufferKind kind, uint8_t* code) {
+  switch (kind) {
+    case algorithms::BufferKind::kNone: *code = kNoBuffer; return Status::ok();
+    case algorithms::BufferKind::kSend: *code = kSendBuffer; return Status::ok();
+    case algorithms::BufferKind::kRecv: *code = kRecvBuffer; return Status::ok();
+    case algorithms::BufferKind::kScratch: break;
+  }
+  return internalError("a step using scratch memory reached the GPU executor, whose kernels run no trees");
+}
+
+}  // namespace
+
+KernelStep segmentStep(const KernelStep& whole, uint64_t firstRound, uint64_t rounds, uint64_t pieceUnits) {
+  KernelStep step = whole;
+  const uint64_t skipped = std::min(firstRound * pieceUnits, whole.count);
+  step.srcOffset += skipped;
+  step.dstOffset += skipped;
+  step.count = std::min(whole.count - skipped, rounds * pieceUnits);
+  return step;
+}
+
+Status LaunchTables::connectionIndex(int channel, int peer, bool send, int32_t* index) {
+  const uint64_t key = endpointKey(channel, peer, send);
+  auto known = std::find(connectionKeys_.begin(), connectionKeys_.end(), key);
+  if (known == connectionKeys_.end()) {
+    WEFT_RETURN_IF_ERROR(addConnection_(channel, peer, send));
+    connectionKeys_.push_back(key);
+    connectionPieces_.push_back(0);
+    known = connectionKeys_.end() - 1;
+  }
+  *index = static_cast<int32_t>(known - connectionKeys_.begin());
+  return Status::ok();
+}
+
+Status LaunchTables::addOp(const algorithms::Program& program, const void* sendbuff, void* recvbuff,
+                           uint64_t scale) {
+  for (const algorithms::Lane& lane : program.lanes) {
+    KernelLane entry;
+    PlannedLane plan;
+    entry.firstStep = static_cast<uint32_t>(steps_.size());
+    entry.sendbuff = const_cast<char*>(static_cast<const char*>(sendbuff));
+    entry.recvbuff = static_cast<char*>(recvbuff);
+    plan.chained = lane.steps.size() != 1;
+    for (const algorithms::Step& step : lane.steps) {
+      if (step.srcIsPartial) {
+        return internalError("a step combining partial results reached the GPU executor, whose kernels only run "
+                             "ring programs");
+      }
+      KernelStep k;
+      k.count = step.count * scale;
+      const uint64_t pieces = (k.count + pieceUnits_ - 1) / pieceUnits_;
+      if (step.recvPeer >= 0) {
+        WEFT_RETURN_IF_ERROR(connectionIndex(lane.channel, step.recvPeer, false, &k.recvConnection));
+        plan.endpoints.push_back(endpointKey(lane.channel, step.recvPeer, false));
+        plan.recvPeer = step.recvPeer;
+        connectionPieces_[k.recvConnection] += pieces;
+      }
+      if (step.sendPeer >= 0) {
+        WEFT_RETURN_IF_ERROR(connectionIndex(lane.channel, step.sendPeer, true, &k.sendConnection));
+        plan.endpoints.push_back(endpointKey(lane.channel, step.sendPeer, true));
+        plan.sendPeer = step.sendPeer;
+        connectionPieces_[k.sendConnection] += pieces;
+      }
+      WEFT_RETURN_IF_ERROR(bufferCode(step.src.buffer, &k.srcBuffer));
+      WEFT_RETURN_IF_ERROR(bufferCode(step.dst.buffer, &k.dstBuffer));
+      k.contribute = step.contribute ? 1 : 0;
+      k.finalize = step.finalize ? 1 : 0;
+      k.srcOffset = step.src.offset * scale;
+      k.dstOffset = step.dst.offset * scale;
+      entry.rounds = std::max(entry.rounds, pieces);
+      steps_.push_back(k);
+    }
+    entry.stepCount = static_cast<uint32_t>(steps_.size()) - entry.firstStep;
+    plan.rounds = entry.rounds;
+    lanes_.push_back(entry);
+    planned_.push_back(std::move(plan));
+  }
+  return Status::ok();
+}
+
+Status LaunchTables::layOut(int rank, int nranks, int blockLimit, uint64_t window, KernelTables* out) const {
+  BlockPlan plan;
+  WEFT_RETURN_IF_ERROR(planBlocks(planned_, rank, nranks, blockLimit, window, &plan));
+  out->blocks.clear();
+  out->lanes.clear();
+  out->steps = steps_;
+  for (const std::vector<LaneSegment>& segments : plan) {
+    KernelBlock block;
+    block.firstLane = static_cast<uint32_t>(out->lanes.size());
+    for (const LaneSegment& segment : segments) {
+      KernelLane lane = lanes_[segment.lane];
+      if (segment.firstRound != 0 || segment.rounds != lane.rounds) {  // folded: a lane of one step
+        const KernelStep step = segmentStep(steps_[lane.firstStep], segment.firstRound, segment.rounds, pieceUnits_);
+        lane.firstStep = static_cast<uint32_t>(out->steps.size());
+        lane.rounds = segment.rounds;
+        out->steps.push_back(step);
+      }
+      out->lanes.push_back(lane);
+    }
+    block.laneCount = static_cast<uint32_t>(out->lanes.size()) - block.firstLane;
+    out->blocks.push_back(block);
+  }
+  return Status::ok();
+}
+
+}  // namespace weft::device

@@ -1,0 +1,342 @@
+// A launch's kernel tables (src/device/launch_tables.h), run on a model of the step kernel's copy
+// launch (src/device/step_kernel.cu with Simple pieces) on host memory: every rank's blocks run
+// their lanes in order, each lane's steps in rounds of one piece; a step waits for a posted piece
+// to receive and a free slot to send into, moves the piece, then posts and releases. The programs
+// are the real schedules' (algorithms/schedule.h), so the tables, the block plan's folding and the
+// pieces' offsets are checked byte for byte, with no GPU.
+
+#include "src/device/launch_tables.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "algorithms/schedule.h"
+
+namespace weft::device {
+namespace {
+
+using algorithms::Collective;
+
+// One connection end of a rank's launch.
+struct End {
+  int channel = 0;
+  int peer = 0;
+  bool send = false;
+};
+
+// One rank's launch: its operations' programs on their buffers, laid out as tables.
+struct RankLaunch {
+  KernelTables tables;
+  std::vector<End> ends;  // by connection index
+};
+
+class KernelModel {
+ public:
+  KernelModel(uint64_t slots, uint64_t pieceBytes) : slots_(slots), pieceBytes_(pieceBytes) {}
+
+  /// Runs every rank's launch to its end; false, saying where, if some block waits forever.
+  bool run(const std::vector<RankLaunch>& launches, std::string* why) {
+    std::vector<std::vector<Cursor>> cursors(launches.size());
+    for (size_t r = 0; r < launches.size(); ++r) cursors[r].resize(launches[r].tables.blocks.size());
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (size_t r = 0; r < launches.size(); ++r) {
+        for (size_t b = 0; b < cursors[r].size(); ++b) {
+          moved |= advance(static_cast<int>(r), launches[r], b, &cursors[r][b]);
+        }
+      }
+    }
+    for (size_t r = 0; r < launches.size(); ++r) {
+      for (size_t b = 0; b < cursors[r].size(); ++b) {
+        if (cursors[r][b].lane < launches[r].tables.blocks[b].laneCount) {
+          *why = "rank " + std::to_string(r) + "'s block " + std::to_string(b) + " waits forever in its lane " +
+                 std::to_string(cursors[r][b].lane);
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
+ private:
+  struct Cursor {
+    uint32_t lane = 0;  // within the block
+    uint64_t round = 0;
+    uint32_t step = 0;  // within the lane
+  };
+  struct Connection {
+    uint64_t posted = 0;
+    uint64_t released = 0;
+    std::vector<std::vector<char>> slots;
+  };
+
+  Connection& connection(int rank, const End& end) {
+    const auto key =
+        end.send ? std::make_tuple(end.channel, rank, end.peer) : std::make_tuple(end.channel, end.peer, rank);
+    Connection& c = connections_[key];
+    if (c.slots.empty()) c.slots.assign(slots_, std::vector<char>(pieceBytes_));
+    return c;
+  }
+
+  // Runs the block's pieces until one must wait; true if any moved.
+  bool advance(int rank, const RankLaunch& launch, size_t b, Cursor* at) {
+    const KernelTables& t = launch.tables;
+    const KernelBlock& block = t.blocks[b];
+    bool moved = false;
+    while (at->lane < block.laneCount) {
+      const KernelLane& lane = t.lanes[block.firstLane + at->lane];
+      if (at->round == lane.rounds) {
+        *at = {at->lane + 1, 0, 0};
+        continue;
+      }
+      if (at->step == lane.stepCount) {
+        ++at->round;
+        at->step = 0;
+        continue;
+      }
+      const KernelStep& step = t.steps[lane.firstStep + at->step];
+      const uint64_t begin = at->round * pieceBytes_;
+      if (begin >= step.count) {
+        ++at->step;
+        continue;
+      }
+      Connection* recv = step.recvConnection >= 0 ? &connection(rank, launch.ends[step.recvConnection]) : nullptr;
+      Connection* send = step.sendConnection >= 0 ? &connection(rank, launch.ends[step.sendConnection]) : nullptr;
+      if (recv != nullptr && recv->posted == recv->released) return moved;
+      if (send != nullptr && send->posted - send->released >= slots_) return moved;
+      const uint64_t bytes = std::min(step.count - begin, pieceBytes_);
+      const char* from = recv != nullptr ? recv->slots[recv->released % slots_].data()
+                                         : base(lane, step.srcBuffer) + step.srcOffset + begin;
+      if (step.dstBuffer != kNoBuffer) std::memmove(base(lane, step.dstBuffer) + step.dstOffset + begin, from, bytes);
+      if (send != nullptr) std::memcpy(send->slots[send->posted % slots_].data(), from, bytes);
+      if (send != nullptr) ++send->posted;
+      if (recv != nullptr) ++recv->released;
+      ++at->step;
+      moved = true;
+    }
+    return moved;
+  }
+
+  static char* base(const KernelLane& lane, uint8_t buffer) {
+    return buffer == kSendBuffer ? lane.sendbuff : buffer == kRecvBuffer ? lane.recvbuff : nullptr;
+  }
+
+  uint64_t slots_;
+  uint64_t pieceBytes_;
+  std::map<std::tuple<int, int, int>, Connection> connections_;  // (channel, sender, receiver)
+};
+
+// An operation of one rank: its shape and buffers.
+struct RankOp {
+  algorithms::OpShape shape;
+  std::vector<char>* send = nullptr;
+  std::vector<char>* recv = nullptr;
+};
+
+// What each rank's launch of `ops` (per rank, in call order) came to on the model; `elementBytes`
+// per element of the shapes' counts.
+std::string runOnModel(int nranks, const std::vector<std::vector<RankOp>>& ops, int channels, int blockLimit,
+                       uint64_t slots, uint64_t pieceBytes, uint64_t elementBytes) {
+  std::vector<algorithms::Ring> rings;
+  for (int c = 0; c < channels; ++c) {
+    algorithms::Ring ring(static_cast<size_t>(nranks));
+    for (int i = 0; i < nranks; ++i) ring[i] = (c % 2 == 0) ? i : nranks - 1 - i;
+    rings.push_back(ring);
+  }
+  std::vector<RankLaunch> launches(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    RankLaunch& launch = launches[r];
+    LaunchTables tables(pieceBytes, [&launch](int channel, int peer, bool send) {
+      launch.ends.push_back({channel, peer, send});
+      return Status::ok();
+    });
+    for (const RankOp& op : ops[r]) {
+      algorithms::Program program;
+      algorithms::buildRingProgram(op.shape, rings, &program);
+      Status added = tables.addOp(program, op.send->data(), op.recv->data(), elementBytes);
+      if (!added.isOk()) return added.message();
+    }
+    Status laidOut = tables.layOut(r, nranks, blockLimit, slots, &launch.tables);
+    if (!laidOut.isOk()) return laidOut.message();
+    if (static_cast<int>(launch.tables.blocks.size()) > blockLimit)
+      return "rank " + std::to_string(r) + " has too many blocks";
+  }
+  std::string why;
+  KernelModel model(slots, pieceBytes);
+  return model.run(launches, &why) ? "" : why;
+}
+
+char pattern(int rank, size_t index) { return static_cast<char>(rank * 37 + index * 11 + 5); }
+
+std::vector<char> filled(int rank, size_t bytes) {
+  std::vector<char> buffer(bytes);
+  for (size_t i = 0; i < bytes; ++i) buffer[i] = pattern(rank, i);
+  return buffer;
+}
+
+// Per-rank buffers of one collective, and its expected receive buffers.
+struct CollectiveCase {
+  std::vector<std::vector<char>> send, recv;
+  std::vector<std::vector<RankOp>> ops;
+};
+
+CollectiveCase collectiveOn(Collective collective, int nranks, size_t count, int root, uint64_t elementBytes) {
+  CollectiveCase c;
+  const size_t bytes = count * elementBytes;
+  const size_t whole = bytes * static_cast<size_t>(nranks);
+  c.ops.resize(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    const bool spread = collective == Collective::kAllToAll || (collective == Collective::kScatter && r == root);
+    c.send.push_back(filled(r, spread ? whole : bytes));
+    const bool gathered = collective == Collective::kAllToAll || collective == Collective::kAllGather ||
+                          (collective == Collective::kGather && r == root);
+    c.recv.push_back(std::vector<char>(gathered ? whole : bytes, 0));
+  }
+  for (int r = 0; r < nranks; ++r) c.ops[r].push_back({{collective, count, root, nranks, r}, &c.send[r], &c.recv[r]});
+  return c;
+}
+
+// Whether rank r's receive buffer holds what `collective` must leave there.
+std::string checkCollective(const CollectiveCase& c, Collective collective, int nranks, size_t count, int root,
+                            uint64_t elementBytes) {
+  const size_t bytes = count * elementBytes;
+  for (int r = 0; r < nranks; ++r) {
+    if (collective == Collective::kGather && r != root) continue;  // a sender's output is not written
+    for (size_t i = 0; i < c.recv[r].size(); ++i) {
+      const size_t part = bytes == 0 ? 0 : i / bytes;
+      const size_t within = bytes == 0 ? 0 : i % bytes;
+      char expected = 0;
+      switch (collective) {
+        case Collective::kAllToAll: expected = pattern(static_cast<int>(part), r * bytes + within); break;
+        case Collective::kAllGather:
+        case Collective::kGather: expected = pattern(static_cast<int>(part), within); break;
+        case Collective::kScatter: expected = pattern(root, r * bytes + i); break;
+        case Collective::kBroadcast: expected = pattern(root, i); break;
+        default: return "no check for this collective";
+      }
+      if (c.recv[r][i] != expected) {
+        return "rank " + std::to_string(r) + "'s byte " + std::to_string(i) + " is " + std::to_string(c.recv[r][i]) +
+               ", not " + std::to_string(expected);
+      }
+    }
+  }
+  return "";
+}
+
+TEST(LaunchTables, ASegmentsStepMovesTheWholeStepsPieces) {
+  KernelStep whole;
+  whole.sendConnection = 3;
+  whole.srcBuffer = kSendBuffer;
+  whole.srcOffset = 100;
+  whole.dstOffset = 7;
+  whole.count = 10;  // pieces of 4: 4, 4 and 2
+  const KernelStep middle = segmentStep(whole, 1, 1, 4);
+  EXPECT_EQ(middle.srcOffset, 104u);
+  EXPECT_EQ(middle.dstOffset, 11u);
+  EXPECT_EQ(middle.count, 4u);
+  EXPECT_EQ(middle.sendConnection, 3);
+  const KernelStep tail = segmentStep(whole, 1, 2, 4);
+  EXPECT_EQ(tail.srcOffset, 104u);
+  EXPECT_EQ(tail.count, 6u);  // the last piece keeps its 2
+  const KernelStep head = segmentStep(whole, 0, 1, 4);
+  EXPECT_EQ(head.srcOffset, 100u);
+  EXPECT_EQ(head.count, 4u);
+  EXPECT_EQ(segmentStep(whole, 0, 3, 4).count, 10u);
+}
+
+TEST(LaunchTables, EachConnectionEndIsAddedOnceAndCountsItsPieces) {
+  std::vector<End> ends;
+  LaunchTables tables(8, [&ends](int channel, int peer, bool send) {
+    ends.push_back({channel, peer, send});
+    return Status::ok();
+  });
+  algorithms::Program program;
+  algorithms::buildRingProgram({Collective::kAllToAll, 20, 0, 3, 1}, std::vector<algorithms::Ring>{{0, 1, 2}},
+                               &program);
+  std::vector<char> send(60), recv(60);
+  ASSERT_TRUE(tables.addOp(program, send.data(), recv.data(), 1).isOk());
+  ASSERT_TRUE(tables.addOp(program, send.data(), recv.data(), 1).isOk());  // the same ends again
+  ASSERT_EQ(ends.size(), 4u);                                              // to and from each of the two peers
+  ASSERT_EQ(tables.connectionPieces().size(), 4u);
+  for (uint64_t pieces : tables.connectionPieces()) EXPECT_EQ(pieces, 6u);  // 20 bytes in pieces of 8, twice
+}
+
+TEST(LaunchTables, ATreeStepHasNoGpuKernel) {
+  LaunchTables tables(8, [](int, int, bool) { return Status::ok(); });
+  algorithms::Program program;
+  algorithms::Step step;
+  step.src = {algorithms::BufferKind::kScratch, 0};
+  step.count = 4;
+  program.lanes.push_back({0, {step}});
+  std::vector<char> buffer(4);
+  EXPECT_EQ(tables.addOp(program, buffer.data(), buffer.data(), 1).code(), StatusCode::kInternalError);
+}
+
+TEST(LaunchTables, CollectivesMoveEveryByteFoldedOrNot) {
+  for (Collective collective : {Collective::kAllToAll, Collective::kGather, Collective::kScatter,
+                                Collective::kAllGather, Collective::kBroadcast}) {
+    for (int nranks : {1, 2, 3, 5}) {
+      for (size_t count : {0, 1, 13, 64, 100}) {
+        for (int limit : {2, 3, 64}) {  // ring collectives take at most the limit's channels
+          for (uint64_t slots : {1, 2, 8}) {
+            const bool ring = collective == Collective::kAllGather || collective == Collective::kBroadcast;
+            if (ring && slots < 2) continue;  // a ring's step receives and sends: it needs two slots (the kernel has 8)
+            const int root = nranks - 1;
+            const uint64_t elementBytes = count % 2 == 0 ? 4 : 1;
+            CollectiveCase c = collectiveOn(collective, nranks, count, root, elementBytes);
+            const int channels = std::min(limit, 2);
+            const std::string ran = runOnModel(nranks, c.ops, channels, limit, slots, 8, elementBytes);
+            const std::string what = std::string(algorithms::collectiveName(collective)) + " of " +
+                                     std::to_string(nranks) + " ranks, " + std::to_string(count) + " elements, " +
+                                     std::to_string(limit) + " blocks, " + std::to_string(slots) + " slots: ";
+            ASSERT_EQ(ran, "") << what;
+            ASSERT_EQ(checkCollective(c, collective, nranks, count, root, elementBytes), "") << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LaunchTables, SendRecvGroupsMoveEveryByteFoldedOrNot) {
+  std::mt19937 random(4122026);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int nranks = 1 + static_cast<int>(random() % 6);
+    struct Message {
+      int from, to;
+      size_t bytes;
+    };
+    std::vector<Message> messages;
+    const int count = static_cast<int>(random() % (2 * nranks * nranks + 1));
+    for (int m = 0; m < count; ++m) {
+      messages.push_back({static_cast<int>(random() % nranks), static_cast<int>(random() % nranks), random() % 90});
+    }
+    std::vector<std::vector<char>> sent(messages.size()), received(messages.size());
+    std::vector<std::vector<RankOp>> ops(static_cast<size_t>(nranks));
+    for (size_t m = 0; m < messages.size(); ++m) {
+      const Message& message = messages[m];
+      sent[m] = filled(static_cast<int>(m), message.bytes);
+      received[m].assign(message.bytes, 0);
+      ops[message.from].push_back(
+          {{Collective::kSend, message.bytes, message.to, nranks, message.from}, &sent[m], &sent[m]});
+      ops[message.to].push_back(
+          {{Collective::kRecv, message.bytes, message.from, nranks, message.to}, &received[m], &received[m]});
+    }
+    const int limit = 1 + static_cast<int>(random() % 3);
+    const uint64_t slots = 1 + random() % 8;
+    const std::string ran = runOnModel(nranks, ops, 1 + static_cast<int>(random() % 2), limit, slots, 8, 1);
+    ASSERT_EQ(ran, "") << "trial " << trial;
+    for (size_t m = 0; m < messages.size(); ++m)
+      ASSERT_EQ(received[m], sent[m]) << "trial " << trial << ", message " << m;
+  }
+}
+
+}  // namespace
+}  // namespace weft::device
