@@ -66,7 +66,7 @@
   X(GpuLlMaxBytes, "WEFT_GPU_LL_MAX_BYTES", Int, "65536",                                         \
     "collectives on GPU buffers of at most this many bytes (count times element size) move LL pieces, where NCCL_PROTO allows LL and every rank is on one host; rank 0's value is used") \
   X(MinCtas, "NCCL_MIN_CTAS", Int, "-1",                                                         \
-    "fewest channels (CTAs) on GPU buffers, raising WEFT_GPU_CHANNELS (-1: unset; ncclConfig_t.minCTAs wins)") \
+    "fewest channels (CTAs) on GPU buffers, raising WEFT_GPU_CHANNELS (-1: unset; ncclConfig_t.minCTAs wins; rank 0's value is used)") \
   X(MaxCtas, "NCCL_MAX_CTAS", Int, "-1",                                                         \
     "most thread blocks (CTAs) of any launch on GPU buffers, lowering WEFT_GPU_CHANNELS; lanes beyond it are folded into fewer blocks (-1: unset; ncclConfig_t.maxCTAs wins; rank 0's value is used)") \
   X(CommBlocking, "NCCL_COMM_BLOCKING", Int, "1", "0: communicators are nonblocking by default")   \

@@ -78,6 +78,8 @@ class LaunchBuilder {
         lowLatency_(lowLatency),
         tables_(pieceUnitsOf(),
                 [this](int channel, int peer, bool send) { return addConnection(channel, peer, send); }) {}
+  LaunchBuilder(const LaunchBuilder&) = delete;  // its tables call back into it
+  LaunchBuilder& operator=(const LaunchBuilder&) = delete;
 
   /// Adds the lanes of `op`'s program. `scale`: units per element of the op's type.
   Status addOp(const core::Op& op, const algorithms::Program& program, size_t scale) {
@@ -89,6 +91,7 @@ class LaunchBuilder {
     if (tables_.empty()) return Status::ok();
     KernelTables tables;
     WEFT_RETURN_IF_ERROR(tables_.layOut(device_.rank(), device_.nranks(), device_.blocksPerRank(), window(), &tables));
+    if (tables.blocks.empty()) return Status::ok();  // every lane moves nothing
     std::vector<char> bytes;
     const size_t blocksAt = appendTable(&bytes, tables.blocks);
     const size_t lanesAt = appendTable(&bytes, tables.lanes);
@@ -103,7 +106,7 @@ class LaunchBuilder {
     work.steps = reinterpret_cast<const KernelStep*>(buffer->device + stepsAt);
     work.connections = reinterpret_cast<const KernelConnection*>(buffer->device + connectionsAt);
     work.unitBytes = unitBytes_;
-    work.pieceUnits = pieceUnitsOf();
+    work.pieceUnits = tables_.pieceUnits();
     work.lowLatency = lowLatency_ ? 1 : 0;
     if (reduction != nullptr) {
       std::memcpy(&work.scalar, reduction->scalar, sizeof(work.scalar));

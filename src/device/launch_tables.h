@@ -45,6 +45,7 @@ class LaunchTables {
   Status addOp(const algorithms::Program& program, const void* sendbuff, void* recvbuff, uint64_t scale);
 
   bool empty() const { return lanes_.empty(); }
+  uint64_t pieceUnits() const { return pieceUnits_; }
   /// Pieces the launch moves through each connection end, by index.
   const std::vector<uint64_t>& connectionPieces() const { return connectionPieces_; }
 

@@ -146,8 +146,9 @@ TEST_P(GpuCollective, MatchesReference) {
   harness::ScopedEnv proto("NCCL_PROTO", c.proto);
   const std::string maxCtas = std::to_string(c.maxCtas);
   harness::ScopedEnv ctas("NCCL_MAX_CTAS", c.maxCtas > 0 ? maxCtas.c_str() : nullptr);
-  // Folded lanes with slots of 4 KiB: even the small counts' lanes (4099 elements) then span more
-  // pieces than a window, so that they are cut into segments, through the proxy too.
+  // Folded lanes with slots of 4 KiB (the least): the small counts' lanes of 8-byte types (4099
+  // elements, 9 pieces) then span more pieces than a window of 8, so that they are cut into
+  // segments, through the proxy too.
   harness::ScopedEnv slots("NCCL_BUFFSIZE", c.maxCtas > 0 ? "32768" : nullptr);
   RankRunOptions options;
   options.nranks = c.nranks;

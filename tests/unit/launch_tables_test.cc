@@ -41,6 +41,12 @@ class KernelModel {
  public:
   KernelModel(uint64_t slots, uint64_t pieceBytes) : slots_(slots), pieceBytes_(pieceBytes) {}
 
+  /// Pieces that rank `rank`'s launch moved through its connection end `index` (posted or released).
+  uint64_t piecesThrough(int rank, int32_t index) const {
+    auto found = pieces_.find({rank, index});
+    return found == pieces_.end() ? 0 : found->second;
+  }
+
   /// Runs every rank's launch to its end; false, saying where, if some block waits forever.
   bool run(const std::vector<RankLaunch>& launches, std::string* why) {
     std::vector<std::vector<Cursor>> cursors(launches.size());
@@ -116,8 +122,14 @@ class KernelModel {
                                          : base(lane, step.srcBuffer) + step.srcOffset + begin;
       if (step.dstBuffer != kNoBuffer) std::memmove(base(lane, step.dstBuffer) + step.dstOffset + begin, from, bytes);
       if (send != nullptr) std::memcpy(send->slots[send->posted % slots_].data(), from, bytes);
-      if (send != nullptr) ++send->posted;
-      if (recv != nullptr) ++recv->released;
+      if (send != nullptr) {
+        ++send->posted;
+        ++pieces_[{rank, step.sendConnection}];
+      }
+      if (recv != nullptr) {
+        ++recv->released;
+        ++pieces_[{rank, step.recvConnection}];
+      }
       ++at->step;
       moved = true;
     }
@@ -131,6 +143,7 @@ class KernelModel {
   uint64_t slots_;
   uint64_t pieceBytes_;
   std::map<std::tuple<int, int, int>, Connection> connections_;  // (channel, sender, receiver)
+  std::map<std::pair<int, int32_t>, uint64_t> pieces_;            // per (rank, connection index)
 };
 
 // An operation of one rank: its shape and buffers.
@@ -151,6 +164,7 @@ std::string runOnModel(int nranks, const std::vector<std::vector<RankOp>>& ops, 
     rings.push_back(ring);
   }
   std::vector<RankLaunch> launches(static_cast<size_t>(nranks));
+  std::vector<std::vector<uint64_t>> expectedPieces(static_cast<size_t>(nranks));
   for (int r = 0; r < nranks; ++r) {
     RankLaunch& launch = launches[r];
     LaunchTables tables(pieceBytes, [&launch](int channel, int peer, bool send) {
@@ -165,12 +179,41 @@ std::string runOnModel(int nranks, const std::vector<std::vector<RankOp>>& ops, 
     }
     Status laidOut = tables.layOut(r, nranks, blockLimit, slots, &launch.tables);
     if (!laidOut.isOk()) return laidOut.message();
-    if (static_cast<int>(launch.tables.blocks.size()) > blockLimit)
+    if (static_cast<int>(launch.tables.blocks.size()) > blockLimit) {
       return "rank " + std::to_string(r) + " has too many blocks";
+    }
+    // Each connection end in one block: the GPU's blocks would race for its counters, where the
+    // model moves a piece at a time.
+    std::map<int32_t, size_t> blockOfEnd;
+    for (size_t b = 0; b < launch.tables.blocks.size(); ++b) {
+      const KernelBlock& block = launch.tables.blocks[b];
+      for (uint32_t l = block.firstLane; l < block.firstLane + block.laneCount; ++l) {
+        const KernelLane& lane = launch.tables.lanes[l];
+        for (uint32_t s = lane.firstStep; s < lane.firstStep + lane.stepCount; ++s) {
+          for (int32_t end : {launch.tables.steps[s].recvConnection, launch.tables.steps[s].sendConnection}) {
+            if (end >= 0 && blockOfEnd.emplace(end, b).first->second != b) {
+              return "rank " + std::to_string(r) + " uses connection end " + std::to_string(end) + " in two blocks";
+            }
+          }
+        }
+      }
+    }
+    expectedPieces[r] = tables.connectionPieces();
   }
   std::string why;
   KernelModel model(slots, pieceBytes);
-  return model.run(launches, &why) ? "" : why;
+  if (!model.run(launches, &why)) return why;
+  // What the proxies would be told to expect is what the kernel moves.
+  for (int r = 0; r < nranks; ++r) {
+    for (size_t end = 0; end < expectedPieces[r].size(); ++end) {
+      const uint64_t moved = model.piecesThrough(r, static_cast<int32_t>(end));
+      if (moved != expectedPieces[r][end]) {
+        return "rank " + std::to_string(r) + "'s connection end " + std::to_string(end) + " moved " +
+               std::to_string(moved) + " pieces, not the " + std::to_string(expectedPieces[r][end]) + " counted";
+      }
+    }
+  }
+  return "";
 }
 
 char pattern(int rank, size_t index) { return static_cast<char>(rank * 37 + index * 11 + 5); }
@@ -279,6 +322,20 @@ TEST(LaunchTables, ATreeStepHasNoGpuKernel) {
   EXPECT_EQ(tables.addOp(program, buffer.data(), buffer.data(), 1).code(), StatusCode::kInternalError);
 }
 
+TEST(LaunchTables, AStepCombiningPartialResultsHasNoGpuKernel) {
+  LaunchTables tables(8, [](int, int, bool) { return Status::ok(); });
+  algorithms::Program program;
+  algorithms::Step step;
+  step.recvPeer = 1;
+  step.src = {algorithms::BufferKind::kRecv, 0};
+  step.contribute = true;
+  step.srcIsPartial = true;
+  step.count = 4;
+  program.lanes.push_back({0, {step}});
+  std::vector<char> buffer(4);
+  EXPECT_EQ(tables.addOp(program, buffer.data(), buffer.data(), 1).code(), StatusCode::kInternalError);
+}
+
 TEST(LaunchTables, CollectivesMoveEveryByteFoldedOrNot) {
   for (Collective collective : {Collective::kAllToAll, Collective::kGather, Collective::kScatter,
                                 Collective::kAllGather, Collective::kBroadcast}) {
@@ -292,7 +349,8 @@ TEST(LaunchTables, CollectivesMoveEveryByteFoldedOrNot) {
             const uint64_t elementBytes = count % 2 == 0 ? 4 : 1;
             CollectiveCase c = collectiveOn(collective, nranks, count, root, elementBytes);
             const int channels = std::min(limit, 2);
-            const std::string ran = runOnModel(nranks, c.ops, channels, limit, slots, 8, elementBytes);
+            const uint64_t pieceBytes = slots == 2 ? 20 : 8;
+            const std::string ran = runOnModel(nranks, c.ops, channels, limit, slots, pieceBytes, elementBytes);
             const std::string what = std::string(algorithms::collectiveName(collective)) + " of " +
                                      std::to_string(nranks) + " ranks, " + std::to_string(count) + " elements, " +
                                      std::to_string(limit) + " blocks, " + std::to_string(slots) + " slots: ";
@@ -331,7 +389,8 @@ TEST(LaunchTables, SendRecvGroupsMoveEveryByteFoldedOrNot) {
     }
     const int limit = 1 + static_cast<int>(random() % 3);
     const uint64_t slots = 1 + random() % 8;
-    const std::string ran = runOnModel(nranks, ops, 1 + static_cast<int>(random() % 2), limit, slots, 8, 1);
+    const uint64_t pieceBytes = 1 + random() % 24;
+    const std::string ran = runOnModel(nranks, ops, 1 + static_cast<int>(random() % 2), limit, slots, pieceBytes, 1);
     ASSERT_EQ(ran, "") << "trial " << trial;
     for (size_t m = 0; m < messages.size(); ++m)
       ASSERT_EQ(received[m], sent[m]) << "trial " << trial << ", message " << m;
