@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <unordered_map>
 
 namespace weft::device {
 namespace {
@@ -14,13 +15,11 @@ std::vector<size_t> groupBySharedEndpoints(std::span<const PlannedLane> lanes) {
     while (parent[i] != i) i = parent[i] = parent[parent[i]];
     return i;
   };
+  std::unordered_map<uint64_t, size_t> laneOfEndpoint;  // the first lane to use each endpoint
   for (size_t i = 0; i < lanes.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      const auto& a = lanes[i].endpoints;
-      const auto& b = lanes[j].endpoints;
-      const bool shared =
-          std::any_of(a.begin(), a.end(), [&b](uint64_t key) { return std::find(b.begin(), b.end(), key) != b.end(); });
-      if (shared) parent[find(i)] = find(j);
+    for (uint64_t endpoint : lanes[i].endpoints) {
+      auto [known, added] = laneOfEndpoint.emplace(endpoint, i);
+      if (!added) parent[find(i)] = find(known->second);
     }
   }
   std::vector<size_t> first(lanes.size());

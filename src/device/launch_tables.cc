@@ -32,14 +32,13 @@ KernelStep segmentStep(const KernelStep& whole, uint64_t firstRound, uint64_t ro
 
 Status LaunchTables::connectionIndex(int channel, int peer, bool send, int32_t* index) {
   const uint64_t key = endpointKey(channel, peer, send);
-  auto known = std::find(connectionKeys_.begin(), connectionKeys_.end(), key);
-  if (known == connectionKeys_.end()) {
+  auto known = connectionIndices_.find(key);
+  if (known == connectionIndices_.end()) {
     WEFT_RETURN_IF_ERROR(addConnection_(channel, peer, send));
-    connectionKeys_.push_back(key);
+    known = connectionIndices_.emplace(key, static_cast<int32_t>(connectionPieces_.size())).first;
     connectionPieces_.push_back(0);
-    known = connectionKeys_.end() - 1;
   }
-  *index = static_cast<int32_t>(known - connectionKeys_.begin());
+  *index = known->second;
   return Status::ok();
 }
 

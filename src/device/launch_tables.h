@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <unordered_map>
 #include <vector>
 
 #include "algorithms/step.h"
@@ -62,7 +63,7 @@ class LaunchTables {
   std::vector<KernelLane> lanes_;
   std::vector<PlannedLane> planned_;  // per lane, what the block plan needs
   std::vector<KernelStep> steps_;
-  std::vector<uint64_t> connectionKeys_;
+  std::unordered_map<uint64_t, int32_t> connectionIndices_;  // by endpoint key
   std::vector<uint64_t> connectionPieces_;
 };
 
