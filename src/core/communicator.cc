@@ -21,6 +21,7 @@
 #include "src/device/gpu_runtime.h"
 #include "src/device/nvls_plan.h"
 #include "src/device/residency.h"
+#include "src/device/setup_at_init.h"
 #include "topology/nvls.h"
 #include "transport/registry.h"
 
@@ -497,17 +498,12 @@ Status Communicator::init(const UniqueId& id) {
   connections_ = std::make_unique<ConnectionTable>(&peers_, rank_, bootstrap_.get(), commHash_, agreed.nChannels,
                                                    slotBytes, kSlotCount, llSlotBytes);
   if (nranks_ > 1) {
-    std::vector<ConnectionRequest> requests;
-    for (int channel = 0; channel < agreed.nChannels; ++channel) {
-      const algorithms::Ring& ring = rings_[channel];
-      int position = static_cast<int>(std::find(ring.begin(), ring.end(), rank_) - ring.begin());
-      requests.push_back({channel, ring[(position + 1) % nranks_], Direction::kSend});
-      requests.push_back({channel, ring[(position + nranks_ - 1) % nranks_], Direction::kRecv});
-    }
-    WEFT_RETURN_IF_ERROR(connections_->beginConnect(requests));
+    WEFT_RETURN_IF_ERROR(connections_->beginConnect(ringNeighbourRequests(rings_, rank_)));
     WEFT_RETURN_IF_ERROR(connections_->finishConnect());
+    if (device::setsUpGpuAtInit(peers_)) WEFT_RETURN_IF_ERROR(device::setUpGpuAtInit(*this));
     // No rank returns before every rank has opened its connections: one that destroyed its
-    // communicator at once would otherwise remove segments a slower peer has yet to open.
+    // communicator at once would otherwise remove segments a slower peer has yet to open. Nor,
+    // where GPU resources are made here, launches a kernel while a peer still allocates.
     WEFT_RETURN_IF_ERROR(bootstrap_->barrier());
   }
   const std::string direct = cmaMinBytes_ > 0 ? "from " + std::to_string(cmaMinBytes_) + " bytes" : "off";

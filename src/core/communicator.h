@@ -150,7 +150,8 @@ class Communicator {
   int slotCount() const { return slotCount_; }
 
   /// The GPU path's resources for this communicator (src/device/device_executor.h): connections
-  /// in GPU memory, the launch order, the abort flag kernels poll. Made on first use.
+  /// in GPU memory, the launch order, the abort flag kernels poll. Made on first use, or at init
+  /// where the ranks are threads of one process (src/device/setup_at_init.h).
   class DeviceResources {
    public:
     virtual ~DeviceResources() = default;

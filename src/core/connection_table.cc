@@ -1,5 +1,6 @@
 #include "src/core/connection_table.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "src/base/log.h"
@@ -20,6 +21,18 @@ uint32_t connectTag(ConnectionKind kind, int channel) {
 }
 
 }  // namespace
+
+std::vector<ConnectionRequest> ringNeighbourRequests(const std::vector<std::vector<int>>& rings, int rank) {
+  std::vector<ConnectionRequest> requests;
+  for (size_t channel = 0; channel < rings.size(); ++channel) {
+    const std::vector<int>& ring = rings[channel];
+    const size_t n = ring.size();
+    const size_t position = static_cast<size_t>(std::find(ring.begin(), ring.end(), rank) - ring.begin());
+    requests.push_back({static_cast<int>(channel), ring[(position + 1) % n], Direction::kSend});
+    requests.push_back({static_cast<int>(channel), ring[(position + n - 1) % n], Direction::kRecv});
+  }
+  return requests;
+}
 
 ConnectionTable::ConnectionTable(const std::vector<PeerInfo>* peers, int rank, Bootstrap* bootstrap,
                                  uint64_t commHash, int nChannels, size_t slotBytes, int slotCount,

@@ -27,6 +27,10 @@ struct ConnectionRequest {
   Direction direction = Direction::kSend;
 };
 
+/// What `rank` connects on rings (channel c is `rings[c]`, an order of every rank): on each, a
+/// sending end to the next rank and a receiving end from the previous one.
+std::vector<ConnectionRequest> ringNeighbourRequests(const std::vector<std::vector<int>>& rings, int rank);
+
 class ConnectionTable {
  public:
   /// `peers` and `bootstrap` must outlive the table. `llSlotBytes`: each LL slot (0: no LL ring).

@@ -9,6 +9,7 @@
 #include "src/device/direct_boards.h"
 #include "src/device/direct_plan.h"
 #include "src/device/gpu_runtime.h"
+#include "src/device/setup_at_init.h"
 #include "src/device/step_kernel.h"
 #include "transport/cuda_ipc/cuda_call.h"
 
@@ -26,25 +27,59 @@ WorkPool::~WorkPool() {
   }
 }
 
-Status WorkPool::acquire(size_t bytes, Buffer** out) {
-  for (const std::unique_ptr<Buffer>& buffer : buffers_) {
-    if (buffer->capacity < bytes) continue;
-    cudaError_t state = cudaEventQuery(buffer->done);
-    if (state == cudaErrorNotReady) continue;
-    WEFT_RETURN_IF_ERROR(cudaStatus(state, "cudaEventQuery"));
-    *out = buffer.get();
-    return Status::ok();
+Status WorkPool::reserve() {
+  while (buffers_.size() < kMaxBuffers) {
+    Buffer* buffer = nullptr;
+    WEFT_RETURN_IF_ERROR(allocate(kMinWorkBufferBytes, &buffer));
   }
-  auto buffer = std::make_unique<Buffer>();
-  buffer->capacity = std::max(bytes, kMinWorkBufferBytes);
+  return Status::ok();
+}
+
+Status WorkPool::acquire(size_t bytes, Buffer** out) {
+  Status queried;
+  // Takes a free buffer of `bytes` (of an earlier launch's kernel, with `earlierOnly`).
+  auto takeFree = [&](bool earlierOnly) {
+    for (const std::unique_ptr<Buffer>& buffer : buffers_) {
+      if (buffer->capacity < bytes || (earlierOnly && buffer->launch == launch_)) continue;
+      const cudaError_t state = cudaEventQuery(buffer->done);
+      if (state == cudaErrorNotReady) continue;
+      if (state != cudaSuccess) {
+        queried = cudaStatus(state, "cudaEventQuery of a launch's tables");
+        return true;
+      }
+      buffer->launch = launch_;
+      *out = buffer.get();
+      return true;
+    }
+    return false;
+  };
+  if (takeFree(false)) return queried;
+  const bool earlierLargeEnough = std::any_of(buffers_.begin(), buffers_.end(), [&](const std::unique_ptr<Buffer>& b) {
+    return b->capacity >= bytes && b->launch != launch_;
+  });
+  if (buffers_.size() < kMaxBuffers || !earlierLargeEnough) return allocate(std::max(bytes, kMinWorkBufferBytes), out);
+  WEFT_RETURN_IF_ERROR(waitUntil(context_, [&] { return takeFree(true); }));
+  return queried;
+}
+
+Status WorkPool::allocate(size_t bytes, Buffer** out) {
   void* host = nullptr;
-  WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&host, buffer->capacity, cudaHostAllocMapped | cudaHostAllocPortable),
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable),
                                   "cudaHostAlloc of a launch's tables"));
+  auto buffer = std::make_unique<Buffer>();
   buffer->host = static_cast<char*>(host);
+  buffer->capacity = bytes;
+  buffer->launch = launch_;
   void* device = nullptr;
-  WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostGetDevicePointer(&device, host, 0), "cudaHostGetDevicePointer"));
+  Status made = cudaStatus(cudaHostGetDevicePointer(&device, host, 0), "cudaHostGetDevicePointer");
+  if (made.isOk()) {
+    made = cudaStatus(cudaEventCreateWithFlags(&buffer->done, cudaEventDisableTiming), "cudaEventCreate");
+  }
+  if (!made.isOk()) {
+    (void)cudaFreeHost(host);
+    return made;
+  }
   buffer->device = static_cast<char*>(device);
-  WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&buffer->done, cudaEventDisableTiming), "cudaEventCreate"));
   buffers_.push_back(std::move(buffer));
   *out = buffers_.back().get();
   return Status::ok();
@@ -205,6 +240,21 @@ Status commDevice(core::Communicator& comm, CommDevice** out) {
       },
       &resources));
   *out = static_cast<CommDevice*>(resources);
+  return Status::ok();
+}
+
+Status setUpGpuAtInit(core::Communicator& comm) {
+  if (!core::checkGpuPeerAccess(comm.peers()).isOk()) return Status::ok();  // every rank agrees
+  CommDevice* device = nullptr;
+  WEFT_RETURN_IF_ERROR(commDevice(comm, &device));
+  ScopedDevice current(device->device());
+  WEFT_RETURN_IF_ERROR(current.status());
+  WEFT_RETURN_IF_ERROR(device->workPool().reserve());
+  core::ConnectionTable& connections = device->connections();
+  WEFT_RETURN_IF_ERROR(connections.beginConnect(core::ringNeighbourRequests(comm.gpuRings(), comm.rank())));
+  WEFT_RETURN_IF_ERROR(connections.finishConnect());
+  WEFT_INFO(log::kInit, "rank %d: GPU resources and the connections of %zu GPU rings made at init: the ranks are "
+            "threads of one process", comm.rank(), comm.gpuRings().size());
   return Status::ok();
 }
 

@@ -12,13 +12,18 @@
 #include "algorithms/schedule.h"
 #include "src/core/communicator.h"
 #include "src/core/connection_table.h"
+#include "src/base/wait.h"
 #include "src/device/kernel_work.h"
 #include "src/device/local_clique.h"
 
 namespace weft::device {
 
 /// Pinned host buffers that kernels read their tables from. A buffer is reused once the kernel
-/// that read it has ended (its event has completed).
+/// that read it has ended (its event has completed). Past kMaxBuffers, a launch waits for a kernel
+/// of one of the rank's earlier launches to end rather than allocate, as NCCL's launches wait for
+/// room in their work FIFO: a rank far ahead of its peers holds bounded pinned memory, and does not
+/// allocate while their kernels run (setup_at_init.h says why that matters). Not thread-safe: used
+/// by the thread that enqueues the communicator's launches.
 class WorkPool {
  public:
   struct Buffer {
@@ -26,17 +31,34 @@ class WorkPool {
     char* device = nullptr;  // the same memory as the GPU addresses it
     size_t capacity = 0;
     cudaEvent_t done = nullptr;  // recorded after the last kernel that read it
+    uint64_t launch = 0;         // the launch (startLaunch) that last acquired it
   };
-  WorkPool() = default;
+  /// Buffers kept before a launch waits for one instead of allocating.
+  static constexpr size_t kMaxBuffers = 16;
+
+  /// Waits go through `context` (an abort or a dead peer ends them); it must outlive the pool.
+  explicit WorkPool(const WaitContext& context) : context_(context) {}
   ~WorkPool();
   WorkPool(const WorkPool&) = delete;
   WorkPool& operator=(const WorkPool&) = delete;
 
-  /// A buffer of at least `bytes` that no unfinished kernel reads.
+  /// Allocates buffers of the smallest size until kMaxBuffers are there.
+  Status reserve();
+  /// Marks the start of a launch (enqueueOnStreams): acquire waits only for kernels of earlier
+  /// ones, which every rank has enqueued (a thread that drives several ranks enqueues a launch's
+  /// kernels one rank after the other, so a kernel of this launch may wait for a rank not yet done).
+  void startLaunch() { ++launch_; }
+  /// A buffer of at least `bytes` that no unfinished kernel reads: a free one; else a new one while
+  /// fewer than kMaxBuffers are there, or where none is large enough, or where every busy one is
+  /// read by a kernel of this launch; else the first to be freed of those of earlier launches.
   Status acquire(size_t bytes, Buffer** out);
 
  private:
+  Status allocate(size_t bytes, Buffer** out);
+
+  const WaitContext& context_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
+  uint64_t launch_ = 0;
 };
 
 /// Also the sink of its network proxies' failures (a peer host lost): the communicator records the
@@ -87,7 +109,8 @@ class CommDevice final : public core::Communicator::DeviceResources,
   Status recordLaunch(cudaStream_t stream);
 
  private:
-  CommDevice(core::Communicator& comm, int device) : comm_(comm), device_(device) {}
+  CommDevice(core::Communicator& comm, int device)
+      : comm_(comm), device_(device), workPool_(comm.waitContext()) {}
   /// Whether every proxied sending end has sent all its kernels posted.
   bool proxiesDrained() const;
 
@@ -108,7 +131,7 @@ class CommDevice final : public core::Communicator::DeviceResources,
 /// Whether what is enqueued on `stream` now is captured into a CUDA graph.
 Status streamCapturing(cudaStream_t stream, bool* captured);
 
-/// The GPU resources of `comm`, made on first use.
+/// The GPU resources of `comm`, made on first use (or already at init: setup_at_init.h).
 Status commDevice(core::Communicator& comm, CommDevice** out);
 
 }  // namespace weft::device

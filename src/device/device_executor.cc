@@ -398,6 +398,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     }
     ScopedDevice current(device->device());
     WEFT_RETURN_IF_ERROR(current.status());
+    device->workPool().startLaunch();
     if (!pointToPoint.empty()) {
       WEFT_RETURN_IF_ERROR(enqueueOne(*device, pointToPoint, pointToPointPrograms, true, false));
     }

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -90,8 +91,8 @@ class OneGpuClique : public ::testing::Test {
     ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
   }
 
-  // One call of both ranks (which makes the connections: a first call needs every rank, as in
-  // NCCL), then rank `caller` calls alone: its kernel waits for the other rank, which never calls,
+  // One call of both ranks (a first call needs every rank where it makes the connections, as in
+  // NCCL; here they are made at init, setup_at_init.h), then rank `caller` calls alone: its kernel waits for the other rank, which never calls,
   // until rank `aborted` is aborted, which must end it within 10 s. Where the aborted rank is the
   // one waited for, freeing its GPU memory waits for every kernel on the GPU, so its abort must end
   // the caller's kernel too, and the caller's communicator must then report the remote error.
@@ -159,6 +160,31 @@ TEST_F(OneGpuClique, SuccessiveCallsOnDifferentStreamsRunInCallOrder) {
     ASSERT_CUDA(cudaStreamDestroy(second[r]));
   }
   expectEveryElement(6.0f);
+}
+
+// More launches than a rank keeps tables buffers for (WorkPool::kMaxBuffers, 16) without waiting
+// for any: from the 17th, a launch waits for a kernel of an earlier launch instead of allocating.
+// Then as many calls in one group, whose kernels may not wait for each other: this thread drives
+// both ranks, and the second rank's kernels are enqueued after the first's. In-place sums of
+// 1 and 2 double 3 at every call, so each of the 48 calls must run exactly once, in order.
+TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersEachRunOnce) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "48 allreduces in flight");
+  harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");  // the direct allreduce has no tables
+  const int n = 2;
+  const int calls = 24;
+  ASSERT_NO_FATAL_FAILURE(start(n, 4099));
+  ASSERT_NO_FATAL_FAILURE(fillOnStreams());
+  for (int call = 0; call < calls; ++call) ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
+  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+  for (int call = 0; call < calls; ++call) {
+    for (int r = 0; r < n; ++r) {
+      ASSERT_TRUE(ncclSucceeded(
+          ncclAllReduce(buffers_[r], buffers_[r], count_, ncclFloat32, ncclSum, comms_[r], streams_[r])));
+    }
+  }
+  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  expectEveryElement(std::ldexp(3.0f, 2 * calls - 1));
 }
 
 TEST_F(OneGpuClique, TwoRanksOnOneStreamAreRefused) {

@@ -1,0 +1,35 @@
+#pragma once
+// GPU resources made when a communicator is made rather than at its first call on GPU buffers,
+// where its ranks are threads of one process.
+//
+// Such ranks share the process's CUDA driver: a thread that allocates GPU or pinned memory can wait,
+// inside the driver, for another thread that waits for the GPU, whose kernel waits for the first
+// thread's rank. Made at init, before the barrier that ends it, no rank's first kernel runs while
+// a peer of its process still allocates for its own. (Ranks in processes of their own keep NCCL's
+// default: resources and connections are made at the first call that needs them.)
+
+#include <vector>
+
+#include "src/base/peer_info.h"
+#include "src/base/status.h"
+
+namespace weft::core {
+class Communicator;
+}
+
+namespace weft::device {
+
+/// Whether a communicator with `peers` (the same on every rank, so every rank agrees) makes its GPU
+/// resources at init: two or more ranks, all threads of one process, each with a CUDA device that
+/// the process already used when the communicator was made (init makes no CUDA context that a
+/// host-memory program would not have made).
+bool setsUpGpuAtInit(const std::vector<PeerInfo>& peers);
+
+/// Makes `comm`'s GPU resources (comm_device.h: the abort flag, the tables' pinned buffers) and
+/// connects its GPU rings, while every other rank of the communicator does the same. Makes nothing
+/// where NCCL_P2P_DISABLE or NCCL_P2P_LEVEL forbid its GPUs to talk: its calls on GPU buffers
+/// fail, saying why, as they would otherwise. Fails (and so does the communicator's init) where an
+/// allocation or a connection fails. Without CUDA: nothing.
+Status setUpGpuAtInit(core::Communicator& comm);
+
+}  // namespace weft::device
