@@ -243,8 +243,29 @@ Status commDevice(core::Communicator& comm, CommDevice** out) {
   return Status::ok();
 }
 
+namespace {
+
+// Whether every two distinct GPUs of `peers` (threads of this process) can reach each other's memory.
+bool gpusReachEachOther(const std::vector<PeerInfo>& peers) {
+  for (const PeerInfo& a : peers) {
+    for (const PeerInfo& b : peers) {
+      if (a.cudaDevice == b.cudaDevice) continue;
+      int can = 0;
+      if (cudaDeviceCanAccessPeer(&can, a.cudaDevice, b.cudaDevice) != cudaSuccess || can == 0) {
+        (void)cudaGetLastError();
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 Status setUpGpuAtInit(core::Communicator& comm) {
-  if (!core::checkGpuPeerAccess(comm.peers()).isOk()) return Status::ok();  // every rank agrees
+  // Where a call on GPU buffers would fail anyway, its failure stays the call's, not init's. Every
+  // rank is a thread of this process, so every rank reaches the same answer.
+  if (!core::checkGpuPeerAccess(comm.peers()).isOk() || !gpusReachEachOther(comm.peers())) return Status::ok();
   CommDevice* device = nullptr;
   WEFT_RETURN_IF_ERROR(commDevice(comm, &device));
   ScopedDevice current(device->device());

@@ -22,8 +22,9 @@ namespace weft::device {
 /// that read it has ended (its event has completed). Past kMaxBuffers, a launch waits for a kernel
 /// of one of the rank's earlier launches to end rather than allocate, as NCCL's launches wait for
 /// room in their work FIFO: a rank far ahead of its peers holds bounded pinned memory, and does not
-/// allocate while their kernels run (setup_at_init.h says why that matters). Not thread-safe: used
-/// by the thread that enqueues the communicator's launches.
+/// allocate while their kernels run (setup_at_init.h says why that matters). A launch of more than
+/// kMaxBuffers kernels of the communicator, or tables larger than the buffers, still allocates.
+/// Not thread-safe: used by the thread that enqueues the communicator's launches.
 class WorkPool {
  public:
   struct Buffer {

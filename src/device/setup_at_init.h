@@ -27,9 +27,11 @@ bool setsUpGpuAtInit(const std::vector<PeerInfo>& peers);
 
 /// Makes `comm`'s GPU resources (comm_device.h: the abort flag, the tables' pinned buffers) and
 /// connects its GPU rings, while every other rank of the communicator does the same. Makes nothing
-/// where NCCL_P2P_DISABLE or NCCL_P2P_LEVEL forbid its GPUs to talk: its calls on GPU buffers
-/// fail, saying why, as they would otherwise. Fails (and so does the communicator's init) where an
-/// allocation or a connection fails. Without CUDA: nothing.
+/// where NCCL_P2P_DISABLE or NCCL_P2P_LEVEL forbid its GPUs to talk, or two of its GPUs cannot
+/// reach each other's memory: its calls on GPU buffers fail, saying why, as they would otherwise.
+/// Fails (and so does the communicator's init, as NCCL's does) where an allocation fails. The
+/// first Send/Recv, all-to-all, gather or scatter still connects its peers at that call. Without
+/// CUDA: nothing.
 Status setUpGpuAtInit(core::Communicator& comm);
 
 }  // namespace weft::device

@@ -26,8 +26,12 @@ Status launchOps(std::span<const core::Op> ops) {
   std::vector<core::Op> hostOps;
   for (const core::Op& op : ops) (op.onDevice ? deviceOps : hostOps).push_back(op);
   // GPU work first: it is only enqueued, and host work of the same group may depend on peers
-  // whose GPU work this thread enqueues.
+  // whose GPU work this thread enqueues. Enqueueing may wait (for peers to connect, or for a
+  // tables buffer): inside the call, so that ncclCommAbort from another thread waits for it to
+  // leave before the communicator is freed.
+  for (const core::Op& op : deviceOps) op.comm->enterCall();
   Status status = device::enqueueOnStreams(deviceOps);
+  for (const core::Op& op : deviceOps) op.comm->exitCall();
   if (!status.isOk() && status.code() != StatusCode::kInvalidArgument && status.code() != StatusCode::kInvalidUsage) {
     for (const core::Op& op : deviceOps) op.comm->setAsyncError(status);
   }

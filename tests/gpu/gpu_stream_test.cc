@@ -162,12 +162,13 @@ TEST_F(OneGpuClique, SuccessiveCallsOnDifferentStreamsRunInCallOrder) {
   expectEveryElement(6.0f);
 }
 
-// More launches than a rank keeps tables buffers for (WorkPool::kMaxBuffers, 16) without waiting
-// for any: from the 17th, a launch waits for a kernel of an earlier launch instead of allocating.
-// Then as many calls in one group, whose kernels may not wait for each other: this thread drives
-// both ranks, and the second rank's kernels are enqueued after the first's. In-place sums of
-// 1 and 2 double 3 at every call, so each of the 48 calls must run exactly once, in order.
-TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersEachRunOnce) {
+// More launches than a rank keeps tables buffers for (WorkPool::kMaxBuffers, 16) on held streams:
+// the 17th waits for a kernel of an earlier launch instead of allocating, so the launches return
+// only once the streams are released. Then as many calls in one group, whose kernels may not wait
+// for each other: this thread drives both ranks, and the second rank's kernels are enqueued after
+// the first's. In-place sums of 1 and 2 double 3 at every call, so each of the 48 calls must run
+// exactly once, in order.
+TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersWaitAndEachRunOnce) {
   SKIP_WITHOUT_GPU();
   harness::DeadlineGuard guard(kDeadline, "48 allreduces in flight");
   harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");  // the direct allreduce has no tables
@@ -175,7 +176,16 @@ TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersEachRunOnce) {
   const int calls = 24;
   ASSERT_NO_FATAL_FAILURE(start(n, 4099));
   ASSERT_NO_FATAL_FAILURE(fillOnStreams());
+  std::atomic<bool> gate{false};
+  for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaLaunchHostFunc(stream, holdStream, &gate));
+  std::jthread release([&gate] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    gate.store(true);
+  });
   for (int call = 0; call < calls; ++call) ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
+  const bool waitedForTheRelease = gate.load();
+  release.join();
+  EXPECT_TRUE(waitedForTheRelease) << calls << " launches on held streams all returned: none waited for a buffer";
   ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
   for (int call = 0; call < calls; ++call) {
     for (int r = 0; r < n; ++r) {
