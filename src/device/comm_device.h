@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "src/base/wait.h"
 #include "src/core/communicator.h"
 #include "src/core/connection_table.h"
-#include "src/base/wait.h"
 #include "src/device/kernel_work.h"
 #include "src/device/local_clique.h"
 

@@ -92,10 +92,11 @@ class OneGpuClique : public ::testing::Test {
   }
 
   // One call of both ranks (a first call needs every rank where it makes the connections, as in
-  // NCCL; here they are made at init, setup_at_init.h), then rank `caller` calls alone: its kernel waits for the other rank, which never calls,
-  // until rank `aborted` is aborted, which must end it within 10 s. Where the aborted rank is the
-  // one waited for, freeing its GPU memory waits for every kernel on the GPU, so its abort must end
-  // the caller's kernel too, and the caller's communicator must then report the remote error.
+  // NCCL; here they are made at init, setup_at_init.h), then rank `caller` calls alone: its
+  // kernel waits for the other rank, which never calls, until rank `aborted` is aborted, which
+  // must end it within 10 s. Where the aborted rank is the one waited for, freeing its GPU memory
+  // waits for every kernel on the GPU, so its abort must end the caller's kernel too, and the
+  // caller's communicator must then report the remote error.
   void abortWhileALoneCallWaits(int caller, int aborted) {
     ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
     for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaStreamSynchronize(stream));
