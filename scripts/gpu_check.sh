@@ -26,7 +26,7 @@
 #      the host path)
 #   7. PyTorch: the nccl symbols libtorch_cuda.so imports against Weft's exports, then, if none
 #      is missing, tests/gpu/torch_client.py with Weft's libnccl.so.2 in place of torch's
-#   8. the allreduce speed through the ring with 32 channels
+#   8. the allreduce speed through the ring with WEFT_GPU_CHANNELS=32 (4 ranks get 16: half the GPU)
 # WEFT_GPU_CHECK_STEPS="2 5" runs only those steps (and 1), for a rerun of what failed; 5 brings
 # its probe, 4.
 # The machine needs only the NVIDIA driver and python3 (with torch for step 7): the binaries link
@@ -183,7 +183,7 @@ run() {
       fi
     fi
 
-    WEFT_GPU_DIRECT=0 WEFT_GPU_CHANNELS=32 step "8. allreduce speed through the ring, 32 channels" 15 \
+    WEFT_GPU_DIRECT=0 WEFT_GPU_CHANNELS=32 step "8. allreduce speed through the ring, WEFT_GPU_CHANNELS=32" 15 \
       "${lib_env[@]}" "$bundle/gpu_allreduce_bench" --max-bytes 256M --iters 10
   fi
 

@@ -23,8 +23,14 @@ inline constexpr int kSpareMultiprocessors = 4;
 /// less kSpareMultiprocessors, divided among the ranks on it; the least of these, and at least 1.
 /// Ranks of different processes count too: under MPS their kernels run side by side. `unlimited`
 /// where no rank reports a GPU's multiprocessors (host memory, no CUDA). The same on every rank.
-/// It budgets this communicator alone: two communicators whose kernels run at once on the same
-/// GPU (a parent and its split) can still need more blocks than it holds.
+///
+/// Where two or more of the ranks on a GPU are threads of one process, they divide half of it:
+/// that process may run another communicator's kernels there at once (a parent and its split,
+/// each rank driven by a thread of its own), and the two must fit together, or rank 0's kernels
+/// of both could hold the multiprocessors that rank 1's kernel of one of them waits for. Two such
+/// communicators always fit; three at once can still need more blocks than the GPU holds. A rank
+/// alone in its process on a GPU keeps it whole: its kernels wait only for other GPUs or processes,
+/// so they end whatever else its process launches there.
 int blocksPerRankLimit(const std::vector<PeerInfo>& peers, int unlimited);
 
 }  // namespace weft::device

@@ -2,9 +2,10 @@
 // returns at once; it runs after the stream's earlier work and before its later work; a group
 // launches at ncclGroupEnd; ranks of one communicator need streams of their own; a call cannot
 // mix GPU and host buffers; ncclMemAlloc gives device memory; ncclCommAbort ends a kernel that
-// waits for a peer that never comes, and aborting that peer ends it too.
+// waits for a peer that never comes, and aborting that peer ends it too; a parent and its split
+// run at once.
 // Ranks are communicators of this process (ncclCommInitAll on one GPU), driven from the test's
-// thread. Skipped, saying so, where no GPU is present.
+// thread (from a thread per rank where said). Skipped, saying so, where no GPU is present.
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -196,6 +197,67 @@ TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersWaitAndEachRunOnce) {
   }
   ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
   expectEveryElement(std::ldexp(3.0f, 2 * calls - 1));
+}
+
+// A parent and its split, each of 4 ranks on GPU 0, every rank driven by a thread of its own that
+// alternates in-place sums of the two on two streams. A step-kernel block fills a multiprocessor;
+// with WEFT_GPU_CHANNELS=32 each communicator would take 4 x 32 = 128 of the H200's 132, and one
+// thread's kernel of the split could hold the multiprocessors that another's kernel of the parent
+// waits for, forever. Threads sharing a GPU divide half of it (src/device/residency.h): 16 blocks
+// a rank, so the two communicators fit together. Sums of 1 to 4 (parent) and 10 to 40 (split)
+// grow fourfold at every round after the first.
+TEST_F(OneGpuClique, AParentAndItsSplitDrivenByAThreadPerRankFitTheGpuTogether) {
+  SKIP_WITHOUT_GPU();
+  harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");  // the direct kernel takes at most half the GPU
+  harness::ScopedEnv channels("WEFT_GPU_CHANNELS", "32");
+  harness::DeadlineGuard guard(kDeadline, "a parent and its split, alternating on 4 threads");
+  const int n = 4;
+  const int rounds = 12;
+  ASSERT_NO_FATAL_FAILURE(start(n, (size_t{1} << 20) + 3));
+  ASSERT_NO_FATAL_FAILURE(fillOnStreams());
+  std::vector<ncclComm_t> splits(n);
+  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(ncclSucceeded(ncclCommSplit(comms_[r], 0, r, &splits[r], nullptr)));
+  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  std::vector<cudaStream_t> splitStreams(n);
+  std::vector<float*> splitBuffers(n);
+  for (int r = 0; r < n; ++r) {
+    ASSERT_CUDA(cudaStreamCreateWithFlags(&splitStreams[r], cudaStreamNonBlocking));
+    void* buffer = nullptr;
+    ASSERT_CUDA(cudaMalloc(&buffer, count_ * sizeof(float)));
+    splitBuffers[r] = static_cast<float*>(buffer);
+    std::vector<float> values(count_, 10.0f * static_cast<float>(r + 1));
+    ASSERT_CUDA(cudaMemcpy(buffer, values.data(), count_ * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  std::vector<ncclResult_t> results(n, ncclSuccess);
+  {
+    std::vector<std::jthread> threads;
+    for (int r = 0; r < n; ++r) {
+      threads.emplace_back([&, r] {
+        (void)cudaSetDevice(0);
+        for (int round = 0; round < rounds && results[r] == ncclSuccess; ++round) {
+          results[r] = ncclAllReduce(buffers_[r], buffers_[r], count_, ncclFloat32, ncclSum, comms_[r], streams_[r]);
+          if (results[r] != ncclSuccess) break;
+          results[r] = ncclAllReduce(splitBuffers[r], splitBuffers[r], count_, ncclFloat32, ncclSum, splits[r],
+                                     splitStreams[r]);
+        }
+      });
+    }
+  }
+  for (int r = 0; r < n; ++r) EXPECT_EQ(results[r], ncclSuccess) << "rank " << r;
+  const float growth = std::ldexp(1.0f, 2 * (rounds - 1));
+  expectEveryElement(10.0f * growth);
+  for (int r = 0; r < n; ++r) {
+    std::vector<float> got(count_);
+    ASSERT_CUDA(cudaStreamSynchronize(splitStreams[r]));
+    ASSERT_CUDA(cudaMemcpy(got.data(), splitBuffers[r], count_ * sizeof(float), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < count_; ++i) ASSERT_EQ(got[i], 100.0f * growth) << "split rank " << r << " element " << i;
+  }
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(ncclCommDestroy(splits[r]), ncclSuccess);
+    ASSERT_CUDA(cudaFree(splitBuffers[r]));
+    ASSERT_CUDA(cudaStreamDestroy(splitStreams[r]));
+  }
 }
 
 TEST_F(OneGpuClique, TwoRanksOnOneStreamAreRefused) {
