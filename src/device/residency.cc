@@ -13,12 +13,8 @@ int blocksPerRankLimit(const std::vector<PeerInfo>& peers, int unlimited) {
       return other.sameMachine(peer) && std::strcmp(other.gpuBusId, peer.gpuBusId) == 0;
     };
     const int ranksOnGpu = static_cast<int>(std::count_if(peers.begin(), peers.end(), sharesGpu));
-    const auto threadOfTheSameProcess = [&peer, &sharesGpu](const PeerInfo& other) {
-      return &other != &peer && sharesGpu(other) && other.sameProcess(peer);
-    };
-    const bool sharedWithinAProcess = std::any_of(peers.begin(), peers.end(), threadOfTheSameProcess);
     int usable = static_cast<int>(peer.gpuMultiprocessors) - kSpareMultiprocessors;
-    if (sharedWithinAProcess) usable /= 2;
+    if (ranksOnGpu > 1 || peer.processRanks > 1) usable /= 2;  // room for another communicator
     limit = std::min(limit, std::max(1, usable / ranksOnGpu));
   }
   return limit;

@@ -24,13 +24,14 @@ inline constexpr int kSpareMultiprocessors = 4;
 /// Ranks of different processes count too: under MPS their kernels run side by side. `unlimited`
 /// where no rank reports a GPU's multiprocessors (host memory, no CUDA). The same on every rank.
 ///
-/// Where two or more of the ranks on a GPU are threads of one process, they divide half of it:
-/// that process may run another communicator's kernels there at once (a parent and its split,
-/// each rank driven by a thread of its own), and the two must fit together, or rank 0's kernels
-/// of both could hold the multiprocessors that rank 1's kernel of one of them waits for. Two such
-/// communicators always fit; three at once can still need more blocks than the GPU holds. A rank
-/// alone in its process on a GPU keeps it whole: its kernels wait only for other GPUs or processes,
-/// so they end whatever else its process launches there.
+/// Half of that where two or more of the ranks share a GPU, or where a rank's process held other
+/// communicators' ranks when this one was made (PeerInfo.processRanks): another communicator may
+/// then run kernels on the GPU at once (a parent and its split, each rank driven by a thread of its
+/// own, or by a process under MPS), and the two must fit together, or the kernels of one could hold
+/// the multiprocessors that a kernel of the other waits for, there or through a peer on another
+/// GPU. Two such communicators always fit; three at once can still need more blocks than the GPU
+/// holds, unless the application bounds them (ncclConfig_t.maxCTAs, NCCL_MAX_CTAS). A rank alone
+/// on its GPU and in its process keeps the GPU whole (ring kernels take at most 32 blocks anyway).
 int blocksPerRankLimit(const std::vector<PeerInfo>& peers, int unlimited);
 
 }  // namespace weft::device

@@ -10,21 +10,13 @@ namespace {
 
 constexpr int kUnlimited = 1000;
 
-// A rank on machine `machine` using the GPU at `busId` with `multiprocessors` (0: unknown), in
-// process `pid` (0: a process of its own).
-PeerInfo rankOn(uint64_t machine, const char* busId, int multiprocessors, int pid = 0) {
-  static int lastPid = 1000;
+// A rank on machine `machine` using the GPU at `busId` with `multiprocessors` (0: unknown).
+PeerInfo rankOn(uint64_t machine, const char* busId, int multiprocessors) {
   PeerInfo peer;
   peer.machineHash = machine;
-  peer.pid = pid != 0 ? pid : ++lastPid;
   std::snprintf(peer.gpuBusId, sizeof(peer.gpuBusId), "%s", busId);
   peer.gpuMultiprocessors = static_cast<uint16_t>(multiprocessors);
   return peer;
-}
-
-// `n` ranks that are threads of process `pid` on GPU `busId` of machine 1, an H200 (132).
-std::vector<PeerInfo> threadsOn(int n, const char* busId, int pid) {
-  return std::vector<PeerInfo>(n, rankOn(1, busId, 132, pid));
 }
 
 TEST(Residency, HostMemoryRanksHaveNoLimit) {
@@ -41,52 +33,43 @@ TEST(Residency, RanksAloneOnTheirGpusMayFillThemButTheSpare) {
   EXPECT_EQ(blocksPerRankLimit({rankOn(1, "0000:01:00.0", 20)}, kUnlimited), 16);
 }
 
-TEST(Residency, RanksOfProcessesSharingAGpuDivideItsMultiprocessors) {
-  // 8 processes on one H200: (132 - 4) / 8 = 16 blocks each, so 8 x 16 = 128 fit beside 4 spare.
-  std::vector<PeerInfo> peers;
-  for (int r = 0; r < 8; ++r) peers.push_back(rankOn(1, "0000:01:00.0", 132));
-  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 16);
-  std::vector<PeerInfo> five(peers.begin(), peers.begin() + 5);
-  EXPECT_EQ(blocksPerRankLimit(five, kUnlimited), 25);
-  EXPECT_LE(5 * blocksPerRankLimit(five, kUnlimited), 132 - kSpareMultiprocessors);
+TEST(Residency, RanksSharingAGpuDivideHalfOfIt) {
+  // So that a parent's and its split's kernels fit together: 8 ranks on one H200 get
+  // (132 - 4) / 2 / 8 = 8 blocks each, 64 a communicator, 128 for two beside 4 spare.
+  std::vector<PeerInfo> peers(8, rankOn(1, "0000:01:00.0", 132));
+  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 8);
+  std::vector<PeerInfo> five(5, rankOn(1, "0000:01:00.0", 132));
+  EXPECT_EQ(blocksPerRankLimit(five, kUnlimited), 12);
+  EXPECT_LE(2 * 5 * blocksPerRankLimit(five, kUnlimited), 132 - kSpareMultiprocessors);
+  std::vector<PeerInfo> two(2, rankOn(1, "0000:01:00.0", 132));
+  EXPECT_EQ(blocksPerRankLimit(two, kUnlimited), 32);
 }
 
-TEST(Residency, ThreadsOfOneProcessSharingAGpuDivideHalfOfIt) {
-  // So that a parent's and its split's kernels fit together: 4 threads on one H200 get
-  // (132 - 4) / 2 / 4 = 16 blocks each, 64 a communicator, 128 for two.
-  EXPECT_EQ(blocksPerRankLimit(threadsOn(4, "0000:01:00.0", 7), kUnlimited), 16);
-  EXPECT_LE(2 * 4 * blocksPerRankLimit(threadsOn(4, "0000:01:00.0", 7), kUnlimited), 132 - kSpareMultiprocessors);
-  EXPECT_EQ(blocksPerRankLimit(threadsOn(2, "0000:01:00.0", 7), kUnlimited), 32);
-  // Two threads of each of two processes: the GPU is shared within a process, so halved too.
-  std::vector<PeerInfo> mixed = threadsOn(2, "0000:01:00.0", 7);
-  for (const PeerInfo& peer : threadsOn(2, "0000:01:00.0", 8)) mixed.push_back(peer);
-  EXPECT_EQ(blocksPerRankLimit(mixed, kUnlimited), 16);
-}
-
-TEST(Residency, AThreadAloneOnItsGpuKeepsItWhole) {
-  // One process, one rank per GPU (NCCL's way): its kernels wait only for other GPUs' kernels.
-  std::vector<PeerInfo> peers = {rankOn(1, "0000:01:00.0", 132, 7), rankOn(1, "0000:02:00.0", 132, 7)};
-  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 128);
+TEST(Residency, RanksWhoseProcessHeldOtherRanksDivideHalfOfTheirGpus) {
+  // A split {0, 2} of four threads on two GPUs, two a GPU: beside it, its sibling {1, 3} can run
+  // on the same GPUs, and each could fill a GPU while it waits for its rank on the other.
+  std::vector<PeerInfo> split = {rankOn(1, "0000:01:00.0", 132), rankOn(1, "0000:02:00.0", 132)};
+  EXPECT_EQ(blocksPerRankLimit(split, kUnlimited), 128);
+  split[1].processRanks = 6;
+  EXPECT_EQ(blocksPerRankLimit(split, kUnlimited), 64);
 }
 
 TEST(Residency, TheMostCrowdedGpuSetsTheLimitForEveryRank) {
   // Three ranks share one GPU and one has a GPU of its own: every rank gets the crowded GPU's share.
   std::vector<PeerInfo> peers = {rankOn(1, "0000:01:00.0", 132), rankOn(1, "0000:01:00.0", 132),
                                  rankOn(1, "0000:01:00.0", 132), rankOn(1, "0000:02:00.0", 132)};
-  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 128 / 3);
+  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 64 / 3);
 }
 
 TEST(Residency, TheSameBusIdOnAnotherMachineIsAnotherGpu) {
   std::vector<PeerInfo> peers = {rankOn(1, "0000:01:00.0", 132), rankOn(2, "0000:01:00.0", 132),
                                  rankOn(2, "0000:01:00.0", 132)};
-  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 128 / 2);
+  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 64 / 2);
 }
 
 TEST(Residency, EveryRankGetsAtLeastOneBlock) {
-  std::vector<PeerInfo> peers;
-  for (int r = 0; r < 16; ++r) peers.push_back(rankOn(1, "0000:01:00.0", 8));
+  std::vector<PeerInfo> peers(16, rankOn(1, "0000:01:00.0", 8));
   EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 1);
-  EXPECT_EQ(blocksPerRankLimit(std::vector<PeerInfo>(16, rankOn(1, "0000:01:00.0", 8, 7)), kUnlimited), 1);
 }
 
 }  // namespace
