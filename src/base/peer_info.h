@@ -30,9 +30,6 @@ struct PeerInfo {
   uint8_t gpuInUse = 0;
   /// cudaDevice's multiprocessors (0 without one): src/device/residency.h.
   uint16_t gpuMultiprocessors = 0;
-  /// Communicator ranks this process held when the communicator was made, this one included
-  /// (more than 1: other communicators' kernels may share the GPU; src/device/residency.h).
-  uint16_t processRanks = 0;
   char hostId[128] = {};      // NCCL_HOSTID, or hostname + boot id
   char hostname[64] = {};     // for messages
 

@@ -37,9 +37,6 @@ constexpr uint32_t kShrinkTag = 0x20001;
 // rank sent before it died to arrive through the other ranks, short enough to fail promptly.
 constexpr std::chrono::seconds kDeadPeerGrace{1};
 
-// Communicators of this process, alive: each is one rank (PeerInfo::processRanks).
-std::atomic<int> liveRanks{0};
-
 // Settings every rank must share; rank 0's win.
 struct SharedSettings {
   int32_t nChannels;    // host channels built
@@ -218,7 +215,6 @@ Communicator::Communicator(int nranks, int rank, const CommOptions& options)
     : nranks_(nranks), rank_(rank), options_(options) {
   static std::atomic<uint64_t> made{0};
   instanceId_ = made.fetch_add(1, std::memory_order_relaxed) + 1;
-  liveRanks.fetch_add(1, std::memory_order_relaxed);
   waitContext_.check = [this]() -> Status {
     if (options_.abortInit != nullptr && options_.abortInit->load(std::memory_order_acquire)) {
       return invalidUsage("the communicator was aborted by ncclCommAbort during its initialization");
@@ -243,7 +239,6 @@ Communicator::Communicator(int nranks, int rank, const CommOptions& options)
 Communicator::~Communicator() {
   device_.reset();  // waits for this communicator's kernels, which use the connections
   releaseProgressRecord(progress_);
-  liveRanks.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Communicator::requestAbort() {
@@ -426,7 +421,6 @@ Status Communicator::init(const UniqueId& id) {
   peers_[rank_].gpuInUse = device::inUse(peers_[rank_].cudaDevice) ? 1 : 0;
   peers_[rank_].gpuMultiprocessors =
       static_cast<uint16_t>(std::min(device::multiprocessorCount(peers_[rank_].cudaDevice), 65535));
-  peers_[rank_].processRanks = static_cast<uint16_t>(std::min(liveRanks.load(std::memory_order_relaxed), 65535));
   WEFT_RETURN_IF_ERROR(bootstrap_->allGather(peers_.data(), sizeof(PeerInfo)));
   for (int r = 0; r < rank_; ++r) localRank_ += peers_[r].sameHost(peers_[rank_]) ? 1 : 0;
   waitContext_.spinLimit = spinLimitForMachine();

@@ -13,8 +13,7 @@ int blocksPerRankLimit(const std::vector<PeerInfo>& peers, int unlimited) {
       return other.sameMachine(peer) && std::strcmp(other.gpuBusId, peer.gpuBusId) == 0;
     };
     const int ranksOnGpu = static_cast<int>(std::count_if(peers.begin(), peers.end(), sharesGpu));
-    int usable = static_cast<int>(peer.gpuMultiprocessors) - kSpareMultiprocessors;
-    if (ranksOnGpu > 1 || peer.processRanks > 1) usable /= 2;  // room for another communicator
+    const int usable = (static_cast<int>(peer.gpuMultiprocessors) - kSpareMultiprocessors) / 2;
     limit = std::min(limit, std::max(1, usable / ranksOnGpu));
   }
   return limit;

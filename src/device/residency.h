@@ -20,18 +20,19 @@ inline constexpr int kSpareMultiprocessors = 4;
 
 /// The most step-kernel blocks each rank of `peers` may run at once: for every GPU that ranks use
 /// on one machine (same machineHash and gpuBusId), its multiprocessors (PeerInfo.gpuMultiprocessors)
-/// less kSpareMultiprocessors, divided among the ranks on it; the least of these, and at least 1.
-/// Ranks of different processes count too: under MPS their kernels run side by side. `unlimited`
-/// where no rank reports a GPU's multiprocessors (host memory, no CUDA). The same on every rank.
+/// less kSpareMultiprocessors, halved, divided among the ranks on it; the least of these, and at
+/// least 1. Ranks of different processes count too: under MPS their kernels
+/// run side by side. `unlimited` where no rank reports a GPU's multiprocessors (host memory, no
+/// CUDA). The same on every rank.
 ///
-/// Half of that where two or more of the ranks share a GPU, or where a rank's process held other
-/// communicators' ranks when this one was made (PeerInfo.processRanks): another communicator may
-/// then run kernels on the GPU at once (a parent and its split, each rank driven by a thread of its
-/// own, or by a process under MPS), and the two must fit together, or the kernels of one could hold
-/// the multiprocessors that a kernel of the other waits for, there or through a peer on another
-/// GPU. Two such communicators always fit; three at once can still need more blocks than the GPU
-/// holds, unless the application bounds them (ncclConfig_t.maxCTAs, NCCL_MAX_CTAS). A rank alone
-/// on its GPU and in its process keeps the GPU whole (ring kernels take at most 32 blocks anyway).
+/// Half, because another communicator may run kernels on the same GPU at once (a parent and its
+/// split, each rank driven by a thread of its own, or a communicator of the same processes), and
+/// the two must fit together: else the kernels of one could hold the multiprocessors that a kernel
+/// of the other waits for, on this GPU or through a peer on another. Any two communicators' kernels
+/// fit; three at once can need more blocks than the GPU holds, unless the application bounds them
+/// (ncclConfig_t.maxCTAs, NCCL_MAX_CTAS). Ring kernels take at most 32 blocks (kMaxChannels) and
+/// NVLS ones at most 32, so a rank alone on an H200 loses nothing there; launches of more lanes
+/// than the limit (an all-to-all of many ranks) fold them into fewer blocks (block_plan.h).
 int blocksPerRankLimit(const std::vector<PeerInfo>& peers, int unlimited);
 
 }  // namespace weft::device

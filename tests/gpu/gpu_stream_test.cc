@@ -203,7 +203,7 @@ TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersWaitAndEachRunOnce) {
 // alternates in-place sums of the two on two streams. A step-kernel block fills a multiprocessor;
 // with WEFT_GPU_CHANNELS=32 each communicator would take 4 x 32 = 128 of the H200's 132, and one
 // thread's kernel of the split could hold the multiprocessors that another's kernel of the parent
-// waits for, forever. Ranks sharing a GPU divide half of it (src/device/residency.h): 16 blocks
+// waits for, forever. Ranks divide half of their GPU (src/device/residency.h): 16 blocks
 // a rank, so the two communicators fit together. Sums of 1 to 4 (parent) and 10 to 40 (split)
 // grow fourfold at every round after the first.
 TEST_F(OneGpuClique, AParentAndItsSplitDrivenByAThreadPerRankFitTheGpuTogether) {

@@ -25,12 +25,13 @@ TEST(Residency, HostMemoryRanksHaveNoLimit) {
   EXPECT_EQ(blocksPerRankLimit({}, kUnlimited), kUnlimited);
 }
 
-TEST(Residency, RanksAloneOnTheirGpusMayFillThemButTheSpare) {
+TEST(Residency, ARankAloneOnItsGpuMayFillHalfOfItButTheSpare) {
   // A launch larger than its GPU runs some blocks only after others end, while those wait for
-  // peers that may wait for the late ones.
+  // peers that may wait for the late ones; and another communicator's kernels may need the other
+  // half at the same time (a parent and its split).
   std::vector<PeerInfo> peers = {rankOn(1, "0000:01:00.0", 132), rankOn(1, "0000:02:00.0", 132)};
-  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 128);
-  EXPECT_EQ(blocksPerRankLimit({rankOn(1, "0000:01:00.0", 20)}, kUnlimited), 16);
+  EXPECT_EQ(blocksPerRankLimit(peers, kUnlimited), 64);
+  EXPECT_EQ(blocksPerRankLimit({rankOn(1, "0000:01:00.0", 20)}, kUnlimited), 8);
 }
 
 TEST(Residency, RanksSharingAGpuDivideHalfOfIt) {
@@ -43,15 +44,6 @@ TEST(Residency, RanksSharingAGpuDivideHalfOfIt) {
   EXPECT_LE(2 * 5 * blocksPerRankLimit(five, kUnlimited), 132 - kSpareMultiprocessors);
   std::vector<PeerInfo> two(2, rankOn(1, "0000:01:00.0", 132));
   EXPECT_EQ(blocksPerRankLimit(two, kUnlimited), 32);
-}
-
-TEST(Residency, RanksWhoseProcessHeldOtherRanksDivideHalfOfTheirGpus) {
-  // A split {0, 2} of four threads on two GPUs, two a GPU: beside it, its sibling {1, 3} can run
-  // on the same GPUs, and each could fill a GPU while it waits for its rank on the other.
-  std::vector<PeerInfo> split = {rankOn(1, "0000:01:00.0", 132), rankOn(1, "0000:02:00.0", 132)};
-  EXPECT_EQ(blocksPerRankLimit(split, kUnlimited), 128);
-  split[1].processRanks = 6;
-  EXPECT_EQ(blocksPerRankLimit(split, kUnlimited), 64);
 }
 
 TEST(Residency, TheMostCrowdedGpuSetsTheLimitForEveryRank) {
