@@ -21,9 +21,9 @@ inline constexpr int kSpareMultiprocessors = 4;
 /// The most step-kernel blocks each rank of `peers` may run at once: for every GPU that ranks use
 /// on one machine (same machineHash and gpuBusId), its multiprocessors (PeerInfo.gpuMultiprocessors)
 /// less kSpareMultiprocessors, halved, divided among the ranks on it; the least of these, and at
-/// least 1. Ranks of different processes count too: under MPS their kernels
-/// run side by side. `unlimited` where no rank reports a GPU's multiprocessors (host memory, no
-/// CUDA). The same on every rank.
+/// least 1. Ranks of different processes count too: under MPS their kernels run side by side.
+/// `unlimited` where no rank reports a GPU's multiprocessors (host memory, no CUDA). The same on
+/// every rank.
 ///
 /// Half, because another communicator may run kernels on the same GPU at once (a parent and its
 /// split, each rank driven by a thread of its own, or a communicator of the same processes), and
