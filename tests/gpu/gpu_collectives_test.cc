@@ -180,6 +180,9 @@ std::vector<GpuCase> cases() {
     all.push_back({collective, 4, RankMode::kThreads, true, 1, false, nullptr, 2});
     all.push_back({collective, 4, RankMode::kProcesses, false, 2, false, nullptr, 1});
   }
+  // 8 ranks on one GPU get 8 blocks each (half of an H200, src/device/residency.h): an
+  // all-to-all's 14 lanes are folded without NCCL_MAX_CTAS.
+  all.push_back({Collective::kAlltoAll, 8, RankMode::kThreads, false});
   all.push_back({Collective::kAllReduce, 8, RankMode::kThreads, false});  // the direct kernel's most ranks
   all.push_back({Collective::kAllReduce, 3, RankMode::kThreads, false, 1, true});
   all.push_back({Collective::kAllReduce, 2, RankMode::kThreads, true, 1, true});
