@@ -41,46 +41,63 @@ class OneGpuClique : public ::testing::Test {
     std::vector<int> devices(n, 0);
     ASSERT_TRUE(ncclSucceeded(ncclCommInitAll(comms_.data(), n, devices.data())));
     count_ = count;
-    for (int r = 0; r < n; ++r) {
-      cudaStream_t stream = nullptr;
-      ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-      streams_.push_back(stream);
-      void* buffer = nullptr;
-      ASSERT_CUDA(cudaMalloc(&buffer, count * sizeof(float)));
-      buffers_.push_back(static_cast<float*>(buffer));
-    }
+    ASSERT_NO_FATAL_FAILURE(addStreams(&streams_));
+    ASSERT_NO_FATAL_FAILURE(addBuffers(&buffers_));
   }
 
   void TearDown() override {
-    for (cudaStream_t stream : streams_) (void)cudaStreamSynchronize(stream);
+    for (cudaStream_t stream : ownedStreams_) (void)cudaStreamSynchronize(stream);
     for (ncclComm_t comm : comms_) {
       if (comm != nullptr) (void)ncclCommDestroy(comm);
     }
-    for (float* buffer : buffers_) (void)cudaFree(buffer);
-    for (cudaStream_t stream : streams_) (void)cudaStreamDestroy(stream);
+    for (float* buffer : ownedBuffers_) (void)cudaFree(buffer);
+    for (cudaStream_t stream : ownedStreams_) (void)cudaStreamDestroy(stream);
   }
 
-  // Fills rank r's buffer with r + 1 on its stream (ordered before what follows there).
-  void fillOnStreams() {
-    for (size_t r = 0; r < buffers_.size(); ++r) {
-      std::vector<float> values(count_, static_cast<float>(r + 1));
-      ASSERT_CUDA(cudaMemcpyAsync(buffers_[r], values.data(), count_ * sizeof(float), cudaMemcpyHostToDevice,
-                                  streams_[r]));
+  // Appends a non-blocking stream per rank to `streams`; TearDown destroys them.
+  void addStreams(std::vector<cudaStream_t>* streams) {
+    for (size_t r = 0; r < comms_.size(); ++r) {
+      cudaStream_t stream = nullptr;
+      ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      ownedStreams_.push_back(stream);
+      streams->push_back(stream);
     }
   }
 
-  // Every element of every buffer, once the streams are done.
-  void expectEveryElement(float want) {
-    for (size_t r = 0; r < buffers_.size(); ++r) {
+  // Appends a device buffer of count_ floats per rank to `buffers`; TearDown frees them.
+  void addBuffers(std::vector<float*>* buffers) {
+    for (size_t r = 0; r < comms_.size(); ++r) {
+      void* buffer = nullptr;
+      ASSERT_CUDA(cudaMalloc(&buffer, count_ * sizeof(float)));
+      ownedBuffers_.push_back(static_cast<float*>(buffer));
+      buffers->push_back(static_cast<float*>(buffer));
+    }
+  }
+
+  // Fills rank r's buffer with scale * (r + 1) on its stream (ordered before what follows there).
+  void fillOnStreams(const std::vector<float*>& buffers, const std::vector<cudaStream_t>& streams, float scale) {
+    for (size_t r = 0; r < buffers.size(); ++r) {
+      std::vector<float> values(count_, scale * static_cast<float>(r + 1));
+      ASSERT_CUDA(cudaMemcpyAsync(buffers[r], values.data(), count_ * sizeof(float), cudaMemcpyHostToDevice,
+                                  streams[r]));
+    }
+  }
+  void fillOnStreams() { fillOnStreams(buffers_, streams_, 1.0f); }
+
+  // Every element of every buffer, once its stream is done.
+  void expectEveryElement(const std::vector<float*>& buffers, const std::vector<cudaStream_t>& streams,
+                          float want) {
+    for (size_t r = 0; r < buffers.size(); ++r) {
       std::vector<float> got(count_);
-      ASSERT_CUDA(cudaMemcpyAsync(got.data(), buffers_[r], count_ * sizeof(float), cudaMemcpyDeviceToHost,
-                                  streams_[r]));
-      ASSERT_CUDA(cudaStreamSynchronize(streams_[r]));
+      ASSERT_CUDA(cudaMemcpyAsync(got.data(), buffers[r], count_ * sizeof(float), cudaMemcpyDeviceToHost,
+                                  streams[r]));
+      ASSERT_CUDA(cudaStreamSynchronize(streams[r]));
       for (size_t i = 0; i < count_; ++i) {
         ASSERT_EQ(got[i], want) << "rank " << r << " element " << i;
       }
     }
   }
+  void expectEveryElement(float want) { expectEveryElement(buffers_, streams_, want); }
 
   // One group: an in-place float sum allreduce of buffers[r] on streams[r] for every rank.
   void allReduceInPlace(const std::vector<float*>& buffers, const std::vector<cudaStream_t>& streams) {
@@ -122,6 +139,8 @@ class OneGpuClique : public ::testing::Test {
   std::vector<cudaStream_t> streams_;
   std::vector<float*> buffers_;
   size_t count_ = 0;
+  std::vector<cudaStream_t> ownedStreams_;
+  std::vector<float*> ownedBuffers_;
 };
 
 // A host function that holds a stream until the test releases it.
@@ -152,15 +171,12 @@ TEST_F(OneGpuClique, SuccessiveCallsOnDifferentStreamsRunInCallOrder) {
   const int n = 2;
   ASSERT_NO_FATAL_FAILURE(start(n, 4099));
   ASSERT_NO_FATAL_FAILURE(fillOnStreams());
-  std::vector<cudaStream_t> second(n);
-  for (int r = 0; r < n; ++r) ASSERT_CUDA(cudaStreamCreateWithFlags(&second[r], cudaStreamNonBlocking));
+  std::vector<cudaStream_t> second;
+  ASSERT_NO_FATAL_FAILURE(addStreams(&second));
   // (1 + 2) -> 3 on every rank, then 3 + 3 -> 6: the second call must see the first's result.
   ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
   ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, second));
-  for (int r = 0; r < n; ++r) {
-    ASSERT_CUDA(cudaStreamSynchronize(second[r]));
-    ASSERT_CUDA(cudaStreamDestroy(second[r]));
-  }
+  for (cudaStream_t stream : second) ASSERT_CUDA(cudaStreamSynchronize(stream));
   expectEveryElement(6.0f);
 }
 
@@ -219,16 +235,11 @@ TEST_F(OneGpuClique, AParentAndItsSplitDrivenByAThreadPerRankFitTheGpuTogether) 
   ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
   for (int r = 0; r < n; ++r) ASSERT_TRUE(ncclSucceeded(ncclCommSplit(comms_[r], 0, r, &splits[r], nullptr)));
   ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
-  std::vector<cudaStream_t> splitStreams(n);
-  std::vector<float*> splitBuffers(n);
-  for (int r = 0; r < n; ++r) {
-    ASSERT_CUDA(cudaStreamCreateWithFlags(&splitStreams[r], cudaStreamNonBlocking));
-    void* buffer = nullptr;
-    ASSERT_CUDA(cudaMalloc(&buffer, count_ * sizeof(float)));
-    splitBuffers[r] = static_cast<float*>(buffer);
-    std::vector<float> values(count_, 10.0f * static_cast<float>(r + 1));
-    ASSERT_CUDA(cudaMemcpy(buffer, values.data(), count_ * sizeof(float), cudaMemcpyHostToDevice));
-  }
+  std::vector<cudaStream_t> splitStreams;
+  std::vector<float*> splitBuffers;
+  ASSERT_NO_FATAL_FAILURE(addStreams(&splitStreams));
+  ASSERT_NO_FATAL_FAILURE(addBuffers(&splitBuffers));
+  ASSERT_NO_FATAL_FAILURE(fillOnStreams(splitBuffers, splitStreams, 10.0f));
   std::vector<ncclResult_t> results(n, ncclSuccess);
   {
     std::vector<std::jthread> threads;
@@ -247,17 +258,8 @@ TEST_F(OneGpuClique, AParentAndItsSplitDrivenByAThreadPerRankFitTheGpuTogether) 
   for (int r = 0; r < n; ++r) EXPECT_EQ(results[r], ncclSuccess) << "rank " << r;
   const float growth = std::ldexp(1.0f, 2 * (rounds - 1));
   expectEveryElement(10.0f * growth);
-  for (int r = 0; r < n; ++r) {
-    std::vector<float> got(count_);
-    ASSERT_CUDA(cudaStreamSynchronize(splitStreams[r]));
-    ASSERT_CUDA(cudaMemcpy(got.data(), splitBuffers[r], count_ * sizeof(float), cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < count_; ++i) ASSERT_EQ(got[i], 100.0f * growth) << "split rank " << r << " element " << i;
-  }
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(ncclCommDestroy(splits[r]), ncclSuccess);
-    ASSERT_CUDA(cudaFree(splitBuffers[r]));
-    ASSERT_CUDA(cudaStreamDestroy(splitStreams[r]));
-  }
+  expectEveryElement(splitBuffers, splitStreams, 100.0f * growth);
+  for (ncclComm_t split : splits) EXPECT_EQ(ncclCommDestroy(split), ncclSuccess);
 }
 
 TEST_F(OneGpuClique, TwoRanksOnOneStreamAreRefused) {
