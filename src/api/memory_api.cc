@@ -1,54 +1,14 @@
 // Reduction operators, memory allocation and buffer registration.
 
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <map>
-#include <mutex>
-
 #include "src/api/api_support.h"
 #include "src/core/group.h"
-#include "src/device/gpu_runtime.h"
+#include "src/core/mem_allocations.h"
+#include "src/core/windows.h"
 
 using weft::Status;
 using weft::api::resolveComm;
 using weft::api::toResult;
 using weft::core::Communicator;
-
-namespace {
-
-// ncclMemAlloc's allocations. In a process that uses CUDA (the current device's primary context
-// is active), device memory on that device, as NCCL's; elsewhere (host-memory programs, builds or
-// machines without CUDA) shared mappings of memfd files, so that a local peer can map the same
-// pages later (the registered path).
-struct Allocation {
-  size_t size;
-  int fd;  // -1: device memory
-};
-
-std::mutex gAllocationsMutex;
-std::map<void*, Allocation> gAllocations;
-
-Status allocateHostMemory(size_t size, void** ptr, int* fdOut) {
-  int fd = memfd_create("weft-memalloc", MFD_CLOEXEC);
-  if (fd < 0) return weft::errnoStatus(errno, "ncclMemAlloc: memfd_create");
-  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
-    Status status = weft::errnoStatus(errno, "ncclMemAlloc: reserving %zu bytes", size);
-    close(fd);
-    return status;
-  }
-  void* memory = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (memory == MAP_FAILED) {
-    Status status = weft::errnoStatus(errno, "ncclMemAlloc: mapping %zu bytes", size);
-    close(fd);
-    return status;
-  }
-  *ptr = memory;
-  *fdOut = fd;
-  return Status::ok();
-}
-
-}  // namespace
 
 WEFT_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                                ncclScalarResidence_t residence, ncclComm_t comm) {
@@ -83,37 +43,13 @@ WEFT_API ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   if (ptr == nullptr) return toResult(weft::invalidArgument("ptr is NULL"), "ncclMemAlloc");
   *ptr = nullptr;
   if (size == 0) return ncclSuccess;
-  void* memory = nullptr;
-  int fd = -1;
-  const Status status = weft::device::inUse(weft::device::currentDevice())
-                            ? weft::device::allocateOnDevice(size, &memory)
-                            : allocateHostMemory(size, &memory, &fd);
-  if (!status.isOk()) return toResult(status, "ncclMemAlloc");
-  {
-    std::lock_guard<std::mutex> lock(gAllocationsMutex);
-    gAllocations[memory] = Allocation{size, fd};
-  }
-  *ptr = memory;
-  return ncclSuccess;
+  return toResult(weft::core::allocateMemory(size, ptr), "ncclMemAlloc");
 }
 WEFT_PROFILING_ALIAS(ncclMemAlloc)
 
 WEFT_API ncclResult_t ncclMemFree(void* ptr) {
   if (ptr == nullptr) return ncclSuccess;
-  Allocation allocation{};
-  {
-    std::lock_guard<std::mutex> lock(gAllocationsMutex);
-    auto it = gAllocations.find(ptr);
-    if (it == gAllocations.end()) {
-      return toResult(weft::invalidArgument("%p was not allocated by ncclMemAlloc", ptr), "ncclMemFree");
-    }
-    allocation = it->second;
-    gAllocations.erase(it);
-  }
-  if (allocation.fd < 0) return toResult(weft::device::freeOnDevice(ptr), "ncclMemFree");
-  munmap(ptr, allocation.size);
-  close(allocation.fd);
-  return ncclSuccess;
+  return toResult(weft::core::freeMemory(ptr), "ncclMemFree");
 }
 WEFT_PROFILING_ALIAS(ncclMemFree)
 
@@ -138,16 +74,64 @@ WEFT_API ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
 }
 WEFT_PROFILING_ALIAS(ncclCommDeregister)
 
+namespace {
+
+// Ends a window and its registration.
+void dropWindow(Communicator* comm, const void* handle) {
+  std::unique_ptr<weft::core::Window> window = comm->windows().take(handle);
+  if (window != nullptr) (void)comm->registrations().remove(window->registration());
+}
+
+}  // namespace
+
 WEFT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
                                              int winFlags) {
-  return toResult(weft::invalidUsage("ncclCommWindowRegister is not implemented in this version of Weft; nothing "
-                                     "was registered and the communicator is still usable"),
-                  "ncclCommWindowRegister");
+  Communicator* impl = nullptr;
+  Status status = resolveComm(comm, &impl);
+  if (status.isOk() && win == nullptr) status = weft::invalidArgument("win is NULL");
+  if (status.isOk() && buff == nullptr) status = weft::invalidArgument("buff is NULL");
+  if (status.isOk() && (winFlags & ~NCCL_WIN_COLL_SYMMETRIC) != 0) {
+    status = weft::invalidArgument("winFlags is %#x: use NCCL_WIN_DEFAULT or NCCL_WIN_COLL_SYMMETRIC", winFlags);
+  }
+  if (!status.isOk()) {
+    weft::core::Group::current().recordError(status);
+    return toResult(status, "ncclCommWindowRegister");
+  }
+  // Every rank numbers its registrations in call order, so a window's number is the same on all.
+  auto made = std::make_unique<weft::core::Window>(impl->windows().nextNumber(), static_cast<char*>(buff), size,
+                                                   impl->nranks());
+  weft::core::Window* window = impl->windows().add(std::move(made));
+  window->setRegistration(impl->registrations().add(buff, size));
+  *win = reinterpret_cast<ncclWindow_t>(window);
+  // Collective, like an init: inside a group it runs at ncclGroupEnd, after the inits of the
+  // same communicator, so one thread may register for several ranks. Always blocking: a
+  // nonblocking communicator's collectives would otherwise race with it.
+  weft::core::Group::InitJob job;
+  job.run = [impl, window]() -> Status {
+    Status exchanged = window->exchange(*impl);
+    if (!exchanged.isOk()) dropWindow(impl, window);
+    return exchanged;
+  };
+  job.cancel = [impl, window](const Status&) { dropWindow(impl, window); };
+  job.serialKey = impl;
+  status = weft::core::Group::current().submitInit(std::move(job), true);
+  if (!status.isOk() && !weft::core::Group::current().active()) *win = nullptr;
+  return toResult(status, "ncclCommWindowRegister");
 }
 WEFT_PROFILING_ALIAS(ncclCommWindowRegister)
 
 WEFT_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
-  return toResult(weft::invalidUsage("ncclCommWindowDeregister is not implemented in this version of Weft"),
-                  "ncclCommWindowDeregister");
+  Communicator* impl = nullptr;
+  Status status = resolveComm(comm, &impl);
+  if (status.isOk() && win == nullptr) status = weft::invalidArgument("win is NULL");
+  std::unique_ptr<weft::core::Window> window;
+  if (status.isOk()) window = impl->windows().take(win);
+  if (status.isOk() && window == nullptr) {
+    status = weft::invalidArgument("window %p is not a window of this communicator (already deregistered, or from "
+                                   "another communicator's ncclCommWindowRegister)",
+                                   static_cast<void*>(win));
+  }
+  if (status.isOk()) status = impl->registrations().remove(window->registration());
+  return toResult(status, "ncclCommWindowDeregister");
 }
 WEFT_PROFILING_ALIAS(ncclCommWindowDeregister)

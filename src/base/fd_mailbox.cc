@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -102,7 +103,7 @@ Status FdMailbox::send(const std::string& name, uint64_t tag, int fd) {
   return Status::ok();
 }
 
-Status FdMailbox::receive(uint64_t tag, int* fd) {
+Status FdMailbox::receiveAny(const uint64_t* tags, size_t count, size_t* which, int* fd) {
   for (;;) {
     uint64_t received = 0;
     iovec payload{&received, sizeof(received)};
@@ -126,9 +127,11 @@ Status FdMailbox::receive(uint64_t tag, int* fd) {
         header->cmsg_len == CMSG_LEN(sizeof(int))) {
       std::memcpy(&passed, CMSG_DATA(header), sizeof(int));
     }
-    const bool ours = got == static_cast<ssize_t>(sizeof(tag)) && received == tag && passed >= 0 &&
-                      (message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) == 0;
-    if (ours) {
+    const bool whole = got == static_cast<ssize_t>(sizeof(received)) && passed >= 0 &&
+                       (message.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) == 0;
+    const uint64_t* match = whole ? std::find(tags, tags + count, received) : tags + count;
+    if (match != tags + count) {
+      *which = static_cast<size_t>(match - tags);
       *fd = passed;
       return Status::ok();
     }

@@ -34,7 +34,13 @@ class FdMailbox {
 
   /// Takes a queued descriptor sent with `tag` into *fd (the caller owns it), closing any queued
   /// before it with another tag. Does not wait: an error if none with `tag` is queued.
-  Status receive(uint64_t tag, int* fd);
+  Status receive(uint64_t tag, int* fd) {
+    size_t which = 0;
+    return receiveAny(&tag, 1, &which, fd);
+  }
+  /// Takes the first queued descriptor sent with any of `tags[0..count)` into *fd, and which tag
+  /// it came with into *which, closing any queued before it with another tag. Does not wait.
+  Status receiveAny(const uint64_t* tags, size_t count, size_t* which, int* fd);
 
  private:
   int socket_ = -1;

@@ -49,6 +49,7 @@ struct SharedSettings {
   int64_t buffSize;
   int64_t llBuffSize;   // NCCL_LL_BUFFSIZE
   int64_t cmaMinBytes;  // WEFT_CMA_MIN_BYTES (0: never)
+  int64_t windowMinBytes;  // WEFT_WINDOW_MIN_BYTES (0: never)
   int64_t gpuLowLatencyMaxBytes;  // WEFT_GPU_LL_MAX_BYTES
   uint64_t cliqueNonce;           // random: tells apart communicators made from one unique id
   algorithms::AlgorithmFilter algorithms;  // NCCL_ALGO
@@ -96,7 +97,9 @@ SharedSettings localSettings(const CommOptions& options, Status* filtersStatus, 
                           knobs::getBool(knobs::KnobId::kGpuDirect) ? 1 : 0,
                           topology::nvlsEnabledByKnob() ? 1 : 0,
                           static_cast<int32_t>(std::clamp<int64_t>(nvlsBlocks, 1, device::kMaxNvlsBlocks)),
-                          buffSize, llBuffSize, cmaMinBytes, gpuLowLatencyMaxBytes, randomNonce(),
+                          buffSize, llBuffSize, cmaMinBytes,
+                          std::max<int64_t>(knobs::getInt(knobs::KnobId::kWindowMinBytes), 0),
+                          gpuLowLatencyMaxBytes, randomNonce(),
                           algorithms::AlgorithmFilter::all(), 1, algorithms::ProtocolFilter::all(), 1,
                           knobs::getBool(knobs::KnobId::kShmDisable) ? 1 : 0, 1, algorithms::CostModel{}};
   Status algorithmsParsed =
@@ -482,6 +485,7 @@ Status Communicator::init(const UniqueId& id) {
     WEFT_RETURN_IF_ERROR(probeCrossMemoryAttach(*bootstrap_, peers_, rank_, &usable));
     if (usable) cmaMinBytes_ = static_cast<size_t>(agreed.cmaMinBytes);
   }
+  windowMinBytes_ = static_cast<size_t>(agreed.windowMinBytes);
   slotBytes_ = slotBytes;
   llSlotBytes_ = llSlotBytes;
   slotCount_ = kSlotCount;

@@ -24,6 +24,7 @@
 #include "src/core/peer_watch.h"
 #include "src/core/progress_record.h"
 #include "src/core/redop_table.h"
+#include "src/core/windows.h"
 #include "src/device/nvls_team.h"
 #include "transport/registered_memory.h"
 
@@ -147,6 +148,9 @@ class Communicator {
   /// Host allreduces of at least this many bytes read the peers' buffers directly
   /// (src/exec/direct_allreduce.h); 0 when cross-memory attach is off or does not work here.
   size_t cmaMinBytes() const { return cmaMinBytes_; }
+  /// Host allreduces of at least this many bytes whose buffers lie in windows every rank reaches
+  /// read and write the peers' buffers in place (WEFT_WINDOW_MIN_BYTES, rank 0's value; 0: never).
+  size_t windowMinBytes() const { return windowMinBytes_; }
   int slotCount() const { return slotCount_; }
 
   /// The GPU path's resources for this communicator (src/device/device_executor.h): connections
@@ -170,6 +174,8 @@ class Communicator {
   RedOpTable& redOps() { return redOps_; }
   /// The buffers registered with ncclCommRegister.
   transport::RegistrationTable& registrations() { return registrations_; }
+  /// The windows registered with ncclCommWindowRegister.
+  WindowTable& windows() { return windows_; }
   /// What this communicator is doing, for hang reports; null when the pool was exhausted.
   ProgressRecord* progress() { return progress_; }
   /// Numbers the operations started on this communicator: 1, 2, ...
@@ -285,11 +291,13 @@ class Communicator {
   std::vector<int> hostOfRank_;
   algorithms::HostLayout hostLayout_;
   size_t cmaMinBytes_ = 0;
+  size_t windowMinBytes_ = 0;
   size_t slotBytes_ = 0;
   size_t llSlotBytes_ = 0;
   int slotCount_ = 0;
   RedOpTable redOps_;
   transport::RegistrationTable registrations_;
+  WindowTable windows_;
   std::mutex deviceMutex_;
   std::unique_ptr<device::NvlsTeam> nvlsTeam_;  // its memory outlives the kernels device_ waits for
   std::string nvlsUnavailableReason_;

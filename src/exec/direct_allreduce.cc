@@ -3,11 +3,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "algorithms/even_split.h"
 #include "algorithms/reduce.h"
+#include "src/base/log.h"
 #include "src/core/communicator.h"
 
 namespace weft::exec {
@@ -37,12 +39,54 @@ Status transfer(bool read, int pid, char* local, uint64_t remote, size_t bytes, 
   return Status::ok();
 }
 
+// A buffer of `bytes` at `offset` in window `number` that every rank reaches, as `peer`'s window
+// lies in this process; null where there is none.
+char* inPeerWindow(core::Communicator& comm, int peer, uint64_t number, uint64_t offset, size_t bytes) {
+  const core::Window* window = number != 0 ? comm.windows().numbered(number) : nullptr;
+  if (window == nullptr || window->peerBase(peer) == nullptr || offset > window->peerBytes(peer) ||
+      bytes > window->peerBytes(peer) - offset) {
+    return nullptr;
+  }
+  return window->peerBase(peer) + offset;
+}
+
+// Where each peer's buffers are reached in place (null: through cross-memory attach).
+struct PeerBuffers {
+  const char* send = nullptr;
+  char* recv = nullptr;
+};
+
+// Each rank's buffers as this rank reaches them; an error if some peer's are reached neither in
+// place nor through cross-memory attach.
+Status reachPeers(const core::Op& op, std::span<const DirectDescriptor> descriptors, std::vector<PeerBuffers>* out) {
+  const size_t bytes = op.count * algorithms::dataTypeSize(op.type);
+  out->assign(descriptors.size(), PeerBuffers{});
+  for (int peer = 0; peer < static_cast<int>(descriptors.size()); ++peer) {
+    if (peer == op.comm->rank()) continue;
+    const DirectDescriptor& described = descriptors[static_cast<size_t>(peer)];
+    PeerBuffers& buffers = (*out)[static_cast<size_t>(peer)];
+    buffers.send = inPeerWindow(*op.comm, peer, described.sendWindow, described.sendOffset, bytes);
+    buffers.recv = inPeerWindow(*op.comm, peer, described.recvWindow, described.recvOffset, bytes);
+    if ((buffers.send == nullptr || buffers.recv == nullptr) && op.comm->cmaMinBytes() == 0) {
+      return invalidUsage("rank %d's allreduce buffers are not both in windows every rank reaches, while rank %d's "
+                          "are: every rank's buffers must lie in such windows (ncclCommWindowRegister), or none",
+                          peer, op.comm->rank());
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 bool runsDirect(const core::Op& op) {
-  const size_t minBytes = op.comm->cmaMinBytes();
-  return minBytes > 0 && !op.onDevice && op.collective == algorithms::Collective::kAllReduce &&
-         op.count * algorithms::dataTypeSize(op.type) >= minBytes;
+  if (op.onDevice || op.collective != algorithms::Collective::kAllReduce) return false;
+  const size_t bytes = op.count * algorithms::dataTypeSize(op.type);
+  const size_t cmaMinBytes = op.comm->cmaMinBytes();
+  if (cmaMinBytes > 0 && bytes >= cmaMinBytes) return true;
+  const size_t windowMinBytes = op.comm->windowMinBytes();
+  const core::WindowTable& windows = op.comm->windows();
+  return windowMinBytes > 0 && bytes >= windowMinBytes && windows.reachedWindowOf(op.sendbuff, bytes) != nullptr &&
+         windows.reachedWindowOf(op.recvbuff, bytes) != nullptr;
 }
 
 DirectDescriptor describeBuffers(const core::Op& op) {
@@ -52,10 +96,23 @@ DirectDescriptor describeBuffers(const core::Op& op) {
   descriptor.recvAddress = reinterpret_cast<uint64_t>(op.recvbuff);
   descriptor.count = op.count;
   std::memcpy(descriptor.scalar, op.reduction.scalar, sizeof(descriptor.scalar));
+  const size_t bytes = op.count * algorithms::dataTypeSize(op.type);
+  size_t offset = 0;
+  if (const core::Window* window = op.comm->windows().reachedWindowOf(op.sendbuff, bytes)) {
+    (void)window->offsetOf(op.sendbuff, bytes, &offset);
+    descriptor.sendWindow = window->number();
+    descriptor.sendOffset = offset;
+  }
+  if (const core::Window* window = op.comm->windows().reachedWindowOf(op.recvbuff, bytes)) {
+    (void)window->offsetOf(op.recvbuff, bytes, &offset);
+    descriptor.recvWindow = window->number();
+    descriptor.recvOffset = offset;
+  }
   return descriptor;
 }
 
-Status reduceOwnShare(const core::Op& op, std::span<const DirectDescriptor> descriptors, std::vector<char>* scratch) {
+Status reduceOwnShare(const core::Op& op, std::span<const DirectDescriptor> descriptors, bool streamOutput,
+                      std::vector<char>* scratch) {
   const int nranks = op.comm->nranks();
   const int rank = op.comm->rank();
   for (int peer = 0; peer < nranks; ++peer) {
@@ -65,12 +122,18 @@ Status reduceOwnShare(const core::Op& op, std::span<const DirectDescriptor> desc
                           peer, static_cast<unsigned long long>(descriptors[peer].count), rank, op.count);
     }
   }
+  std::vector<PeerBuffers> peers;
+  WEFT_RETURN_IF_ERROR(reachPeers(op, descriptors, &peers));
+  const auto inWindows = std::count_if(peers.begin(), peers.end(), [](const PeerBuffers& p) { return p.send != nullptr; });
+  WEFT_INFO(log::kColl, "direct allreduce of %zu bytes: %d of %d peers' buffers reached in windows, the rest by "
+            "cross-memory attach", op.count * algorithms::dataTypeSize(op.type), static_cast<int>(inWindows), nranks - 1);
   const size_t elementSize = algorithms::dataTypeSize(op.type);
   const algorithms::ElementRange share = algorithms::evenPart(op.count, static_cast<size_t>(nranks), rank);
   const size_t pieceElements = std::max<size_t>(kPieceBytes / elementSize, 1);
   scratch->resize(pieceElements * elementSize);
   const auto* ownSend = static_cast<const char*>(op.sendbuff);
   auto* ownRecv = static_cast<char*>(op.recvbuff);
+  const bool preMulSum = op.reduction.kind == algorithms::RedOpKind::kPreMulSum;
   for (size_t begin = 0; begin < share.count; begin += pieceElements) {
     const size_t elements = std::min(pieceElements, share.count - begin);
     const size_t offset = (share.offset + begin) * elementSize;
@@ -79,29 +142,51 @@ Status reduceOwnShare(const core::Op& op, std::span<const DirectDescriptor> desc
     // The first peer's piece meets this rank's own input in one pass (result = peer ⊕ own, each
     // scaled by its own rank's PreMulSum multiplier); the next peers' are added to the result,
     // which is still in cache.
+    // The last pass also writes the first peer reached in place, whose output is then not copied.
     int remaining = nranks - 1;
     bool first = true;
-    for (int peer = 0; peer < nranks; ++peer) {
-      if (peer == rank) continue;
-      WEFT_RETURN_IF_ERROR(transfer(true, descriptors[peer].pid, scratch->data(),
-                                    descriptors[peer].sendAddress + offset, bytes, peer));
-      --remaining;
-      algorithms::Reduction peerReduction = op.reduction;
-      std::memcpy(peerReduction.scalar, descriptors[peer].scalar, sizeof(peerReduction.scalar));
-      if (first) {
-        if (op.reduction.kind == algorithms::RedOpKind::kPreMulSum) {
-          algorithms::reduce(peerReduction, {scratch->data(), nullptr, scratch->data(), nullptr, elements, false});
-        }
-        algorithms::reduce(op.reduction, {ownSend + offset, scratch->data(), result, nullptr, elements, remaining == 0});
-        first = false;
-      } else {
-        algorithms::reduce(peerReduction, {scratch->data(), result, result, nullptr, elements, remaining == 0});
+    char* alsoOut = nullptr;
+    int alsoPeer = -1;
+    for (int peer = 0; peer < nranks && alsoOut == nullptr; ++peer) {
+      if (peer != rank && peers[peer].recv != nullptr) {
+        alsoOut = peers[peer].recv + offset;
+        alsoPeer = peer;
       }
     }
     for (int peer = 0; peer < nranks; ++peer) {
       if (peer == rank) continue;
-      WEFT_RETURN_IF_ERROR(transfer(false, descriptors[peer].pid, result, descriptors[peer].recvAddress + offset,
-                                    bytes, peer));
+      const char* input = peers[peer].send != nullptr ? peers[peer].send + offset : nullptr;
+      if (input == nullptr) {
+        WEFT_RETURN_IF_ERROR(transfer(true, descriptors[peer].pid, scratch->data(),
+                                      descriptors[peer].sendAddress + offset, bytes, peer));
+        input = scratch->data();
+      }
+      --remaining;
+      algorithms::Reduction peerReduction = op.reduction;
+      std::memcpy(peerReduction.scalar, descriptors[peer].scalar, sizeof(peerReduction.scalar));
+      const bool last = remaining == 0;
+      char* out2 = last ? alsoOut : nullptr;
+      // In place, the output's lines were just read as this rank's input: in cache, no stream.
+      const bool stream = last && streamOutput && op.sendbuff != op.recvbuff;
+      if (first && preMulSum) {
+        // Only the local operand is scaled: the own input alone first, then the peer's onto it.
+        algorithms::reduce(op.reduction, {ownSend + offset, nullptr, result, nullptr, elements, false});
+        algorithms::reduce(peerReduction, {input, result, result, out2, elements, last, stream});
+      } else if (first) {
+        algorithms::reduce(op.reduction, {ownSend + offset, input, result, out2, elements, last, stream});
+      } else {
+        algorithms::reduce(peerReduction, {input, result, result, out2, elements, last, stream});
+      }
+      first = false;
+    }
+    for (int peer = 0; peer < nranks; ++peer) {
+      if (peer == rank || peer == alsoPeer) continue;
+      if (peers[peer].recv != nullptr) {
+        algorithms::copyTo(result, peers[peer].recv + offset, nullptr, bytes);
+      } else {
+        WEFT_RETURN_IF_ERROR(transfer(false, descriptors[peer].pid, result, descriptors[peer].recvAddress + offset,
+                                      bytes, peer));
+      }
     }
   }
   return Status::ok();

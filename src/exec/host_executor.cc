@@ -528,7 +528,8 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
   int laneIndex = static_cast<int>(&state - lanes_.data());
   if (state.dependsOn >= 0 && !lanes_[state.dependsOn].finished) return state.blockOn(-1, core::WaitDirection::kQueued);
   if (state.directCompute != nullptr) {
-    WEFT_RETURN_IF_ERROR(reduceOwnShare(*state.directCompute->op, state.directCompute->all, &directScratch_));
+    WEFT_RETURN_IF_ERROR(reduceOwnShare(*state.directCompute->op, state.directCompute->all,
+                                        streamsOutput(*state.directCompute->op), &directScratch_));
     state.finished = true;
     *progressed = true;
     return Status::ok();

@@ -79,4 +79,9 @@ ncclComm_t ScopedComm::release() {
   return comm;
 }
 
+std::string ranksAndModeName(const ::testing::TestParamInfo<std::tuple<int, RankMode>>& info) {
+  return std::to_string(std::get<0>(info.param)) + "ranks_" +
+         (std::get<1>(info.param) == RankMode::kThreads ? "threads" : "processes");
+}
+
 }  // namespace weft::harness

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -27,6 +28,9 @@
 namespace weft::harness {
 
 enum class RankMode { kThreads, kProcesses };
+
+/// A parameterized test's name for `nranks` ranks run as `mode`: "2ranks_threads", "3ranks_processes".
+std::string ranksAndModeName(const ::testing::TestParamInfo<std::tuple<int, RankMode>>& info);
 
 struct RankRunOptions {
   int nranks = 2;

@@ -413,12 +413,7 @@ TEST(ApiErrors, UnimplementedFunctionsAreInvalidUsageAndSaySo) {
   EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
     ScopedComm comm;
     RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
-    std::vector<char> window(4096);
     const std::vector<std::pair<std::string, std::function<ncclResult_t()>>> calls = {
-        {"ncclCommWindowRegister", [&] {
-           ncclWindow_t win = nullptr;
-           return ncclCommWindowRegister(comm, window.data(), window.size(), &win, NCCL_WIN_DEFAULT);
-         }},
         {"ncclDevCommCreate", [&] { return ncclDevCommCreate(comm, nullptr, nullptr); }},
         {"ncclDevCommDestroy", [&] { return ncclDevCommDestroy(comm, nullptr); }},
         {"ncclLsaBarrierCreateRequirement",

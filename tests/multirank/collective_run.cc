@@ -150,4 +150,27 @@ void runEveryCollective(ncclComm_t comm, int nranks, int rank, std::initializer_
   }
 }
 
+void runEveryAllReduce(ncclComm_t comm, int nranks, int rank, std::span<const size_t> counts, uint64_t seed,
+                       BufferPlacement* placement) {
+  uint64_t iteration = 0;
+  for (const ElementType& type : allElementTypes()) {
+    for (const Reduction& op : allReductionsFor(type)) {
+      for (size_t count : counts) {
+        for (Placement where : {Placement::kOutOfPlace, Placement::kInPlace}) {
+          CollectiveRun run;
+          run.collective = Collective::kAllReduce;
+          run.type = &type;
+          run.op = op;
+          run.count = count;
+          run.placement = where;
+          run.seed = mixBits(seed, iteration++, 0);
+          harness::noteRankProgress(run.describe());
+          runAndCheck(comm, nranks, rank, run, placement);
+          if (harness::rankFailed()) return;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace weft::multirank

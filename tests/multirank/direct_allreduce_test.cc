@@ -13,9 +13,6 @@
 #include "tests/harness/rank_check.h"
 #include "tests/harness/rank_runner.h"
 #include "tests/multirank/collective_run.h"
-#include "tests/multirank/element_types.h"
-#include "tests/multirank/reduction.h"
-#include "tests/multirank/test_inputs.h"
 
 namespace weft::multirank {
 namespace {
@@ -43,35 +40,14 @@ TEST_P(DirectAllReduce, EveryTypeOpCountAndPlacementMatchesTheReference) {
   EXPECT_TRUE(harness::runRanks(directOptions(nranks, mode), [](int rank, int nranks, const ncclUniqueId& id) {
     ScopedComm comm;
     RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
-    uint64_t iteration = 0;
-    for (const ElementType& type : allElementTypes()) {
-      for (const Reduction& op : allReductionsFor(type)) {
-        for (size_t count : kCounts) {
-          for (Placement placement : {Placement::kOutOfPlace, Placement::kInPlace}) {
-            CollectiveRun run;
-            run.collective = Collective::kAllReduce;
-            run.type = &type;
-            run.op = op;
-            run.count = count;
-            run.placement = placement;
-            run.seed = mixBits(kSeed, iteration++, 0);
-            harness::noteRankProgress(run.describe());
-            runAndCheck(comm, nranks, rank, run);
-            if (harness::rankFailed()) return;
-          }
-        }
-      }
-    }
+    runEveryAllReduce(comm, nranks, rank, kCounts, kSeed);
   }));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, DirectAllReduce,
                          ::testing::Combine(::testing::Values(2, 3), ::testing::Values(RankMode::kProcesses,
                                                                                       RankMode::kThreads)),
-                         [](const ::testing::TestParamInfo<std::tuple<int, RankMode>>& info) {
-                           return std::to_string(std::get<0>(info.param)) + "ranks_" +
-                                  (std::get<1>(info.param) == RankMode::kThreads ? "threads" : "processes");
-                         });
+                         harness::ranksAndModeName);
 
 // One group: an allreduce that runs direct between a ring send/receive before it and one after it,
 // so the direct allreduce's allgathers share channel 0's connections with other lanes.

@@ -119,10 +119,7 @@ TEST_P(PlanReuse, CommunicatorsTakingTurnsAndOneRemade) {
 INSTANTIATE_TEST_SUITE_P(Ranks, PlanReuse,
                          ::testing::Combine(::testing::Values(2, 3), ::testing::Values(RankMode::kProcesses,
                                                                                       RankMode::kThreads)),
-                         [](const ::testing::TestParamInfo<std::tuple<int, RankMode>>& info) {
-                           return std::to_string(std::get<0>(info.param)) + "ranks_" +
-                                  (std::get<1>(info.param) == RankMode::kThreads ? "threads" : "processes");
-                         });
+                         harness::ranksAndModeName);
 
 }  // namespace
 }  // namespace weft::multirank

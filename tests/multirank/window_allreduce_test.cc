@@ -1,0 +1,190 @@
+// Memory windows (ncclCommWindowRegister, src/core/windows.h) and the direct allreduce through
+// them (src/exec/direct_allreduce.h): each rank reads its peers' inputs and writes their outputs
+// in place, in windows of ncclMemAlloc's memory mapped from the peers' files (ranks in processes)
+// or at the peers' own addresses (ranks in threads). WEFT_WINDOW_MIN_BYTES=1 sends every
+// allreduce in windows through it, so the product of types, ops, counts (shares of zero elements
+// included) and placements is checked exactly; the logs prove the path taken.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "nccl.h"
+#include "tests/harness/comm_clique.h"
+#include "tests/harness/rank_check.h"
+#include "tests/harness/rank_runner.h"
+#include "tests/harness/temp_dir.h"
+#include "tests/multirank/collective_run.h"
+#include "tests/multirank/window_placement.h"
+
+namespace weft::multirank {
+namespace {
+
+namespace fs = std::filesystem;
+using harness::RankMode;
+using harness::RankRunOptions;
+using harness::ScopedComm;
+
+constexpr size_t kCounts[] = {1, 7, 4099, 70001};
+constexpr size_t kLargestBytes = 70001 * 8;
+constexpr uint64_t kSeed = 0x3a11d0e5ULL;
+
+RankRunOptions windowOptions(int nranks, RankMode mode) {
+  RankRunOptions options;
+  options.nranks = nranks;
+  options.mode = mode;
+  options.env = {{"WEFT_WINDOW_MIN_BYTES", "1"}};
+  options.label = "allreduce in windows";
+  return options;
+}
+
+class WindowAllReduce : public ::testing::TestWithParam<std::tuple<int, RankMode>> {};
+
+TEST_P(WindowAllReduce, EveryTypeOpCountAndPlacementMatchesTheReference) {
+  const auto [nranks, mode] = GetParam();
+  EXPECT_TRUE(harness::runRanks(windowOptions(nranks, mode), [](int rank, int nranks, const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    WindowPlacement windows(comm, kLargestBytes);
+    if (harness::rankFailed()) return;
+    runEveryAllReduce(comm, nranks, rank, kCounts, kSeed, &windows);
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, WindowAllReduce,
+                         ::testing::Combine(::testing::Values(2, 3), ::testing::Values(RankMode::kProcesses,
+                                                                                      RankMode::kThreads)),
+                         harness::ranksAndModeName);
+
+// Rank r's element i of an int32 sum whose result is known.
+int32_t inputOf(int rank, size_t i) { return (rank + 1) * 1000 + static_cast<int32_t>(i % 997); }
+
+// Allreduces `count` int32 elements from `send` into `recv` and checks the sums.
+void allReduceAndCheck(ncclComm_t comm, int nranks, int32_t* send, int32_t* recv, size_t count, int rank,
+                       const char* what) {
+  for (size_t i = 0; i < count; ++i) send[i] = inputOf(rank, i);
+  RANK_CHECK_NCCL(ncclAllReduce(send, recv, count, ncclInt32, ncclSum, comm, cudaStream_t{}));
+  for (size_t i = 0; i < count; ++i) {
+    int32_t want = 0;
+    for (int r = 0; r < nranks; ++r) want += inputOf(r, i);
+    RANK_CHECK(recv[i] == want) << what << ": element " << i << " is " << recv[i] << ", want " << want;
+  }
+}
+
+// Three processes' logs: windows in ncclMemAlloc's memory are reached by every rank and the
+// allreduce in them reads both peers in place; windows in the processes' own heap cannot be
+// mapped by the others, so they stay registrations and the allreduce takes the slots, still right.
+TEST(WindowAllReduceLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindowsAreRegistrationsOnly) {
+  harness::TempDir dir("weft-windows-");
+  ASSERT_FALSE(dir.path.empty());
+  RankRunOptions options = windowOptions(3, RankMode::kProcesses);
+  options.env.push_back({"NCCL_DEBUG", "INFO"});
+  options.env.push_back({"NCCL_DEBUG_SUBSYS", "REG,COLL"});
+  options.env.push_back({"NCCL_DEBUG_FILE", (dir.path / "rank.%p").string()});
+  EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    const size_t count = 100003;
+    const size_t bytes = count * sizeof(int32_t);
+    void* send = nullptr;
+    void* recv = nullptr;
+    RANK_CHECK_NCCL(ncclMemAlloc(&send, bytes));
+    RANK_CHECK_NCCL(ncclMemAlloc(&recv, bytes));
+    ncclWindow_t sendWindow = nullptr;
+    ncclWindow_t recvWindow = nullptr;
+    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, send, bytes, &sendWindow, NCCL_WIN_COLL_SYMMETRIC));
+    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, recv, bytes, &recvWindow, NCCL_WIN_COLL_SYMMETRIC));
+    allReduceAndCheck(comm, nranks, static_cast<int32_t*>(send), static_cast<int32_t*>(recv), count, rank,
+                      "in ncclMemAlloc windows");
+    RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, sendWindow));
+    RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, recvWindow));
+    RANK_CHECK(ncclCommWindowDeregister(comm, sendWindow) == ncclInvalidArgument)
+        << "a window deregistered twice was accepted";
+    RANK_CHECK_NCCL(ncclMemFree(send));
+    RANK_CHECK_NCCL(ncclMemFree(recv));
+
+    std::vector<int32_t> heapSend(count), heapRecv(count);
+    ncclWindow_t heapWindows[2] = {};
+    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, heapSend.data(), bytes, &heapWindows[0], NCCL_WIN_DEFAULT));
+    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, heapRecv.data(), bytes, &heapWindows[1], NCCL_WIN_DEFAULT));
+    allReduceAndCheck(comm, nranks, heapSend.data(), heapRecv.data(), count, rank, "in heap windows");
+    for (ncclWindow_t window : heapWindows) RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, window));
+  }));
+  int reachedInPlace = 0;
+  int registrationsOnly = 0;
+  int rankLogs = 0;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir.path)) {
+    const std::string log = harness::readWholeFile(entry.path());
+    if (log.find("window 1:") == std::string::npos) continue;  // not a rank's (the test process's own)
+    ++rankLogs;
+    reachedInPlace += log.find("direct allreduce of 400012 bytes: 2 of 2 peers' buffers reached in windows") !=
+                      std::string::npos;
+    registrationsOnly += log.find("a registration only") != std::string::npos;
+    EXPECT_EQ(log.find("direct allreduce of 400012 bytes: 0"), std::string::npos) << log;
+  }
+  EXPECT_EQ(rankLogs, 3);
+  EXPECT_EQ(reachedInPlace, 3) << "every rank reads both peers in place";
+  EXPECT_EQ(registrationsOnly, 3) << "every rank sees the heap windows as registrations only";
+}
+
+// One thread registers windows for every rank of its communicators inside a group, as a
+// program driving several ranks must (each registration waits for every rank).
+TEST(WindowRegistration, OneThreadRegistersForEveryRankInsideAGroup) {
+  harness::CommClique clique;
+  ASSERT_EQ(clique.initAll(2), ncclSuccess);
+  const size_t count = 4099;
+  std::vector<std::vector<int32_t>> send(2, std::vector<int32_t>(count)), recv = send;
+  std::vector<ncclWindow_t> windows(4, nullptr);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(ncclCommWindowRegister(clique[r], send[r].data(), count * 4, &windows[2 * r], NCCL_WIN_DEFAULT),
+              ncclSuccess);
+    ASSERT_EQ(ncclCommWindowRegister(clique[r], recv[r].data(), count * 4, &windows[2 * r + 1], NCCL_WIN_DEFAULT),
+              ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    for (size_t i = 0; i < count; ++i) send[r][i] = inputOf(r, i);
+  }
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(ncclAllReduce(send[r].data(), recv[r].data(), count, ncclInt32, ncclSum, clique[r], cudaStream_t{}),
+              ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    for (size_t i = 0; i < count; ++i) ASSERT_EQ(recv[r][i], inputOf(0, i) + inputOf(1, i)) << "rank " << r;
+  }
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ncclCommWindowDeregister(clique[r], windows[2 * r]), ncclSuccess);
+    EXPECT_EQ(ncclCommWindowDeregister(clique[r], windows[2 * r + 1]), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(ncclCommWindowDeregister(clique[1], windows[0]), ncclInvalidArgument)
+      << "rank 0's window was accepted by rank 1's communicator";
+}
+
+TEST(WindowRegistration, BadArgumentsAreInvalidArgumentAndTheCommunicatorStaysUsable) {
+  harness::CommClique clique;
+  ASSERT_EQ(clique.initAll(1), ncclSuccess);
+  std::vector<int32_t> buffer(64, 1);
+  ncclWindow_t window = nullptr;
+  EXPECT_EQ(ncclCommWindowRegister(clique[0], buffer.data(), 256, nullptr, NCCL_WIN_DEFAULT), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommWindowRegister(clique[0], nullptr, 256, &window, NCCL_WIN_DEFAULT), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommWindowRegister(clique[0], buffer.data(), 256, &window, 0x10), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommWindowRegister(nullptr, buffer.data(), 256, &window, NCCL_WIN_DEFAULT), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommWindowDeregister(clique[0], nullptr), ncclInvalidArgument);
+  ASSERT_EQ(ncclCommWindowRegister(clique[0], buffer.data(), 256, &window, NCCL_WIN_DEFAULT), ncclSuccess);
+  ASSERT_NE(window, nullptr);
+  EXPECT_EQ(ncclAllReduce(buffer.data(), buffer.data(), 64, ncclInt32, ncclSum, clique[0], cudaStream_t{}),
+            ncclSuccess);
+  EXPECT_EQ(buffer[0], 1);
+  EXPECT_EQ(ncclCommWindowDeregister(clique[0], window), ncclSuccess);
+}
+
+}  // namespace
+}  // namespace weft::multirank
