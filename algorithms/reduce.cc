@@ -98,6 +98,7 @@ void reduceWithIsa(ReduceIsa isa, const Reduction& reduction, const ReduceArgs& 
   kernelArgs.count = args.count;
   kernelArgs.scalar = reduction.scalar;
   kernelArgs.streamOut = args.streamOut;
+  kernelArgs.streamOut2 = args.streamOut2;
   const LaneOp op = args.peer == nullptr ? LaneOp::kScale : laneOpFor(reduction.kind);
   if (!divides) {
     runKernel(isa, reduction.type, op, kernelArgs);
@@ -120,6 +121,7 @@ void reduceWithIsa(ReduceIsa isa, const Reduction& reduction, const ReduceArgs& 
       block.out2 = nullptr;
       block.count = count;
       block.streamOut = false;  // divideIntegers reads the block back
+      block.streamOut2 = false;
       runKernel(isa, reduction.type, op, block);
     }
     divideIntegers(reduction.type, out, count, reduction.divisor);

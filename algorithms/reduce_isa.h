@@ -33,7 +33,7 @@ void reduceWithIsa(ReduceIsa isa, const Reduction& reduction, const ReduceArgs& 
 enum class LaneOp : int { kSum, kProd, kMax, kMin, kPreMulSum, kScale, kCopy };
 
 /// One kernel call. `peer` is unused by kScale and kCopy; `out2` may be null; `scalar` is the
-/// Reduction's; `streamOut` as in ReduceArgs.
+/// Reduction's; `streamOut` and `streamOut2` as in ReduceArgs.
 struct KernelArgs {
   const unsigned char* local = nullptr;
   const unsigned char* peer = nullptr;
@@ -42,6 +42,7 @@ struct KernelArgs {
   size_t count = 0;
   const unsigned char* scalar = nullptr;
   bool streamOut = false;
+  bool streamOut2 = false;
 };
 
 void runReduceKernelBaseline(DataType type, LaneOp op, const KernelArgs& args);

@@ -53,10 +53,10 @@ template <class E, LaneOp kOp>
 }
 
 /// Full vectors over [begin, end); `kStream` writes `out` with non-temporal stores, which needs
-/// `out + begin` aligned to the vector size.
+/// `out + begin` aligned to the vector size, and with `stream2` `out2` too (aligned alike).
 template <class E, LaneOp kOp, bool kStream>
 [[gnu::always_inline]] inline void reduceVectors(const KernelArgs& args, const typename E::Factor& factor,
-                                                 size_t begin, size_t end) {
+                                                 size_t begin, size_t end, bool stream2 = false) {
   using Raw = typename E::Raw;
   constexpr bool kReadsPeer = kOp != LaneOp::kScale && kOp != LaneOp::kCopy;
   constexpr size_t kStep = sizeof(Raw);
@@ -74,7 +74,14 @@ template <class E, LaneOp kOp, bool kStream>
     } else {
       storeLanes(out + offset, v);
     }
-    if (out2 != nullptr) storeLanes(out2 + offset, v);
+    if (out2 == nullptr) continue;
+    if constexpr (kStream) {
+      if (stream2) {
+        streamLanes(out2 + offset, v);
+        continue;
+      }
+    }
+    storeLanes(out2 + offset, v);
   }
 }
 
@@ -96,7 +103,9 @@ template <class E, LaneOp kOp>
   if (head > 0) reducePartial<E, kOp>(args, factor, 0, head);
   const size_t fullEnd = head + (bytes - head) / kStep * kStep;
   if (stream) {
-    reduceVectors<E, kOp, true>(args, factor, head, fullEnd);
+    const bool stream2 = args.streamOut2 && args.out2 != nullptr &&
+                         (reinterpret_cast<uintptr_t>(args.out2) - reinterpret_cast<uintptr_t>(args.out)) % kStep == 0;
+    reduceVectors<E, kOp, true>(args, factor, head, fullEnd, stream2);
     storeFence();
   } else {
     reduceVectors<E, kOp, false>(args, factor, head, fullEnd);

@@ -79,7 +79,8 @@ Status reachPeers(const core::Op& op, std::span<const DirectDescriptor> descript
 }  // namespace
 
 bool runsDirect(const core::Op& op) {
-  if (op.onDevice || op.collective != algorithms::Collective::kAllReduce) return false;
+  // One rank has no peer to read: its output is only a copy, which the ring makes.
+  if (op.onDevice || op.collective != algorithms::Collective::kAllReduce || op.comm->nranks() < 2) return false;
   const size_t bytes = op.count * algorithms::dataTypeSize(op.type);
   const size_t cmaMinBytes = op.comm->cmaMinBytes();
   if (cmaMinBytes > 0 && bytes >= cmaMinBytes) return true;
@@ -166,16 +167,17 @@ Status reduceOwnShare(const core::Op& op, std::span<const DirectDescriptor> desc
       std::memcpy(peerReduction.scalar, descriptors[peer].scalar, sizeof(peerReduction.scalar));
       const bool last = remaining == 0;
       char* out2 = last ? alsoOut : nullptr;
-      // In place, the output's lines were just read as this rank's input: in cache, no stream.
+      // Both outputs are streamed (nobody reads them again soon), but in place, where their lines
+      // were just read as the inputs and are in cache.
       const bool stream = last && streamOutput && op.sendbuff != op.recvbuff;
       if (first && preMulSum) {
         // Only the local operand is scaled: the own input alone first, then the peer's onto it.
         algorithms::reduce(op.reduction, {ownSend + offset, nullptr, result, nullptr, elements, false});
-        algorithms::reduce(peerReduction, {input, result, result, out2, elements, last, stream});
+        algorithms::reduce(peerReduction, {input, result, result, out2, elements, last, stream, stream});
       } else if (first) {
-        algorithms::reduce(op.reduction, {ownSend + offset, input, result, out2, elements, last, stream});
+        algorithms::reduce(op.reduction, {ownSend + offset, input, result, out2, elements, last, stream, stream});
       } else {
-        algorithms::reduce(peerReduction, {input, result, result, out2, elements, last, stream});
+        algorithms::reduce(peerReduction, {input, result, result, out2, elements, last, stream, stream});
       }
       first = false;
     }

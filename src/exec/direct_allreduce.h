@@ -39,7 +39,7 @@ struct DirectDescriptor {
   uint64_t recvOffset = 0;
 };
 
-/// Whether `op` runs as a direct allreduce: AllReduce on host buffers of at least
+/// Whether `op` runs as a direct allreduce: AllReduce of two or more ranks on host buffers of at least
 /// op.comm->cmaMinBytes() bytes (never when that is 0), or of at least windowMinBytes() bytes
 /// (never when 0) in windows every rank reaches. The same on every rank where every rank's buffers
 /// lie in such windows or none do (NCCL's rule for symmetric windows).

@@ -55,7 +55,7 @@ TEST_P(WindowAllReduce, EveryTypeOpCountAndPlacementMatchesTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, WindowAllReduce,
-                         ::testing::Combine(::testing::Values(2, 3), ::testing::Values(RankMode::kProcesses,
+                         ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Values(RankMode::kProcesses,
                                                                                       RankMode::kThreads)),
                          harness::ranksAndModeName);
 
