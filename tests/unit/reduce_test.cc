@@ -268,6 +268,7 @@ struct Case {
   bool withOut2;
   size_t misalign;  // elements
   bool streamOut;
+  bool streamOut2;
 };
 
 std::string describe(const Case& c) {
@@ -277,7 +278,7 @@ std::string describe(const Case& c) {
          " peer=" + std::to_string(c.withPeer) + " finalize=" + std::to_string(c.finalize) +
          " aliasing=" + std::to_string(static_cast<int>(c.aliasing)) +
          " out2=" + std::to_string(c.withOut2) + " misalign=" + std::to_string(c.misalign) +
-         " stream=" + std::to_string(c.streamOut);
+         " stream=" + std::to_string(c.streamOut) + " stream2=" + std::to_string(c.streamOut2);
 }
 
 // Runs one case on fresh random data and compares every element (and the guard elements around
@@ -287,15 +288,18 @@ std::string describe(const Case& c) {
   const size_t size = dataTypeSize(type);
   const size_t total = c.count + c.misalign + 1;  // one guard element after
   std::vector<unsigned char> local(total * size), peer(total * size), out(total * size),
-      out2(total * size);
+      out2Storage(total * size + 64);
+  // out2 as aligned as out within 64 bytes, so that a streamed out2 (streamOut2) is streamed.
+  unsigned char* const out2 =
+      out2Storage.data() + (reinterpret_cast<uintptr_t>(out.data()) - reinterpret_cast<uintptr_t>(out2Storage.data())) % 64;
   for (size_t i = 0; i < total; ++i) {
     writeCode(type, local.data(), i, randomCode(type, rng));
     writeCode(type, peer.data(), i, randomCode(type, rng));
     writeCode(type, out.data(), i, randomCode(type, rng));
-    writeCode(type, out2.data(), i, randomCode(type, rng));
+    writeCode(type, out2, i, randomCode(type, rng));
   }
   const std::vector<unsigned char> localBefore = local, peerBefore = peer, outBefore = out,
-                                   out2Before = out2;
+                                   out2Before(out2, out2 + total * size);
   unsigned char* localBase = local.data() + c.misalign * size;
   unsigned char* peerBase = peer.data() + c.misalign * size;
   unsigned char* outBase = out.data() + c.misalign * size;
@@ -305,10 +309,11 @@ std::string describe(const Case& c) {
   args.out = c.aliasing == Aliasing::kOutIsLocal  ? localBase
              : c.aliasing == Aliasing::kOutIsPeer ? peerBase
                                                   : outBase;
-  args.out2 = c.withOut2 ? out2.data() + c.misalign * size : nullptr;
+  args.out2 = c.withOut2 ? out2 + c.misalign * size : nullptr;
   args.count = c.count;
   args.finalize = c.finalize;
   args.streamOut = c.streamOut;
+  args.streamOut2 = c.streamOut2;
   reduceWithIsa(c.isa, c.reduction, args);
 
   const std::vector<unsigned char>& outBuffer = c.aliasing == Aliasing::kOutIsLocal  ? local
@@ -334,7 +339,7 @@ std::string describe(const Case& c) {
              << " expected 0x" << want << " got 0x" << got;
     }
     if (c.withOut2) {
-      const uint64_t got2 = readCode(type, out2.data(), i);
+      const uint64_t got2 = readCode(type, out2, i);
       const uint64_t want2 = inRange ? got : readCode(type, out2Before.data(), i);
       if (got2 != want2) {
         return ::testing::AssertionFailure() << describe(c) << ": out2 element " << i << " 0x"
@@ -369,9 +374,10 @@ TEST_P(ReduceTypeTest, MatchesTheScalarReferenceEverywhere) {
               for (bool withOut2 : {false, true}) {
                 for (size_t misalign : {size_t{0}, size_t{1}}) {
                   // Streaming needs whole vectors past the alignment head; one odd count covers head, body and tail.
-                  for (int streams = 0; streams < (count == 1003 ? 2 : 1); ++streams) {
-                    const bool streamOut = streams == 1;
-                    Case c{isa, reduction, count, withPeer, finalize, aliasing, withOut2, misalign, streamOut};
+                  // 0: no stream, 1: `out` streamed, 2: both outputs.
+                  for (int streams = 0; streams < (count == 1003 ? 3 : 1); ++streams) {
+                    Case c{isa, reduction, count, withPeer, finalize, aliasing, withOut2, misalign, streams >= 1,
+                           streams == 2};
                     ASSERT_TRUE(runCase(c, rng));
                     ++cases;
                   }
@@ -494,13 +500,13 @@ TEST(Reduce, IntegerAverageMatchesPlainDivisionForManyDivisors) {
                           DataType::kInt64, DataType::kUint64}) {
       Reduction avg = makeBuiltinReduction(type, 0, 1);
       avg.divisor = divisor;
-      const Case c{bestReduceIsa(), avg, 1000, true, true, Aliasing::kNone, true, 0, true};
+      const Case c{bestReduceIsa(), avg, 1000, true, true, Aliasing::kNone, true, 0, true, true};
       ASSERT_TRUE(runCase(c, rng));
       // A scaled input without a peer, divided too (a PreMulSum given a divisor by hand).
       const uint64_t three = 3;
       Reduction scaled = makePreMulSum(type, &three);
       scaled.divisor = divisor;
-      const Case alone{bestReduceIsa(), scaled, 5000, false, true, Aliasing::kOutIsLocal, true, 1, false};
+      const Case alone{bestReduceIsa(), scaled, 5000, false, true, Aliasing::kOutIsLocal, true, 1, false, false};
       ASSERT_TRUE(runCase(alone, rng));
     }
   }
