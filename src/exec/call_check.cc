@@ -7,6 +7,7 @@
 #include "algorithms/collective.h"
 #include "algorithms/datatype.h"
 #include "src/core/communicator.h"
+#include "src/exec/direct_allreduce.h"
 
 namespace weft::exec {
 namespace {
@@ -23,7 +24,7 @@ struct CollectiveCall {
   int32_t redOp;  // RedOpKind; -1 when the collective does not reduce
   int32_t root;   // -1 when the collective has none
   int32_t onDevice;  // 1: GPU buffers (the stream path), 0: host buffers
-  int32_t reserved;
+  int32_t inWindows;  // 1: an allreduce on host buffers in windows every rank reaches (direct_allreduce.h)
   uint64_t count;
 };
 
@@ -44,6 +45,7 @@ CollectiveCall describe(const core::Op& op) {
   call.redOp = reduces(op.collective) ? static_cast<int32_t>(op.reduction.kind) : -1;
   call.root = hasRoot(op.collective) ? op.root : -1;
   call.onDevice = op.onDevice ? 1 : 0;
+  call.inWindows = op.collective == Collective::kAllReduce && !op.onDevice && inReachedWindows(op) ? 1 : 0;
   call.count = op.count;
   return call;
 }
@@ -72,6 +74,7 @@ std::string callText(const CollectiveCall& call, uint64_t sequence) {
   if (call.redOp >= 0) text += std::string(", ") + redOpName(call.redOp);
   if (call.root >= 0) text += ", root " + std::to_string(call.root);
   text += call.onDevice != 0 ? ", GPU buffers" : ", host buffers";
+  if (call.inWindows != 0) text += " in windows";
   return text + ")";
 }
 
@@ -90,7 +93,8 @@ PeerTraffic trafficOf(std::span<const uint8_t> gathered, size_t bytes, int rank,
 
 Status differs(const std::string& what) {
   return invalidUsage("WEFT_CHECK: the ranks' calls do not match: %s. Every rank must make the same collective "
-                      "calls, in the same order, with the same count, type, operator, root and kind of buffer (GPU or host), and every send "
+                      "calls, in the same order, with the same count, type, operator, root and kind of buffer (GPU or host, in "
+                      "windows or not), and every send "
                       "needs its receive",
                       what.c_str());
 }

@@ -85,9 +85,13 @@ bool runsDirect(const core::Op& op) {
   const size_t cmaMinBytes = op.comm->cmaMinBytes();
   if (cmaMinBytes > 0 && bytes >= cmaMinBytes) return true;
   const size_t windowMinBytes = op.comm->windowMinBytes();
+  return windowMinBytes > 0 && bytes >= windowMinBytes && inReachedWindows(op);
+}
+
+bool inReachedWindows(const core::Op& op) {
+  const size_t bytes = op.count * algorithms::dataTypeSize(op.type);
   const core::WindowTable& windows = op.comm->windows();
-  return windowMinBytes > 0 && bytes >= windowMinBytes && windows.reachedWindowOf(op.sendbuff, bytes) != nullptr &&
-         windows.reachedWindowOf(op.recvbuff, bytes) != nullptr;
+  return windows.reachedWindowOf(op.sendbuff, bytes) != nullptr && windows.reachedWindowOf(op.recvbuff, bytes) != nullptr;
 }
 
 DirectDescriptor describeBuffers(const core::Op& op) {

@@ -45,6 +45,9 @@ struct DirectDescriptor {
 /// lie in such windows or none do (NCCL's rule for symmetric windows).
 bool runsDirect(const core::Op& op);
 
+/// Whether both of `op`'s buffers lie in windows that every rank reaches.
+bool inReachedWindows(const core::Op& op);
+
 /// This rank's descriptor for `op`.
 DirectDescriptor describeBuffers(const core::Op& op);
 

@@ -130,6 +130,32 @@ TEST(WindowAllReduceLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindowsAreR
   EXPECT_EQ(registrationsOnly, 3) << "every rank sees the heap windows as registrations only";
 }
 
+// WEFT_CHECK=1 turns buffers in windows on one rank only (which would send that rank down the
+// direct path and its peer through the slots) into the same clear error on every rank.
+TEST(WindowAllReduceChecked, BuffersInWindowsOnOneRankOnlyAreInvalidUsageOnEveryRank) {
+  RankRunOptions options = windowOptions(2, RankMode::kProcesses);
+  options.env.push_back({"WEFT_CHECK", "1"});
+  EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    const size_t count = 4099;
+    const size_t bytes = count * sizeof(int32_t);
+    void* memory = nullptr;
+    RANK_CHECK_NCCL(ncclMemAlloc(&memory, 2 * bytes));
+    ncclWindow_t window = nullptr;
+    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, memory, 2 * bytes, &window, NCCL_WIN_COLL_SYMMETRIC));
+    std::vector<int32_t> heap(2 * count, 1);
+    int32_t* buffers = rank == 0 ? static_cast<int32_t*>(memory) : heap.data();
+    const ncclResult_t result =
+        ncclAllReduce(buffers, buffers + count, count, ncclInt32, ncclSum, comm, cudaStream_t{});
+    RANK_CHECK(result == ncclInvalidUsage) << "got " << ncclGetErrorString(result);
+    const std::string last = ncclGetLastError(comm);
+    RANK_CHECK(last.find("in windows") != std::string::npos) << last;
+    RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, window));
+    RANK_CHECK_NCCL(ncclMemFree(memory));
+  }));
+}
+
 // One thread registers windows for every rank of its communicators inside a group, as a
 // program driving several ranks must (each registration waits for every rank).
 TEST(WindowRegistration, OneThreadRegistersForEveryRankInsideAGroup) {
