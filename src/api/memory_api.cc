@@ -86,12 +86,13 @@ void dropWindow(Communicator* comm, const void* handle) {
 
 WEFT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
                                              int winFlags) {
+  (void)winFlags;  // NCCL_WIN_COLL_SYMMETRIC or not, a window is the same here
   Communicator* impl = nullptr;
   Status status = resolveComm(comm, &impl);
   if (status.isOk() && win == nullptr) status = weft::invalidArgument("win is NULL");
-  if (status.isOk() && buff == nullptr) status = weft::invalidArgument("buff is NULL");
-  if (status.isOk() && (winFlags & ~NCCL_WIN_COLL_SYMMETRIC) != 0) {
-    status = weft::invalidArgument("winFlags is %#x: use NCCL_WIN_DEFAULT or NCCL_WIN_COLL_SYMMETRIC", winFlags);
+  if (win != nullptr) *win = nullptr;
+  if (status.isOk() && (buff == nullptr || size == 0)) {
+    status = weft::invalidArgument("buff is %p and size %zu: a window needs memory", buff, size);
   }
   if (!status.isOk()) {
     weft::core::Group::current().recordError(status);
@@ -103,35 +104,46 @@ WEFT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t
   weft::core::Window* window = impl->windows().add(std::move(made));
   window->setRegistration(impl->registrations().add(buff, size));
   *win = reinterpret_cast<ncclWindow_t>(window);
-  // Collective, like an init: inside a group it runs at ncclGroupEnd, after the inits of the
-  // same communicator, so one thread may register for several ranks. Always blocking: a
-  // nonblocking communicator's collectives would otherwise race with it.
+  // Collective: inside a group it runs at ncclGroupEnd, so one thread may register for several
+  // ranks; the user's handle is cleared there if it fails. Always blocking, and after any
+  // nonblocking launch still running on the communicator, whose calls would race with it.
   weft::core::Group::InitJob job;
-  job.run = [impl, window]() -> Status {
+  job.run = [impl, window, win]() -> Status {
+    impl->waitForBackground();
     Status exchanged = window->exchange(*impl);
-    if (!exchanged.isOk()) dropWindow(impl, window);
+    if (!exchanged.isOk()) {
+      dropWindow(impl, window);
+      *win = nullptr;
+    }
     return exchanged;
   };
-  job.cancel = [impl, window](const Status&) { dropWindow(impl, window); };
+  job.cancel = [impl, window, win](const Status&) {
+    dropWindow(impl, window);
+    *win = nullptr;
+  };
   job.serialKey = impl;
-  status = weft::core::Group::current().submitInit(std::move(job), true);
-  if (!status.isOk() && !weft::core::Group::current().active()) *win = nullptr;
-  return toResult(status, "ncclCommWindowRegister");
+  return toResult(weft::core::Group::current().submitInit(std::move(job), true), "ncclCommWindowRegister");
 }
 WEFT_PROFILING_ALIAS(ncclCommWindowRegister)
 
 WEFT_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   Communicator* impl = nullptr;
   Status status = resolveComm(comm, &impl);
-  if (status.isOk() && win == nullptr) status = weft::invalidArgument("win is NULL");
-  std::unique_ptr<weft::core::Window> window;
-  if (status.isOk()) window = impl->windows().take(win);
-  if (status.isOk() && window == nullptr) {
+  if (status.isOk() && win == nullptr) return ncclSuccess;  // as NCCL: no window, nothing to do
+  // A nonblocking launch still running may read the window.
+  if (status.isOk()) impl->waitForBackground();
+  const auto* live = status.isOk() ? impl->windows().find(win) : nullptr;
+  if (status.isOk() && live == nullptr) {
     status = weft::invalidArgument("window %p is not a window of this communicator (already deregistered, or from "
                                    "another communicator's ncclCommWindowRegister)",
                                    static_cast<void*>(win));
   }
-  if (status.isOk()) status = impl->registrations().remove(window->registration());
+  if (status.isOk() && live->pending()) {
+    status = weft::invalidUsage("window %p was registered in a group that has not ended: deregister it after "
+                                "ncclGroupEnd",
+                                static_cast<void*>(win));
+  }
+  if (status.isOk()) dropWindow(impl, win);
   return toResult(status, "ncclCommWindowDeregister");
 }
 WEFT_PROFILING_ALIAS(ncclCommWindowDeregister)

@@ -16,16 +16,6 @@
 namespace weft::core {
 namespace {
 
-// What each rank tells the others about its window, allgathered.
-struct WindowOffer {
-  uint64_t address = 0;     // the window's base in its own process
-  uint64_t bytes = 0;
-  uint64_t fileOffset = 0;  // where the window starts in its file (hasFile)
-  int32_t hasFile = 0;      // 1: the window lies in an ncclMemAlloc file this rank sends its peers
-  int32_t reserved = 0;
-  char mailbox[FdMailbox::kMaxNameBytes] = {};  // where peers send their files; empty: nowhere
-};
-
 // Whether `self` reaches `peer`'s window only by mapping its file: another process of its host.
 bool needsFile(const PeerInfo& self, const PeerInfo& peer) { return peer.sameHost(self) && !peer.sameProcess(self); }
 
@@ -47,7 +37,40 @@ Status everyRank(Bootstrap& bootstrap, int rank, int nranks, bool mine, std::vec
   return Status::ok();
 }
 
+// Closes its descriptor when it goes.
+struct OwnedFile {
+  int fd = -1;
+  ~OwnedFile() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+// Ranks of one host that send their files in one round: a mailbox must queue them all.
+constexpr int kSendersPerRound = 8;
+
+// The round in which each rank sends its file: its place among the ranks of its host, in batches
+// of kSendersPerRound.
+std::vector<int> sendingRounds(const std::vector<PeerInfo>& peers) {
+  std::vector<int> rounds(peers.size(), 0);
+  for (size_t r = 0; r < peers.size(); ++r) {
+    int place = 0;
+    for (size_t q = 0; q < r; ++q) place += peers[q].sameHost(peers[r]) ? 1 : 0;
+    rounds[r] = place / kSendersPerRound;
+  }
+  return rounds;
+}
+
 }  // namespace
+
+// What each rank tells the others about its window, allgathered.
+struct Window::WindowOffer {
+  uint64_t address = 0;     // the window's base in its own process
+  uint64_t bytes = 0;
+  uint64_t fileOffset = 0;  // where the window starts in its file (hasFile)
+  int32_t hasFile = 0;      // 1: the window lies in an ncclMemAlloc file this rank sends its peers
+  int32_t reserved = 0;
+  char mailbox[FdMailbox::kMaxNameBytes] = {};  // where peers send their files; empty: nowhere
+};
 
 Window::Window(uint64_t number, char* base, size_t bytes, int nranks)
     : number_(number), base_(base), bytes_(bytes), peers_(static_cast<size_t>(nranks)) {}
@@ -75,14 +98,14 @@ Status Window::exchange(Communicator& comm) {
 
   // 1: every rank's window, and whether (and where) it takes and gives files.
   FdMailbox mailbox;
-  int file = -1;
+  OwnedFile file;
   std::vector<WindowOffer> offers(static_cast<size_t>(nranks));
   WindowOffer& mine = offers[static_cast<size_t>(rank)];
   mine.address = reinterpret_cast<uint64_t>(base_);
   mine.bytes = bytes_;
   if (filesWanted) {
     size_t fileOffset = 0;
-    if (duplicateBackingFile(base_, bytes_, &file, &fileOffset)) {
+    if (duplicateBackingFile(base_, bytes_, &file.fd, &fileOffset)) {
       mine.hasFile = 1;
       mine.fileOffset = fileOffset;
     }
@@ -94,91 +117,103 @@ Status Window::exchange(Communicator& comm) {
                 "window: %s", static_cast<unsigned long long>(number_), opened.message().c_str());
     }
   }
-  Status status = comm.bootstrap().allGather(offers.data(), sizeof(WindowOffer));
+  WEFT_RETURN_IF_ERROR(comm.bootstrap().allGather(offers.data(), sizeof(WindowOffer)));
 
-  // 2: this rank's file to every peer of its host in another process that takes files.
-  bool sentAll = true;
-  for (int peer = 0; status.isOk() && mine.hasFile != 0 && peer < nranks; ++peer) {
-    const WindowOffer& offer = offers[static_cast<size_t>(peer)];
-    if (!needsFile(self, comm.peer(peer)) || offer.mailbox[0] == '\0') continue;
-    const std::string name(offer.mailbox, strnlen(offer.mailbox, sizeof(offer.mailbox)));
-    const Status sent = FdMailbox::send(name, fileTag(comm.cliqueId(), number_, rank), file);
-    if (!sent.isOk()) {
-      WEFT_INFO(log::kReg, "window %llu: passing its file to rank %d failed: %s", static_cast<unsigned long long>(number_),
-                peer, sent.message().c_str());
-      sentAll = false;
-    }
-  }
-  if (file >= 0) close(file);
-  std::vector<int32_t> sent;
-  bool unused = false;
-  if (status.isOk()) status = everyRank(comm.bootstrap(), rank, nranks, sentAll, &sent, &unused);
-  WEFT_RETURN_IF_ERROR(status);
-
-  // 3: where each peer's window is here: its own address in this process, a mapping of its file
-  // from another process of this host.
-  std::vector<uint64_t> tags;
-  std::vector<int> senders;
+  // A peer thread's window is at its own address; another host's cannot be reached.
   bool reachesAll = true;
   for (int peer = 0; peer < nranks; ++peer) {
     const WindowOffer& offer = offers[static_cast<size_t>(peer)];
-    PeerWindow& window = peers_[static_cast<size_t>(peer)];
     if (peer == rank || comm.peer(peer).sameProcess(self)) {
-      window.base = reinterpret_cast<char*>(offer.address);
-      window.bytes = offer.bytes;
-    } else if (needsFile(self, comm.peer(peer)) && offer.hasFile != 0 && sent[static_cast<size_t>(peer)] != 0 &&
-               mine.mailbox[0] != '\0') {
-      tags.push_back(fileTag(comm.cliqueId(), number_, peer));
-      senders.push_back(peer);
-    } else {
+      peers_[static_cast<size_t>(peer)].base = reinterpret_cast<char*>(offer.address);
+      peers_[static_cast<size_t>(peer)].bytes = offer.bytes;
+    } else if (!needsFile(self, comm.peer(peer))) {
       reachesAll = false;
     }
-  }
-  for (size_t received = 0; received < tags.size(); ++received) {
-    size_t which = 0;
-    int peerFile = -1;
-    const Status taken = mailbox.receiveAny(tags.data(), tags.size(), &which, &peerFile);
-    if (!taken.isOk()) {
-      WEFT_INFO(log::kReg, "window %llu: %s", static_cast<unsigned long long>(number_), taken.message().c_str());
-      reachesAll = false;
-      break;
-    }
-    const int peer = senders[which];
-    const WindowOffer& offer = offers[static_cast<size_t>(peer)];
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const size_t inPage = offer.fileOffset % page;
-    const size_t length = offer.bytes + inPage;
-    void* mapping = MAP_FAILED;
-    int mapError = EINVAL;  // an empty window: nothing to map
-    if (offer.bytes > 0) {
-      mapping = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, peerFile,
-                     static_cast<off_t>(offer.fileOffset - inPage));
-      mapError = errno;
-    }
-    close(peerFile);
-    PeerWindow& window = peers_[static_cast<size_t>(peer)];
-    if (mapping == MAP_FAILED) {
-      WEFT_INFO(log::kReg, "window %llu: mapping rank %d's window of %llu bytes failed: %s",
-                static_cast<unsigned long long>(number_), peer, static_cast<unsigned long long>(offer.bytes),
-                std::strerror(mapError));
-      reachesAll = false;
-      continue;
-    }
-    window.mapping = mapping;
-    window.mappingBytes = length;
-    window.base = static_cast<char*>(mapping) + inPage;
-    window.bytes = offer.bytes;
   }
 
-  // 4: whether every rank reached every window.
+  // 2: the files, passed to the other processes of each host in rounds: a mailbox queues only a
+  // few messages (net.unix.max_dgram_qlen, 10 by default), so in each round only the ranks whose
+  // place among their host's ranks falls in that round's batch send, then every rank takes its.
+  const std::vector<int> batches = sendingRounds(comm.peers());
+  const int rounds = *std::max_element(batches.begin(), batches.end()) + 1;
+  for (int round = 0; round < rounds; ++round) {
+    // Every rank has taken the last round's files before this round's go out.
+    if (round > 0) WEFT_RETURN_IF_ERROR(comm.bootstrap().barrier());
+    bool sentAll = true;
+    for (int peer = 0; batches[rank] == round && mine.hasFile != 0 && peer < nranks; ++peer) {
+      const WindowOffer& offer = offers[static_cast<size_t>(peer)];
+      if (!needsFile(self, comm.peer(peer)) || offer.mailbox[0] == '\0') continue;
+      const std::string name(offer.mailbox, strnlen(offer.mailbox, sizeof(offer.mailbox)));
+      const Status sent = FdMailbox::send(name, fileTag(comm.cliqueId(), number_, rank), file.fd);
+      if (!sent.isOk()) {
+        WEFT_INFO(log::kReg, "window %llu: passing its file to rank %d failed: %s",
+                  static_cast<unsigned long long>(number_), peer, sent.message().c_str());
+        sentAll = false;
+      }
+    }
+    std::vector<int32_t> sent;
+    bool unused = false;
+    WEFT_RETURN_IF_ERROR(everyRank(comm.bootstrap(), rank, nranks, sentAll, &sent, &unused));
+    std::vector<uint64_t> tags;
+    std::vector<int> senders;
+    for (int peer = 0; peer < nranks; ++peer) {
+      if (batches[peer] != round || !needsFile(self, comm.peer(peer))) continue;
+      if (offers[static_cast<size_t>(peer)].hasFile != 0 && sent[static_cast<size_t>(peer)] != 0 &&
+          mine.mailbox[0] != '\0') {
+        tags.push_back(fileTag(comm.cliqueId(), number_, peer));
+        senders.push_back(peer);
+      } else {
+        reachesAll = false;
+      }
+    }
+    for (size_t received = 0; received < tags.size(); ++received) {
+      size_t which = 0;
+      int peerFile = -1;
+      const Status taken = mailbox.receiveAny(tags.data(), tags.size(), &which, &peerFile);
+      if (!taken.isOk()) {
+        WEFT_INFO(log::kReg, "window %llu: %s", static_cast<unsigned long long>(number_), taken.message().c_str());
+        reachesAll = false;
+        break;
+      }
+      reachesAll &= mapPeerFile(senders[which], offers[static_cast<size_t>(senders[which])], peerFile);
+    }
+  }
+
+  // 3: whether every rank reached every window.
   std::vector<int32_t> reached;
   WEFT_RETURN_IF_ERROR(everyRank(comm.bootstrap(), rank, nranks, reachesAll, &reached, &reachedByEveryRank_));
+  pending_ = false;
   WEFT_INFO(log::kReg, "window %llu: %p, %zu bytes; %s", static_cast<unsigned long long>(number_),
             static_cast<void*>(base_), bytes_,
-            reachedByEveryRank_ ? "every rank reaches every window: allreduces in it read the peers' buffers in place"
-                                : "some rank cannot reach every window (not memory from ncclMemAlloc, or another "
-                                  "host): a registration only");
+            reachedByEveryRank_
+                ? "every rank reaches every window: allreduces in it read the peers' buffers in place"
+                : "some rank cannot reach every window (one not in ncclMemAlloc's memory, on another host, or "
+                  "whose file could not be passed or mapped: NCCL_DEBUG_SUBSYS=REG on every rank says which): a "
+                  "registration only");
   return Status::ok();
+}
+
+bool Window::mapPeerFile(int peer, const WindowOffer& offer, int file) {
+  const OwnedFile owned{file};
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t inPage = offer.fileOffset % page;
+  const size_t length = offer.bytes + inPage;
+  void* mapping = offer.bytes == 0 ? MAP_FAILED
+                                   : mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, file,
+                                          static_cast<off_t>(offer.fileOffset - inPage));
+  const int mapError = errno;
+  if (mapping == MAP_FAILED) {
+    WEFT_INFO(log::kReg, "window %llu: mapping rank %d's window of %llu bytes failed: %s",
+              static_cast<unsigned long long>(number_), peer, static_cast<unsigned long long>(offer.bytes),
+              offer.bytes == 0 ? "it is empty" : std::strerror(mapError));
+    return false;
+  }
+  PeerWindow& window = peers_[static_cast<size_t>(peer)];
+  window.mapping = mapping;
+  window.mappingBytes = length;
+  window.base = static_cast<char*>(mapping) + inPage;
+  window.bytes = offer.bytes;
+  return true;
 }
 
 Window* WindowTable::add(std::unique_ptr<Window> window) {
@@ -193,6 +228,11 @@ std::unique_ptr<Window> WindowTable::take(const void* handle) {
   std::unique_ptr<Window> window = std::move(found->second);
   byHandle_.erase(found);
   return window;
+}
+
+const Window* WindowTable::find(const void* handle) const {
+  auto found = byHandle_.find(handle);
+  return found == byHandle_.end() ? nullptr : found->second.get();
 }
 
 const Window* WindowTable::numbered(uint64_t number) const {

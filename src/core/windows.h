@@ -50,7 +50,15 @@ class Window {
   /// window this rank cannot map is logged and left unreached.
   Status exchange(Communicator& comm);
 
+  /// Whether the window's exchange is still to run (registered in a group that has not ended).
+  bool pending() const { return pending_; }
+
  private:
+  struct WindowOffer;
+  /// Maps `peer`'s file (closing the descriptor) as `offer` describes its window; false, logged,
+  /// where it fails.
+  bool mapPeerFile(int peer, const WindowOffer& offer, int file);
+
   struct PeerWindow {
     char* base = nullptr;
     size_t bytes = 0;
@@ -63,6 +71,7 @@ class Window {
   size_t bytes_;
   std::vector<PeerWindow> peers_;
   bool reachedByEveryRank_ = false;
+  bool pending_ = true;
   const void* registration_ = nullptr;
 };
 
@@ -75,6 +84,8 @@ class WindowTable {
   /// Removes the window `handle` and hands it over; null, changing nothing, if it is not a live
   /// one of this table.
   std::unique_ptr<Window> take(const void* handle);
+  /// The live window `handle`, or null.
+  const Window* find(const void* handle) const;
   /// The window numbered `number`, or null.
   const Window* numbered(uint64_t number) const;
   /// A window every rank reaches that holds [address, address + bytes), or null.

@@ -24,7 +24,7 @@ struct CollectiveCall {
   int32_t redOp;  // RedOpKind; -1 when the collective does not reduce
   int32_t root;   // -1 when the collective has none
   int32_t onDevice;  // 1: GPU buffers (the stream path), 0: host buffers
-  int32_t inWindows;  // 1: an allreduce on host buffers in windows every rank reaches (direct_allreduce.h)
+  int32_t inWindows;  // 1: an allreduce that runs direct in windows (direct_allreduce.h: runsInWindows)
   uint64_t count;
 };
 
@@ -45,7 +45,7 @@ CollectiveCall describe(const core::Op& op) {
   call.redOp = reduces(op.collective) ? static_cast<int32_t>(op.reduction.kind) : -1;
   call.root = hasRoot(op.collective) ? op.root : -1;
   call.onDevice = op.onDevice ? 1 : 0;
-  call.inWindows = op.collective == Collective::kAllReduce && !op.onDevice && inReachedWindows(op) ? 1 : 0;
+  call.inWindows = runsInWindows(op) ? 1 : 0;
   call.count = op.count;
   return call;
 }

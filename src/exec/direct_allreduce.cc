@@ -81,17 +81,17 @@ Status reachPeers(const core::Op& op, std::span<const DirectDescriptor> descript
 bool runsDirect(const core::Op& op) {
   // One rank has no peer to read: its output is only a copy, which the ring makes.
   if (op.onDevice || op.collective != algorithms::Collective::kAllReduce || op.comm->nranks() < 2) return false;
-  const size_t bytes = op.count * algorithms::dataTypeSize(op.type);
   const size_t cmaMinBytes = op.comm->cmaMinBytes();
-  if (cmaMinBytes > 0 && bytes >= cmaMinBytes) return true;
-  const size_t windowMinBytes = op.comm->windowMinBytes();
-  return windowMinBytes > 0 && bytes >= windowMinBytes && inReachedWindows(op);
+  return (cmaMinBytes > 0 && op.count * algorithms::dataTypeSize(op.type) >= cmaMinBytes) || runsInWindows(op);
 }
 
-bool inReachedWindows(const core::Op& op) {
+bool runsInWindows(const core::Op& op) {
+  if (op.onDevice || op.collective != algorithms::Collective::kAllReduce || op.comm->nranks() < 2) return false;
   const size_t bytes = op.count * algorithms::dataTypeSize(op.type);
+  const size_t windowMinBytes = op.comm->windowMinBytes();
   const core::WindowTable& windows = op.comm->windows();
-  return windows.reachedWindowOf(op.sendbuff, bytes) != nullptr && windows.reachedWindowOf(op.recvbuff, bytes) != nullptr;
+  return windowMinBytes > 0 && bytes >= windowMinBytes && windows.reachedWindowOf(op.sendbuff, bytes) != nullptr &&
+         windows.reachedWindowOf(op.recvbuff, bytes) != nullptr;
 }
 
 DirectDescriptor describeBuffers(const core::Op& op) {

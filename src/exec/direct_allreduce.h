@@ -45,8 +45,9 @@ struct DirectDescriptor {
 /// lie in such windows or none do (NCCL's rule for symmetric windows).
 bool runsDirect(const core::Op& op);
 
-/// Whether both of `op`'s buffers lie in windows that every rank reaches.
-bool inReachedWindows(const core::Op& op);
+/// Whether `op` is an allreduce of two or more ranks on host buffers of at least
+/// windowMinBytes() bytes, both in windows that every rank reaches: then it runs direct.
+bool runsInWindows(const core::Op& op);
 
 /// This rank's descriptor for `op`.
 DirectDescriptor describeBuffers(const core::Op& op);

@@ -265,7 +265,9 @@ Status HostExecutor::plan(std::span<const core::Op> ops) {
   if (ops.size() == 1) {
     const core::Op& op = ops[0];
     key = {op.comm->instanceId(), op.collective, op.count, op.type, op.root, op.reduction.kind, choices_[0]};
-    if (key == lastPlan_) {
+    // The last plan never runs direct (below), and whether this call does depends on its buffers
+    // (windows), which the key does not hold.
+    if (key == lastPlan_ && !runsDirect(op)) {
       for (LaneState& lane : lanes_) lane.restart(op, sequences_[0]);
       for (EndpointQueue& queue : queues_) queue.head = 0;
       buildGuards();  // the buffers, and so what overlaps, may differ from the last call's
@@ -298,6 +300,19 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
     const core::Communicator& comm = *ops[i].comm;
     const std::span<const algorithms::Ring> rings =
         std::span<const algorithms::Ring>(comm.rings()).first(static_cast<size_t>(choice.channels));
+    // In windows every rank reaches, the direct allreduce reads each input and writes each output
+    // once, in place: whatever the tuner weighed, where NCCL_ALGO allows the ring (of which it is
+    // a form) and LL is not forced (the direct allreduce has no slots).
+    const bool inWindows = slotKind != transport::SlotKind::kLowLatency && runsInWindows(ops[i]) &&
+                           comm.algorithmFilter().allows(Collective::kAllReduce, algorithms::Algorithm::kRing);
+    if (inWindows || (choice.algorithm == algorithms::Algorithm::kRing && !usesPairExchange(ops[i], slotKind) &&
+                      slotKind != transport::SlotKind::kLowLatency && runsDirect(ops[i]))) {
+      runsDirect_[i] = 1;
+      programs_[i].lanes.clear();
+      if (directsUsed_ == directs_.size()) directs_.push_back(std::make_unique<DirectWork>());
+      prepareDirectWork(ops[i], directs_[directsUsed_++].get());
+      continue;
+    }
     if (choice.algorithm == algorithms::Algorithm::kPat) {
       if (ops[i].collective == Collective::kAllGather) {
         algorithms::buildBruckAllGather(shapeOf(ops[i]), &programs_[i]);
@@ -335,15 +350,7 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
       algorithms::buildPairExchangeAllReduce(shapeOf(ops[i]), rings, &programs_[i]);
       continue;
     }
-    // The direct allreduce bypasses the slots, so forcing LL keeps the ring.
-    if (slotKind == transport::SlotKind::kLowLatency || !runsDirect(ops[i])) {
-      algorithms::buildRingProgram(shapeOf(ops[i]), rings, &programs_[i]);
-      continue;
-    }
-    runsDirect_[i] = 1;
-    programs_[i].lanes.clear();
-    if (directsUsed_ == directs_.size()) directs_.push_back(std::make_unique<DirectWork>());
-    prepareDirectWork(ops[i], directs_[directsUsed_++].get());
+    algorithms::buildRingProgram(shapeOf(ops[i]), rings, &programs_[i]);
   }
   return Status::ok();
 }
@@ -576,7 +583,8 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
       if (state.guardCount > 0 && guardHolds(state)) return state.blockOn(-1, core::WaitDirection::kQueued);
       if (bytes != piece * size) {
         return internalError("rank %d received %zu bytes from rank %d where %zu were expected (%s, channel %d): "
-                             "the ranks are not calling the same operations with the same counts",
+                             "the ranks are not calling the same operations with the same counts (or an "
+                             "allreduce's buffers lie in windows on some ranks only: WEFT_CHECK=1 says which)",
                              op.comm->rank(), bytes, step.recvPeer, piece * size,
                              algorithms::collectiveName(op.collective), state.lane->channel);
       }

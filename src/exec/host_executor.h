@@ -63,8 +63,8 @@ class HostExecutor {
   };
 
   /// Makes what `ops` run on: their programs, the connections those need, lanes and queues. A
-  /// call of one operation with the last call's PlanKey (a loop of the same call) reuses the last
-  /// plan instead, its lanes set back to their start.
+  /// call of one operation with the last call's PlanKey (a loop of the same call) that does not
+  /// run direct reuses the last plan instead, its lanes set back to their start.
   Status plan(std::span<const core::Op> ops);
   /// Fills choices_: each op's algorithm and protocol.
   Status chooseAlgorithms(std::span<const core::Op> ops);

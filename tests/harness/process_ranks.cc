@@ -89,6 +89,11 @@ size_t threadsRunning() {
 [[noreturn]] void runChild(int rank, int fd, const RankRunOptions& options, const RankFunction& fn,
                            const ncclUniqueId& id, bool checkLeaks) {
   applyEnv(options.env);
+  // Logging reads its settings once per process: an earlier test may have set it up in the parent.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  ncclResetDebugInit();
+#pragma GCC diagnostic pop
   RankRecord record(
       rank, [fd](const std::string& text) { writeFrame(fd, kFailedFrame, text); },
       [fd](const std::string& text) { writeFrame(fd, kNoteFrame, text); });

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nccl.h"
@@ -74,13 +75,17 @@ void allReduceAndCheck(ncclComm_t comm, int nranks, int32_t* send, int32_t* recv
   }
 }
 
-// Three processes' logs: windows in ncclMemAlloc's memory are reached by every rank and the
-// allreduce in them reads both peers in place; windows in the processes' own heap cannot be
-// mapped by the others, so they stay registrations and the allreduce takes the slots, still right.
-TEST(WindowAllReduceLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindowsAreRegistrationsOnly) {
+// The processes' logs: windows in ncclMemAlloc's memory are reached by every rank and the
+// allreduce in them reads every peer in place; windows in the processes' own heap cannot be mapped
+// by the others, so they stay registrations and the allreduce takes the slots, still right. 13
+// processes pass their files in two rounds: a mailbox queues only about 10.
+class WindowAllReduceLogs : public ::testing::TestWithParam<int> {};
+
+TEST_P(WindowAllReduceLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindowsAreRegistrationsOnly) {
+  const int nranks = GetParam();
   harness::TempDir dir("weft-windows-");
   ASSERT_FALSE(dir.path.empty());
-  RankRunOptions options = windowOptions(3, RankMode::kProcesses);
+  RankRunOptions options = windowOptions(nranks, RankMode::kProcesses);
   options.env.push_back({"NCCL_DEBUG", "INFO"});
   options.env.push_back({"NCCL_DEBUG_SUBSYS", "REG,COLL"});
   options.env.push_back({"NCCL_DEBUG_FILE", (dir.path / "rank.%p").string()});
@@ -120,15 +125,21 @@ TEST(WindowAllReduceLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindowsAreR
     const std::string log = harness::readWholeFile(entry.path());
     if (log.find("window 1:") == std::string::npos) continue;  // not a rank's (the test process's own)
     ++rankLogs;
-    reachedInPlace += log.find("direct allreduce of 400012 bytes: 2 of 2 peers' buffers reached in windows") !=
-                      std::string::npos;
+    const std::string peers = std::to_string(nranks - 1);
+    reachedInPlace += log.find("direct allreduce of 400012 bytes: " + peers + " of " + peers +
+                               " peers' buffers reached in windows") != std::string::npos;
     registrationsOnly += log.find("a registration only") != std::string::npos;
     EXPECT_EQ(log.find("direct allreduce of 400012 bytes: 0"), std::string::npos) << log;
   }
-  EXPECT_EQ(rankLogs, 3);
-  EXPECT_EQ(reachedInPlace, 3) << "every rank reads both peers in place";
-  EXPECT_EQ(registrationsOnly, 3) << "every rank sees the heap windows as registrations only";
+  EXPECT_EQ(rankLogs, nranks);
+  EXPECT_EQ(reachedInPlace, nranks) << "every rank reads every peer in place";
+  EXPECT_EQ(registrationsOnly, nranks) << "every rank sees the heap windows as registrations only";
 }
+
+INSTANTIATE_TEST_SUITE_P(Ranks, WindowAllReduceLogs, ::testing::Values(3, 13),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::to_string(info.param) + "processes";
+                         });
 
 // WEFT_CHECK=1 turns buffers in windows on one rank only (which would send that rank down the
 // direct path and its peer through the slots) into the same clear error on every rank.
@@ -156,36 +167,103 @@ TEST(WindowAllReduceChecked, BuffersInWindowsOnOneRankOnlyAreInvalidUsageOnEvery
   }));
 }
 
+// The same allreduce (collective, count, type, op) first on heap buffers, then in windows: the
+// second runs direct, so no rank may reuse the first's plan, even one whose call comes from
+// another thread.
+TEST(WindowAllReducePlans, TheSameCallOnHeapBuffersThenInWindowsIsRightOnEveryRank) {
+  EXPECT_TRUE(harness::runRanks(windowOptions(3, RankMode::kProcesses), [](int rank, int nranks,
+                                                                          const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    const size_t count = 100003;
+    std::vector<int32_t> heapSend(count), heapRecv(count);
+    allReduceAndCheck(comm, nranks, heapSend.data(), heapRecv.data(), count, rank, "on heap buffers");
+    void* memory = nullptr;
+    RANK_CHECK_NCCL(ncclMemAlloc(&memory, 2 * count * sizeof(int32_t)));
+    ncclWindow_t window = nullptr;
+    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, memory, 2 * count * sizeof(int32_t), &window, NCCL_WIN_DEFAULT));
+    auto* send = static_cast<int32_t*>(memory);
+    auto inWindows = [&] { allReduceAndCheck(comm, nranks, send, send + count, count, rank, "in windows"); };
+    if (rank == 1) {
+      std::thread(inWindows).join();
+    } else {
+      inWindows();
+    }
+    RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, window));
+    RANK_CHECK_NCCL(ncclMemFree(memory));
+  }));
+}
+
+// On a nonblocking communicator a window is registered at once (after the communicator's launch
+// in the background), and deregistering it waits for a launch that may still read it.
+TEST(WindowAllReduceNonblocking, RegisterAllReduceAndDeregisterInTurn) {
+  EXPECT_TRUE(harness::runRanks(windowOptions(2, RankMode::kProcesses), [](int rank, int nranks,
+                                                                          const ncclUniqueId& id) {
+    ScopedComm comm;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t result = ncclCommInitRankConfig(comm.out(), nranks, id, rank, &config);
+    RANK_CHECK(result == ncclSuccess || result == ncclInProgress) << ncclGetErrorString(result);
+    ncclResult_t state = ncclInProgress;
+    while (state == ncclInProgress) RANK_CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
+    RANK_CHECK(state == ncclSuccess) << ncclGetErrorString(state);
+    const size_t count = 100003;
+    const size_t bytes = 2 * count * sizeof(int32_t);
+    void* memory = nullptr;
+    RANK_CHECK_NCCL(ncclMemAlloc(&memory, bytes));
+    ncclWindow_t window = nullptr;
+    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, memory, bytes, &window, NCCL_WIN_DEFAULT));
+    auto* send = static_cast<int32_t*>(memory);
+    for (size_t i = 0; i < count; ++i) send[i] = inputOf(rank, i);
+    result = ncclAllReduce(send, send + count, count, ncclInt32, ncclSum, comm, cudaStream_t{});
+    RANK_CHECK(result == ncclSuccess || result == ncclInProgress) << ncclGetErrorString(result);
+    RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, window));  // waits for the allreduce
+    state = ncclInProgress;
+    while (state == ncclInProgress) RANK_CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
+    RANK_CHECK(state == ncclSuccess) << ncclGetErrorString(state);
+    for (size_t i = 0; i < count; ++i) {
+      RANK_CHECK(send[count + i] == inputOf(0, i) + inputOf(1, i)) << "element " << i << " is " << send[count + i];
+    }
+    RANK_CHECK_NCCL(ncclMemFree(memory));
+  }));
+}
+
 // One thread registers windows for every rank of its communicators inside a group, as a
-// program driving several ranks must (each registration waits for every rank).
+// program driving several ranks must (each registration waits for every rank), then allreduces
+// in them: 3 ranks and 400 KB take the direct path, not the pair exchange.
 TEST(WindowRegistration, OneThreadRegistersForEveryRankInsideAGroup) {
+  constexpr int kRanks = 3;
   harness::CommClique clique;
-  ASSERT_EQ(clique.initAll(2), ncclSuccess);
-  const size_t count = 4099;
-  std::vector<std::vector<int32_t>> send(2, std::vector<int32_t>(count)), recv = send;
-  std::vector<ncclWindow_t> windows(4, nullptr);
+  ASSERT_EQ(clique.initAll(kRanks), ncclSuccess);
+  const size_t count = 100003;
+  std::vector<std::vector<int32_t>> send(kRanks, std::vector<int32_t>(count)), recv = send;
+  std::vector<ncclWindow_t> windows(2 * kRanks, nullptr);
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < kRanks; ++r) {
     ASSERT_EQ(ncclCommWindowRegister(clique[r], send[r].data(), count * 4, &windows[2 * r], NCCL_WIN_DEFAULT),
               ncclSuccess);
     ASSERT_EQ(ncclCommWindowRegister(clique[r], recv[r].data(), count * 4, &windows[2 * r + 1], NCCL_WIN_DEFAULT),
               ncclSuccess);
   }
+  EXPECT_EQ(ncclCommWindowDeregister(clique[0], windows[0]), ncclInvalidUsage)
+      << "a window was deregistered before the group that registers it ended";
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < kRanks; ++r) {
     for (size_t i = 0; i < count; ++i) send[r][i] = inputOf(r, i);
   }
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < kRanks; ++r) {
     ASSERT_EQ(ncclAllReduce(send[r].data(), recv[r].data(), count, ncclInt32, ncclSum, clique[r], cudaStream_t{}),
               ncclSuccess);
   }
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
-  for (int r = 0; r < 2; ++r) {
-    for (size_t i = 0; i < count; ++i) ASSERT_EQ(recv[r][i], inputOf(0, i) + inputOf(1, i)) << "rank " << r;
+  for (int r = 0; r < kRanks; ++r) {
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(recv[r][i], inputOf(0, i) + inputOf(1, i) + inputOf(2, i)) << "rank " << r << " element " << i;
+    }
   }
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < kRanks; ++r) {
     EXPECT_EQ(ncclCommWindowDeregister(clique[r], windows[2 * r]), ncclSuccess);
     EXPECT_EQ(ncclCommWindowDeregister(clique[r], windows[2 * r + 1]), ncclSuccess);
   }
@@ -197,19 +275,20 @@ TEST(WindowRegistration, OneThreadRegistersForEveryRankInsideAGroup) {
 TEST(WindowRegistration, BadArgumentsAreInvalidArgumentAndTheCommunicatorStaysUsable) {
   harness::CommClique clique;
   ASSERT_EQ(clique.initAll(1), ncclSuccess);
-  std::vector<int32_t> buffer(64, 1);
-  ncclWindow_t window = nullptr;
+  std::vector<int32_t> buffer(64, 1), out(64, 0);
+  ncclWindow_t window = reinterpret_cast<ncclWindow_t>(&buffer);  // not null: the errors must clear it
   EXPECT_EQ(ncclCommWindowRegister(clique[0], buffer.data(), 256, nullptr, NCCL_WIN_DEFAULT), ncclInvalidArgument);
   EXPECT_EQ(ncclCommWindowRegister(clique[0], nullptr, 256, &window, NCCL_WIN_DEFAULT), ncclInvalidArgument);
-  EXPECT_EQ(ncclCommWindowRegister(clique[0], buffer.data(), 256, &window, 0x10), ncclInvalidArgument);
+  EXPECT_EQ(window, nullptr) << "a failed registration left a handle";
+  EXPECT_EQ(ncclCommWindowRegister(clique[0], buffer.data(), 0, &window, NCCL_WIN_DEFAULT), ncclInvalidArgument);
   EXPECT_EQ(ncclCommWindowRegister(nullptr, buffer.data(), 256, &window, NCCL_WIN_DEFAULT), ncclInvalidArgument);
-  EXPECT_EQ(ncclCommWindowDeregister(clique[0], nullptr), ncclInvalidArgument);
+  EXPECT_EQ(ncclCommWindowDeregister(clique[0], nullptr), ncclSuccess) << "as NCCL: no window, nothing to do";
   ASSERT_EQ(ncclCommWindowRegister(clique[0], buffer.data(), 256, &window, NCCL_WIN_DEFAULT), ncclSuccess);
   ASSERT_NE(window, nullptr);
-  EXPECT_EQ(ncclAllReduce(buffer.data(), buffer.data(), 64, ncclInt32, ncclSum, clique[0], cudaStream_t{}),
-            ncclSuccess);
-  EXPECT_EQ(buffer[0], 1);
+  EXPECT_EQ(ncclAllReduce(buffer.data(), out.data(), 64, ncclInt32, ncclSum, clique[0], cudaStream_t{}), ncclSuccess);
+  EXPECT_EQ(out, buffer) << "one rank's allreduce copies its input";
   EXPECT_EQ(ncclCommWindowDeregister(clique[0], window), ncclSuccess);
+  EXPECT_EQ(ncclCommWindowDeregister(clique[0], window), ncclInvalidArgument) << "deregistered twice";
 }
 
 }  // namespace
