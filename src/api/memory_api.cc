@@ -98,6 +98,8 @@ WEFT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t
     weft::core::Group::current().recordError(status);
     return toResult(status, "ncclCommWindowRegister");
   }
+  // A nonblocking launch still running reads the tables changed below.
+  impl->waitForBackground();
   // Every rank numbers its registrations in call order, so a window's number is the same on all.
   auto made = std::make_unique<weft::core::Window>(impl->windows().nextNumber(), static_cast<char*>(buff), size,
                                                    impl->nranks());
@@ -105,15 +107,15 @@ WEFT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t
   window->setRegistration(impl->registrations().add(buff, size));
   *win = reinterpret_cast<ncclWindow_t>(window);
   // Collective: inside a group it runs at ncclGroupEnd, so one thread may register for several
-  // ranks; the user's handle is cleared there if it fails. Always blocking, and after any
-  // nonblocking launch still running on the communicator, whose calls would race with it.
+  // ranks, in a launch that waits for the communicator's earlier ones and marks it busy (`uses`);
+  // the user's handle is cleared there if it fails, and the communicator records the failure.
   weft::core::Group::InitJob job;
   job.run = [impl, window, win]() -> Status {
-    impl->waitForBackground();
     Status exchanged = window->exchange(*impl);
     if (!exchanged.isOk()) {
       dropWindow(impl, window);
       *win = nullptr;
+      impl->setAsyncError(exchanged);
     }
     return exchanged;
   };
@@ -122,6 +124,7 @@ WEFT_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t
     *win = nullptr;
   };
   job.serialKey = impl;
+  job.uses = impl;
   return toResult(weft::core::Group::current().submitInit(std::move(job), true), "ncclCommWindowRegister");
 }
 WEFT_PROFILING_ALIAS(ncclCommWindowRegister)

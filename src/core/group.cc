@@ -49,6 +49,11 @@ Status launchInBackground(std::vector<Group::InitJob> inits, std::vector<Op> ops
   for (const Op& op : ops) {
     if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
   }
+  for (const Group::InitJob& init : inits) {
+    if (init.uses != nullptr && std::find(comms.begin(), comms.end(), init.uses) == comms.end()) {
+      comms.push_back(init.uses);
+    }
+  }
   for (Communicator* comm : comms) {
     comm->waitForBackground();
     comm->beginBackground();
@@ -137,6 +142,9 @@ Status Group::launch() {
   }
   if (nonblocking_ || anyNonblocking(ops_)) return launchInBackground(std::move(inits_), std::move(ops_));
   for (const Op& op : ops_) op.comm->waitForBackground();
+  for (const InitJob& init : inits_) {
+    if (init.uses != nullptr) init.uses->waitForBackground();
+  }
   return runLaunch(inits_, ops_);
 }
 

@@ -15,6 +15,8 @@
 
 namespace weft::core {
 
+class Communicator;
+
 /// The calling thread's group. Not shared between threads.
 class Group {
  public:
@@ -44,6 +46,10 @@ class Group {
     /// Jobs with the same non-null key (the parent of a split or shrink, whose bootstrap they
     /// use) run one after the other, in call order; the others each run on a thread of their own.
     const void* serialKey = nullptr;
+    /// An existing communicator the job works on (a window registration's), or null: the launch
+    /// first waits for its earlier launches in the background and, if the launch itself runs in
+    /// the background, marks it busy until the launch ends.
+    Communicator* uses = nullptr;
   };
   /// Runs `job` now, or at the outermost end on a thread of its own. `blocking` is the new
   /// communicator's config.blocking.

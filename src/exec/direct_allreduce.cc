@@ -86,9 +86,16 @@ bool runsDirect(const core::Op& op) {
 }
 
 bool runsInWindows(const core::Op& op) {
-  if (op.onDevice || op.collective != algorithms::Collective::kAllReduce || op.comm->nranks() < 2) return false;
+  using algorithms::Collective;
+  const core::Communicator& comm = *op.comm;
+  if (op.onDevice || op.collective != Collective::kAllReduce || comm.nranks() < 2) return false;
+  // A form of the ring with no slots, counted as Simple (as NCCL counts NVLS).
+  if (!comm.algorithmFilter().allows(Collective::kAllReduce, algorithms::Algorithm::kRing) ||
+      !comm.protocolFilter().allows(Collective::kAllReduce, algorithms::Protocol::kSimple)) {
+    return false;
+  }
   const size_t bytes = op.count * algorithms::dataTypeSize(op.type);
-  const size_t windowMinBytes = op.comm->windowMinBytes();
+  const size_t windowMinBytes = comm.windowMinBytes();
   const core::WindowTable& windows = op.comm->windows();
   return windowMinBytes > 0 && bytes >= windowMinBytes && windows.reachedWindowOf(op.sendbuff, bytes) != nullptr &&
          windows.reachedWindowOf(op.recvbuff, bytes) != nullptr;

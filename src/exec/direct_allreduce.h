@@ -46,7 +46,8 @@ struct DirectDescriptor {
 bool runsDirect(const core::Op& op);
 
 /// Whether `op` is an allreduce of two or more ranks on host buffers of at least
-/// windowMinBytes() bytes, both in windows that every rank reaches: then it runs direct.
+/// windowMinBytes() bytes, both in windows that every rank reaches, where NCCL_ALGO allows the
+/// ring and NCCL_PROTO Simple: then it runs direct, whatever the tuner chose.
 bool runsInWindows(const core::Op& op);
 
 /// This rank's descriptor for `op`.

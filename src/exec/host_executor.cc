@@ -301,11 +301,8 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
     const std::span<const algorithms::Ring> rings =
         std::span<const algorithms::Ring>(comm.rings()).first(static_cast<size_t>(choice.channels));
     // In windows every rank reaches, the direct allreduce reads each input and writes each output
-    // once, in place: whatever the tuner weighed, where NCCL_ALGO allows the ring (of which it is
-    // a form) and LL is not forced (the direct allreduce has no slots).
-    const bool inWindows = slotKind != transport::SlotKind::kLowLatency && runsInWindows(ops[i]) &&
-                           comm.algorithmFilter().allows(Collective::kAllReduce, algorithms::Algorithm::kRing);
-    if (inWindows || (choice.algorithm == algorithms::Algorithm::kRing && !usesPairExchange(ops[i], slotKind) &&
+    // once, in place: whatever the tuner weighed.
+    if (runsInWindows(ops[i]) || (choice.algorithm == algorithms::Algorithm::kRing && !usesPairExchange(ops[i], slotKind) &&
                       slotKind != transport::SlotKind::kLowLatency && runsDirect(ops[i]))) {
       runsDirect_[i] = 1;
       programs_[i].lanes.clear();

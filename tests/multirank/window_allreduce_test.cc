@@ -194,8 +194,9 @@ TEST(WindowAllReducePlans, TheSameCallOnHeapBuffersThenInWindowsIsRightOnEveryRa
   }));
 }
 
-// On a nonblocking communicator a window is registered at once (after the communicator's launch
-// in the background), and deregistering it waits for a launch that may still read it.
+// On a nonblocking communicator a window registered in a group with an allreduce is part of that
+// launch in the background (the communicator is busy until both end), and deregistering it waits
+// for a launch that may still read it.
 TEST(WindowAllReduceNonblocking, RegisterAllReduceAndDeregisterInTurn) {
   EXPECT_TRUE(harness::runRanks(windowOptions(2, RankMode::kProcesses), [](int rank, int nranks,
                                                                           const ncclUniqueId& id) {
@@ -211,8 +212,17 @@ TEST(WindowAllReduceNonblocking, RegisterAllReduceAndDeregisterInTurn) {
     const size_t bytes = 2 * count * sizeof(int32_t);
     void* memory = nullptr;
     RANK_CHECK_NCCL(ncclMemAlloc(&memory, bytes));
+    std::vector<int32_t> heap(count, 1), heapSum(count);
     ncclWindow_t window = nullptr;
+    RANK_CHECK_NCCL(ncclGroupStart());
+    RANK_CHECK_NCCL(ncclAllReduce(heap.data(), heapSum.data(), count, ncclInt32, ncclSum, comm, cudaStream_t{}));
     RANK_CHECK_NCCL(ncclCommWindowRegister(comm, memory, bytes, &window, NCCL_WIN_DEFAULT));
+    result = ncclGroupEnd();
+    RANK_CHECK(result == ncclSuccess || result == ncclInProgress) << ncclGetErrorString(result);
+    state = ncclInProgress;
+    while (state == ncclInProgress) RANK_CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
+    RANK_CHECK(state == ncclSuccess) << ncclGetErrorString(state);
+    RANK_CHECK(heapSum[0] == nranks && heapSum[count - 1] == nranks) << "the allreduce beside the registration";
     auto* send = static_cast<int32_t*>(memory);
     for (size_t i = 0; i < count; ++i) send[i] = inputOf(rank, i);
     result = ncclAllReduce(send, send + count, count, ncclInt32, ncclSum, comm, cudaStream_t{});
