@@ -90,7 +90,6 @@ class WindowTable {
   const Window* numbered(uint64_t number) const;
   /// A window every rank reaches that holds [address, address + bytes), or null.
   const Window* reachedWindowOf(const void* address, size_t bytes) const;
-  bool empty() const { return byHandle_.empty(); }
 
  private:
   uint64_t numbered_ = 0;
