@@ -137,8 +137,9 @@ Status reduceOwnShare(const core::Op& op, std::span<const DirectDescriptor> desc
   std::vector<PeerBuffers> peers;
   WEFT_RETURN_IF_ERROR(reachPeers(op, descriptors, &peers));
   const auto inWindows = std::count_if(peers.begin(), peers.end(), [](const PeerBuffers& p) { return p.send != nullptr; });
-  WEFT_INFO(log::kColl, "direct allreduce of %zu bytes: %d of %d peers' buffers reached in windows, the rest by "
-            "cross-memory attach", op.count * algorithms::dataTypeSize(op.type), static_cast<int>(inWindows), nranks - 1);
+  WEFT_INFO(log::kColl, "direct allreduce of %zu bytes: %d of %d peers' buffers reached in windows (any others by "
+            "cross-memory attach)", op.count * algorithms::dataTypeSize(op.type), static_cast<int>(inWindows),
+            nranks - 1);
   const size_t elementSize = algorithms::dataTypeSize(op.type);
   const algorithms::ElementRange share = algorithms::evenPart(op.count, static_cast<size_t>(nranks), rank);
   const size_t pieceElements = std::max<size_t>(kPieceBytes / elementSize, 1);

@@ -172,6 +172,17 @@ bool usesPairExchange(const core::Op& op, transport::SlotKind slotKind) {
   return op.count * algorithms::dataTypeSize(op.type) <= buffered;
 }
 
+// Whether `op`, with the tuner's `choice`, runs as a direct allreduce (direct_allreduce.h): in
+// windows every rank reaches, whatever the tuner weighed (it reads each input and writes each
+// output once, in place); through cross-memory attach, where the tuner chose the ring on Simple
+// slots and the message is too large for the pair exchange.
+bool runsAsDirect(const core::Op& op, const algorithms::TuneChoice& choice) {
+  if (runsInWindows(op)) return true;
+  const transport::SlotKind slotKind = slotKindOf(choice);
+  return choice.algorithm == algorithms::Algorithm::kRing && slotKind != transport::SlotKind::kLowLatency &&
+         !usesPairExchange(op, slotKind) && runsDirect(op);
+}
+
 // The TUNING line of one choice: every candidate's predicted time, on its fastest channel count.
 void logPredictions(const algorithms::TuneShape& shape, const algorithms::CostModel& model,
                     const algorithms::TuneChoice& choice) {
@@ -267,7 +278,7 @@ Status HostExecutor::plan(std::span<const core::Op> ops) {
     key = {op.comm->instanceId(), op.collective, op.count, op.type, op.root, op.reduction.kind, choices_[0]};
     // The last plan never runs direct (below), and whether this call does depends on its buffers
     // (windows), which the key does not hold.
-    if (key == lastPlan_ && !runsDirect(op)) {
+    if (key == lastPlan_ && !runsAsDirect(op, choices_[0])) {
       for (LaneState& lane : lanes_) lane.restart(op, sequences_[0]);
       for (EndpointQueue& queue : queues_) queue.head = 0;
       buildGuards();  // the buffers, and so what overlaps, may differ from the last call's
@@ -300,10 +311,7 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
     const core::Communicator& comm = *ops[i].comm;
     const std::span<const algorithms::Ring> rings =
         std::span<const algorithms::Ring>(comm.rings()).first(static_cast<size_t>(choice.channels));
-    // In windows every rank reaches, the direct allreduce reads each input and writes each output
-    // once, in place: whatever the tuner weighed.
-    if (runsInWindows(ops[i]) || (choice.algorithm == algorithms::Algorithm::kRing && !usesPairExchange(ops[i], slotKind) &&
-                      slotKind != transport::SlotKind::kLowLatency && runsDirect(ops[i]))) {
+    if (runsAsDirect(ops[i], choice)) {
       runsDirect_[i] = 1;
       programs_[i].lanes.clear();
       if (directsUsed_ == directs_.size()) directs_.push_back(std::make_unique<DirectWork>());
