@@ -150,20 +150,14 @@ TEST(WindowAllReduceChecked, BuffersInWindowsOnOneRankOnlyAreInvalidUsageOnEvery
     ScopedComm comm;
     RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
     const size_t count = 4099;
-    const size_t bytes = count * sizeof(int32_t);
-    void* memory = nullptr;
-    RANK_CHECK_NCCL(ncclMemAlloc(&memory, 2 * bytes));
-    ncclWindow_t window = nullptr;
-    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, memory, 2 * bytes, &window, NCCL_WIN_COLL_SYMMETRIC));
+    WindowedMemory windowed(comm, 2 * count * sizeof(int32_t));
     std::vector<int32_t> heap(2 * count, 1);
-    int32_t* buffers = rank == 0 ? static_cast<int32_t*>(memory) : heap.data();
+    int32_t* buffers = rank == 0 ? windowed.ints() : heap.data();
     const ncclResult_t result =
         ncclAllReduce(buffers, buffers + count, count, ncclInt32, ncclSum, comm, cudaStream_t{});
     RANK_CHECK(result == ncclInvalidUsage) << "got " << ncclGetErrorString(result);
     const std::string last = ncclGetLastError(comm);
     RANK_CHECK(last.find("in windows") != std::string::npos) << last;
-    RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, window));
-    RANK_CHECK_NCCL(ncclMemFree(memory));
   }));
 }
 
@@ -178,20 +172,22 @@ TEST(WindowAllReducePlans, TheSameCallOnHeapBuffersThenInWindowsIsRightOnEveryRa
     const size_t count = 100003;
     std::vector<int32_t> heapSend(count), heapRecv(count);
     allReduceAndCheck(comm, nranks, heapSend.data(), heapRecv.data(), count, rank, "on heap buffers");
-    void* memory = nullptr;
-    RANK_CHECK_NCCL(ncclMemAlloc(&memory, 2 * count * sizeof(int32_t)));
-    ncclWindow_t window = nullptr;
-    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, memory, 2 * count * sizeof(int32_t), &window, NCCL_WIN_DEFAULT));
-    auto* send = static_cast<int32_t*>(memory);
+    WindowedMemory windowed(comm, 2 * count * sizeof(int32_t));
+    int32_t* send = windowed.ints();
     auto inWindows = [&] { allReduceAndCheck(comm, nranks, send, send + count, count, rank, "in windows"); };
     if (rank == 1) {
       std::thread(inWindows).join();
     } else {
       inWindows();
     }
-    RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, window));
-    RANK_CHECK_NCCL(ncclMemFree(memory));
   }));
+}
+
+// Polls a nonblocking communicator until its launch has ended, and checks that it succeeded.
+void waitUntilDone(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress) RANK_CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
+  RANK_CHECK(state == ncclSuccess) << ncclGetErrorString(state);
 }
 
 // On a nonblocking communicator a window registered in a group with an allreduce is part of that
@@ -205,9 +201,7 @@ TEST(WindowAllReduceNonblocking, RegisterAllReduceAndDeregisterInTurn) {
     config.blocking = 0;
     ncclResult_t result = ncclCommInitRankConfig(comm.out(), nranks, id, rank, &config);
     RANK_CHECK(result == ncclSuccess || result == ncclInProgress) << ncclGetErrorString(result);
-    ncclResult_t state = ncclInProgress;
-    while (state == ncclInProgress) RANK_CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
-    RANK_CHECK(state == ncclSuccess) << ncclGetErrorString(state);
+    waitUntilDone(comm);
     const size_t count = 100003;
     const size_t bytes = 2 * count * sizeof(int32_t);
     void* memory = nullptr;
@@ -219,18 +213,14 @@ TEST(WindowAllReduceNonblocking, RegisterAllReduceAndDeregisterInTurn) {
     RANK_CHECK_NCCL(ncclCommWindowRegister(comm, memory, bytes, &window, NCCL_WIN_DEFAULT));
     result = ncclGroupEnd();
     RANK_CHECK(result == ncclSuccess || result == ncclInProgress) << ncclGetErrorString(result);
-    state = ncclInProgress;
-    while (state == ncclInProgress) RANK_CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
-    RANK_CHECK(state == ncclSuccess) << ncclGetErrorString(state);
+    waitUntilDone(comm);
     RANK_CHECK(heapSum[0] == nranks && heapSum[count - 1] == nranks) << "the allreduce beside the registration";
     auto* send = static_cast<int32_t*>(memory);
     for (size_t i = 0; i < count; ++i) send[i] = inputOf(rank, i);
     result = ncclAllReduce(send, send + count, count, ncclInt32, ncclSum, comm, cudaStream_t{});
     RANK_CHECK(result == ncclSuccess || result == ncclInProgress) << ncclGetErrorString(result);
     RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, window));  // waits for the allreduce
-    state = ncclInProgress;
-    while (state == ncclInProgress) RANK_CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
-    RANK_CHECK(state == ncclSuccess) << ncclGetErrorString(state);
+    waitUntilDone(comm);
     for (size_t i = 0; i < count; ++i) {
       RANK_CHECK(send[count + i] == inputOf(0, i) + inputOf(1, i)) << "element " << i << " is " << send[count + i];
     }
