@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,7 +31,7 @@ using harness::RankRunOptions;
 using harness::ScopedComm;
 
 constexpr size_t kCounts[] = {1, 7, 4099, 70001};
-constexpr size_t kLargestBytes = 70001 * 8;
+constexpr size_t kLargestBytes = kCounts[std::size(kCounts) - 1] * sizeof(double);  // the widest type
 constexpr uint64_t kSeed = 0x3a11d0e5ULL;
 
 RankRunOptions windowOptions(int nranks, RankMode mode) {
