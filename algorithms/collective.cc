@@ -28,4 +28,23 @@ const char* collectiveName(Collective collective) {
   return "Unknown";
 }
 
+BufferElements bufferElements(const OpShape& shape) {
+  const size_t n = static_cast<size_t>(shape.nranks);
+  const size_t c = shape.count;
+  const bool isRoot = shape.rank == shape.root;
+  switch (shape.collective) {
+    case Collective::kAllReduce: return {c, c};
+    case Collective::kAllGather: return {c, c * n};
+    case Collective::kReduceScatter: return {c * n, c};
+    case Collective::kBroadcast: return {isRoot ? c : 0, c};
+    case Collective::kReduce: return {c, isRoot ? c : 0};
+    case Collective::kAllToAll: return {c * n, c * n};
+    case Collective::kGather: return {c, isRoot ? c * n : 0};
+    case Collective::kScatter: return {isRoot ? c * n : 0, c};
+    case Collective::kSend: return {c, 0};
+    case Collective::kRecv: return {0, c};
+  }
+  return {0, 0};
+}
+
 }  // namespace weft::algorithms

@@ -49,4 +49,13 @@ struct OpShape {
   int rank = 0;
 };
 
+/// Elements of the operation's count that this rank's send and receive buffers hold (0 where the
+/// rank does not use that buffer: a non-root's Reduce output, a Recv's input).
+struct BufferElements {
+  size_t send = 0;
+  size_t recv = 0;
+};
+
+BufferElements bufferElements(const OpShape& shape);
+
 }  // namespace weft::algorithms

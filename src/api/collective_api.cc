@@ -32,31 +32,6 @@ struct Call {
   cudaStream_t stream;
 };
 
-// How many elements of `count` each buffer holds for this rank (0 if the rank does not use it).
-struct BufferNeeds {
-  size_t sendElements;
-  size_t recvElements;
-};
-
-BufferNeeds bufferNeeds(const Call& call, int rank, int nranks) {
-  size_t n = static_cast<size_t>(nranks);
-  size_t c = call.count;
-  bool isRoot = rank == call.root;
-  switch (call.collective) {
-    case Collective::kAllReduce: return {c, c};
-    case Collective::kAllGather: return {c, c * n};
-    case Collective::kReduceScatter: return {c * n, c};
-    case Collective::kBroadcast: return {isRoot ? c : 0, c};
-    case Collective::kReduce: return {c, isRoot ? c : 0};
-    case Collective::kAllToAll: return {c * n, c * n};
-    case Collective::kGather: return {c, isRoot ? c * n : 0};
-    case Collective::kScatter: return {isRoot ? c * n : 0, c};
-    case Collective::kSend: return {c, 0};
-    case Collective::kRecv: return {0, c};
-  }
-  return {0, 0};
-}
-
 // The root of a rooted collective, or the peer of a send or receive: a rank to check.
 bool usesRoot(Collective collective) {
   return weft::algorithms::hasRoot(collective) || weft::algorithms::isPointToPoint(collective);
@@ -81,18 +56,19 @@ Status checkAndBuild(const Call& call, Op* op) {
     return weft::invalidArgument("count %zu of %s over %d ranks overflows the address space", call.count,
                                  weft::algorithms::dataTypeName(type), nranks);
   }
-  BufferNeeds needs = bufferNeeds(call, comm->rank(), nranks);
-  if (needs.sendElements > 0 && call.sendbuff == nullptr) {
+  const weft::algorithms::BufferElements needs = weft::algorithms::bufferElements(
+      {call.collective, call.count, call.root, nranks, comm->rank()});
+  if (needs.send > 0 && call.sendbuff == nullptr) {
     return weft::invalidArgument("sendbuff is NULL with count %zu", call.count);
   }
-  if (needs.recvElements > 0 && call.recvbuff == nullptr) {
+  if (needs.recv > 0 && call.recvbuff == nullptr) {
     return weft::invalidArgument("recvbuff is NULL with count %zu", call.count);
   }
   // GPU memory (device, managed, registered) takes the stream path, ordinary host memory the host
   // path; one call cannot mix them.
-  const bool sendOnDevice = needs.sendElements > 0 && weft::device::onDevice(call.sendbuff);
-  const bool recvOnDevice = needs.recvElements > 0 && weft::device::onDevice(call.recvbuff);
-  if (needs.sendElements > 0 && needs.recvElements > 0 && sendOnDevice != recvOnDevice) {
+  const bool sendOnDevice = needs.send > 0 && weft::device::onDevice(call.sendbuff);
+  const bool recvOnDevice = needs.recv > 0 && weft::device::onDevice(call.recvbuff);
+  if (needs.send > 0 && needs.recv > 0 && sendOnDevice != recvOnDevice) {
     return weft::invalidArgument("sendbuff %p is %s memory and recvbuff %p is %s memory: both must be GPU memory "
                                  "(device, managed or registered) or both ordinary host memory",
                                  call.sendbuff, sendOnDevice ? "GPU" : "host", call.recvbuff,

@@ -146,10 +146,11 @@ class Communicator {
   /// Bytes of each LL slot (NCCL_LL_BUFFSIZE / slotCount(); 0: no LL ring).
   size_t llSlotBytes() const { return llSlotBytes_; }
   /// Host allreduces of at least this many bytes read the peers' buffers directly
-  /// (src/exec/direct_allreduce.h); 0 when cross-memory attach is off or does not work here.
+  /// (src/exec/direct_collectives.h); 0 when cross-memory attach is off or does not work here.
   size_t cmaMinBytes() const { return cmaMinBytes_; }
-  /// Host allreduces of at least this many bytes whose buffers lie in windows every rank reaches
-  /// read and write the peers' buffers in place (WEFT_WINDOW_MIN_BYTES, rank 0's value; 0: never).
+  /// Host allreduces, allgathers and reducescatters whose buffers lie in windows every rank
+  /// reaches, the larger of at least this many bytes, read and write the peers' buffers in place
+  /// (WEFT_WINDOW_MIN_BYTES, rank 0's value; 0: never).
   size_t windowMinBytes() const { return windowMinBytes_; }
   int slotCount() const { return slotCount_; }
 

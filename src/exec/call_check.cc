@@ -7,7 +7,7 @@
 #include "algorithms/collective.h"
 #include "algorithms/datatype.h"
 #include "src/core/communicator.h"
-#include "src/exec/direct_allreduce.h"
+#include "src/exec/direct_collectives.h"
 
 namespace weft::exec {
 namespace {
@@ -24,7 +24,7 @@ struct CollectiveCall {
   int32_t redOp;  // RedOpKind; -1 when the collective does not reduce
   int32_t root;   // -1 when the collective has none
   int32_t onDevice;  // 1: GPU buffers (the stream path), 0: host buffers
-  int32_t inWindows;  // 1: an allreduce that runs direct in windows (direct_allreduce.h: runsInWindows)
+  int32_t inWindows;  // 1: runs direct in windows (direct_collectives.h: runsInWindows)
   uint64_t count;
 };
 

@@ -15,7 +15,7 @@
 #include "src/core/communicator.h"
 #include "src/core/op_tuning.h"
 #include "src/core/progress_record.h"
-#include "src/exec/direct_allreduce.h"
+#include "src/exec/direct_collectives.h"
 #include "src/exec/landings.h"
 #include "src/exec/program_connections.h"
 
@@ -48,11 +48,11 @@ struct HostExecutor::LaneState {
   int firstGuard = 0;    // this lane's guards are guards_[firstGuard, firstGuard + guardCount)
   int guardCount = 0;
   uint64_t sequence = 0;  // the op's number on its communicator
-  // A direct allreduce (direct_allreduce.h) runs as lanes of three kinds: its descriptor allgather,
-  // then the lane that reduces this rank's share (computes, moves no slots), then its done
+  // A direct collective (direct_collectives.h) runs as lanes of three kinds: its descriptor
+  // allgather, then the lane that does this rank's part (computes, moves no slots), then its done
   // allgather; each waits for the previous one.
   int dependsOn = -1;                // lane that must finish before this one starts
-  DirectWork* directCompute = nullptr;  // set on the lane that reduces this rank's share
+  DirectWork* directCompute = nullptr;  // set on the lane that does this rank's part
   char* scratch = nullptr;              // the op's scratch (BufferKind::kScratch)
   // What the lane waited for when it last stopped (for hang reports).
   int blockedPeer = -1;
@@ -99,9 +99,9 @@ struct HostExecutor::EndpointQueue {
   size_t head = 0;
 };
 
-// The scratch of one direct allreduce: the two allgathers' operations, buffers and programs.
+// The scratch of one direct collective: the two allgathers' operations, buffers and programs.
 struct HostExecutor::DirectWork {
-  const core::Op* op = nullptr;  // the allreduce
+  const core::Op* op = nullptr;  // the collective
   DirectDescriptor mine;
   std::vector<DirectDescriptor> all;
   uint8_t doneMine = 1;
@@ -114,7 +114,7 @@ struct HostExecutor::DirectWork {
 
 namespace {
 
-// The lane of a direct allreduce's compute step: no steps, no connections.
+// The lane of a direct collective's compute step: no steps, no connections.
 const Lane kComputeLane{};
 
 // Whether `op` writes the user's buffers with non-temporal stores (WEFT_STREAM_MIN_BYTES): a
@@ -172,10 +172,10 @@ bool usesPairExchange(const core::Op& op, transport::SlotKind slotKind) {
   return op.count * algorithms::dataTypeSize(op.type) <= buffered;
 }
 
-// Whether `op`, with the tuner's `choice`, runs as a direct allreduce (direct_allreduce.h): in
-// windows every rank reaches, whatever the tuner weighed (it reads each input and writes each
-// output once, in place); through cross-memory attach, where the tuner chose the ring on Simple
-// slots and the message is too large for the pair exchange.
+// Whether `op`, with the tuner's `choice`, runs direct (direct_collectives.h): in windows every
+// rank reaches, whatever the tuner weighed (it reads each input and writes each output once, in
+// place); an allreduce through cross-memory attach, where the tuner chose the ring on Simple slots
+// and the message is too large for the pair exchange.
 bool runsAsDirect(const core::Op& op, const algorithms::TuneChoice& choice) {
   if (runsInWindows(op)) return true;
   const transport::SlotKind slotKind = slotKindOf(choice);
@@ -290,7 +290,7 @@ Status HostExecutor::plan(std::span<const core::Op> ops) {
   WEFT_RETURN_IF_ERROR(connectMissing(ops));
   buildQueues(ops);
   buildGuards();
-  // A direct allreduce's lanes depend on one another and on its buffers: it is built anew.
+  // A direct collective's lanes depend on one another and on its buffers: it is built anew.
   if (ops.size() == 1 && !runsDirect_[0]) lastPlan_ = key;
   return Status::ok();
 }
@@ -540,8 +540,8 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
   int laneIndex = static_cast<int>(&state - lanes_.data());
   if (state.dependsOn >= 0 && !lanes_[state.dependsOn].finished) return state.blockOn(-1, core::WaitDirection::kQueued);
   if (state.directCompute != nullptr) {
-    WEFT_RETURN_IF_ERROR(reduceOwnShare(*state.directCompute->op, state.directCompute->all,
-                                        streamsOutput(*state.directCompute->op), &directScratch_));
+    WEFT_RETURN_IF_ERROR(runOwnPart(*state.directCompute->op, state.directCompute->all,
+                                    streamsOutput(*state.directCompute->op), &directScratch_));
     state.finished = true;
     *progressed = true;
     return Status::ok();

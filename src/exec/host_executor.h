@@ -69,8 +69,8 @@ class HostExecutor {
   /// Fills choices_: each op's algorithm and protocol.
   Status chooseAlgorithms(std::span<const core::Op> ops);
   Status buildPrograms(std::span<const core::Op> ops);
-  /// Fills `work` with the allgathers and buffers of `op` as a direct allreduce
-  /// (direct_allreduce.h), reusing its storage.
+  /// Fills `work` with the allgathers and buffers of `op` as a direct collective
+  /// (direct_collectives.h), reusing its storage.
   static void prepareDirectWork(const core::Op& op, DirectWork* work);
   Status connectMissing(std::span<const core::Op> ops);
   void buildQueues(std::span<const core::Op> ops);
@@ -104,8 +104,8 @@ class HostExecutor {
   std::vector<uint64_t> sequences_;  // op i's number on its communicator
   std::vector<algorithms::TuneChoice> choices_;  // op i's algorithm and protocol
   PlanKey lastPlan_;  // what lanes_ and queues_ hold, when they hold one op's plan that can run again
-  std::vector<uint8_t> runsDirect_;  // op i runs as a direct allreduce (chosen by buildPrograms)
-  // The direct allreduces of the ops, in order: the first directsUsed_ are this call's; the rest
+  std::vector<uint8_t> runsDirect_;  // op i runs direct (chosen by buildPrograms)
+  // The direct collectives of the ops, in order: the first directsUsed_ are this call's; the rest
   // are kept for their storage.
   std::vector<std::unique_ptr<DirectWork>> directs_;
   size_t directsUsed_ = 0;

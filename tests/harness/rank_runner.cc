@@ -79,9 +79,12 @@ ncclComm_t ScopedComm::release() {
   return comm;
 }
 
+std::string ranksAndModeLabel(int nranks, RankMode mode) {
+  return std::to_string(nranks) + "ranks_" + (mode == RankMode::kThreads ? "threads" : "processes");
+}
+
 std::string ranksAndModeName(const ::testing::TestParamInfo<std::tuple<int, RankMode>>& info) {
-  return std::to_string(std::get<0>(info.param)) + "ranks_" +
-         (std::get<1>(info.param) == RankMode::kThreads ? "threads" : "processes");
+  return ranksAndModeLabel(std::get<0>(info.param), std::get<1>(info.param));
 }
 
 }  // namespace weft::harness

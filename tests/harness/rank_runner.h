@@ -30,6 +30,8 @@ namespace weft::harness {
 enum class RankMode { kThreads, kProcesses };
 
 /// A parameterized test's name for `nranks` ranks run as `mode`: "2ranks_threads", "3ranks_processes".
+std::string ranksAndModeLabel(int nranks, RankMode mode);
+/// The same, for a test parameterized by exactly those two.
 std::string ranksAndModeName(const ::testing::TestParamInfo<std::tuple<int, RankMode>>& info);
 
 struct RankRunOptions {

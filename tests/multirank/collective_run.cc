@@ -150,15 +150,17 @@ void runEveryCollective(ncclComm_t comm, int nranks, int rank, std::initializer_
   }
 }
 
-void runEveryAllReduce(ncclComm_t comm, int nranks, int rank, std::span<const size_t> counts, uint64_t seed,
-                       BufferPlacement* placement) {
+void runEveryTypeAndOp(ncclComm_t comm, int nranks, int rank, Collective collective, std::span<const size_t> counts,
+                       uint64_t seed, BufferPlacement* placement) {
   uint64_t iteration = 0;
   for (const ElementType& type : allElementTypes()) {
-    for (const Reduction& op : allReductionsFor(type)) {
+    std::vector<Reduction> ops = allReductionsFor(type);
+    if (!reduces(collective)) ops.resize(1);  // unused
+    for (const Reduction& op : ops) {
       for (size_t count : counts) {
-        for (Placement where : {Placement::kOutOfPlace, Placement::kInPlace}) {
+        for (Placement where : placementsOf(collective)) {
           CollectiveRun run;
-          run.collective = Collective::kAllReduce;
+          run.collective = collective;
           run.type = &type;
           run.op = op;
           run.count = count;

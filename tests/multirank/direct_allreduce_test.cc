@@ -1,4 +1,4 @@
-// The direct allreduce (src/exec/direct_allreduce.h): ranks of one host read and write each
+// The direct allreduce (src/exec/direct_collectives.h): ranks of one host read and write each
 // other's buffers with process_vm_readv/writev. WEFT_CMA_MIN_BYTES=1 sends every allreduce
 // through it, so the whole product of types, ops, counts (shares of zero elements included) and
 // placements is checked exactly, as ranks in processes and in threads, alone and inside groups
@@ -40,7 +40,7 @@ TEST_P(DirectAllReduce, EveryTypeOpCountAndPlacementMatchesTheReference) {
   EXPECT_TRUE(harness::runRanks(directOptions(nranks, mode), [](int rank, int nranks, const ncclUniqueId& id) {
     ScopedComm comm;
     RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
-    runEveryAllReduce(comm, nranks, rank, kCounts, kSeed);
+    runEveryTypeAndOp(comm, nranks, rank, Collective::kAllReduce, kCounts, kSeed);
   }));
 }
 

@@ -1,9 +1,10 @@
-// Memory windows (ncclCommWindowRegister, src/core/windows.h) and the direct allreduce through
-// them (src/exec/direct_allreduce.h): each rank reads its peers' inputs and writes their outputs
+// Memory windows (ncclCommWindowRegister, src/core/windows.h) and the direct collectives through
+// them (src/exec/direct_collectives.h): each rank reads its peers' inputs and writes their outputs
 // in place, in windows of ncclMemAlloc's memory mapped from the peers' files (ranks in processes)
 // or at the peers' own addresses (ranks in threads). WEFT_WINDOW_MIN_BYTES=1 sends every
-// allreduce in windows through it, so the product of types, ops, counts (shares of zero elements
-// included) and placements is checked exactly; the logs prove the path taken.
+// AllReduce, AllGather and ReduceScatter in windows through them, so the product of types, ops,
+// counts (shares of zero elements included) and placements is checked exactly; the logs prove the
+// path taken.
 
 #include <gtest/gtest.h>
 
@@ -31,7 +32,9 @@ using harness::RankRunOptions;
 using harness::ScopedComm;
 
 constexpr size_t kCounts[] = {1, 7, 4099, 70001};
-constexpr size_t kLargestBytes = kCounts[std::size(kCounts) - 1] * sizeof(double);  // the widest type
+constexpr int kMostRanks = 3;
+// An AllGather's output or a ReduceScatter's input at the most ranks, of the widest type.
+constexpr size_t kLargestBytes = kMostRanks * kCounts[std::size(kCounts) - 1] * sizeof(double);
 constexpr uint64_t kSeed = 0x3a11d0e5ULL;
 
 RankRunOptions windowOptions(int nranks, RankMode mode) {
@@ -39,27 +42,36 @@ RankRunOptions windowOptions(int nranks, RankMode mode) {
   options.nranks = nranks;
   options.mode = mode;
   options.env = {{"WEFT_WINDOW_MIN_BYTES", "1"}};
-  options.label = "allreduce in windows";
+  options.label = "collectives in windows";
   return options;
 }
 
-class WindowAllReduce : public ::testing::TestWithParam<std::tuple<int, RankMode>> {};
+// "AllGather_3ranks_threads".
+std::string collectiveRanksAndModeName(const ::testing::TestParamInfo<std::tuple<Collective, int, RankMode>>& info) {
+  const auto [collective, nranks, mode] = info.param;
+  return std::string(collectiveName(collective)) + "_" + harness::ranksAndModeLabel(nranks, mode);
+}
 
-TEST_P(WindowAllReduce, EveryTypeOpCountAndPlacementMatchesTheReference) {
-  const auto [nranks, mode] = GetParam();
-  EXPECT_TRUE(harness::runRanks(windowOptions(nranks, mode), [](int rank, int nranks, const ncclUniqueId& id) {
+class WindowCollectives : public ::testing::TestWithParam<std::tuple<Collective, int, RankMode>> {};
+
+TEST_P(WindowCollectives, EveryTypeOpCountAndPlacementMatchesTheReference) {
+  const auto [collective, nranks, mode] = GetParam();
+  EXPECT_TRUE(harness::runRanks(windowOptions(nranks, mode), [collective](int rank, int nranks,
+                                                                          const ncclUniqueId& id) {
     ScopedComm comm;
     RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
     WindowPlacement windows(comm, kLargestBytes);
     if (harness::rankFailed()) return;
-    runEveryAllReduce(comm, nranks, rank, kCounts, kSeed, &windows);
+    runEveryTypeAndOp(comm, nranks, rank, collective, kCounts, kSeed, &windows);
   }));
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, WindowAllReduce,
-                         ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Values(RankMode::kProcesses,
-                                                                                      RankMode::kThreads)),
-                         harness::ranksAndModeName);
+INSTANTIATE_TEST_SUITE_P(
+    Ranks, WindowCollectives,
+    ::testing::Combine(::testing::Values(Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter),
+                       ::testing::Range(1, kMostRanks + 1),
+                       ::testing::Values(RankMode::kProcesses, RankMode::kThreads)),
+    collectiveRanksAndModeName);
 
 // Rank r's element i of an int32 sum whose result is known.
 int32_t inputOf(int rank, size_t i) { return (rank + 1) * 1000 + static_cast<int32_t>(i % 997); }
@@ -76,13 +88,37 @@ void allReduceAndCheck(ncclComm_t comm, int nranks, int32_t* send, int32_t* recv
   }
 }
 
-// The processes' logs: windows in ncclMemAlloc's memory are reached by every rank and the
-// allreduce in them reads every peer in place; windows in the processes' own heap cannot be mapped
-// by the others, so they stay registrations and the allreduce takes the slots, still right. 13
-// processes pass their files in two rounds: a mailbox queues only about 10.
-class WindowAllReduceLogs : public ::testing::TestWithParam<int> {};
+// AllGathers `count` int32 elements of every rank from `send` into `recv` and checks them.
+void allGatherAndCheck(ncclComm_t comm, int nranks, int32_t* send, int32_t* recv, size_t count, int rank) {
+  for (size_t i = 0; i < count; ++i) send[i] = inputOf(rank, i);
+  RANK_CHECK_NCCL(ncclAllGather(send, recv, count, ncclInt32, comm, cudaStream_t{}));
+  for (int r = 0; r < nranks; ++r) {
+    for (size_t i = 0; i < count; ++i) {
+      RANK_CHECK(recv[r * count + i] == inputOf(r, i)) << "allgather: rank " << r << "'s element " << i << " is "
+                                                       << recv[r * count + i] << ", want " << inputOf(r, i);
+    }
+  }
+}
 
-TEST_P(WindowAllReduceLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindowsAreRegistrationsOnly) {
+// ReduceScatters nranks * `count` int32 elements of `send` into `count` of `recv` and checks them.
+void reduceScatterAndCheck(ncclComm_t comm, int nranks, int32_t* send, int32_t* recv, size_t count, int rank) {
+  for (size_t i = 0; i < nranks * count; ++i) send[i] = inputOf(rank, i);
+  RANK_CHECK_NCCL(ncclReduceScatter(send, recv, count, ncclInt32, ncclSum, comm, cudaStream_t{}));
+  for (size_t i = 0; i < count; ++i) {
+    int32_t want = 0;
+    for (int r = 0; r < nranks; ++r) want += inputOf(r, rank * count + i);
+    RANK_CHECK(recv[i] == want) << "reducescatter: element " << i << " is " << recv[i] << ", want " << want;
+  }
+}
+
+// The processes' logs: windows in ncclMemAlloc's memory are reached by every rank and an
+// allreduce, allgather and reducescatter in them read or write every peer in place; windows in
+// the processes' own heap cannot be mapped by the others, so they stay registrations and the
+// allreduce takes the slots, still right. 13 processes pass their files in two rounds: a mailbox
+// queues only about 10.
+class WindowCollectivesLogs : public ::testing::TestWithParam<int> {};
+
+TEST_P(WindowCollectivesLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindowsAreRegistrationsOnly) {
   const int nranks = GetParam();
   harness::TempDir dir("weft-windows-");
   ASSERT_FALSE(dir.path.empty());
@@ -95,16 +131,20 @@ TEST_P(WindowAllReduceLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindowsAr
     RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
     const size_t count = 100003;
     const size_t bytes = count * sizeof(int32_t);
+    const size_t windowBytes = nranks * bytes;  // an allgather's output, a reducescatter's input
     void* send = nullptr;
     void* recv = nullptr;
-    RANK_CHECK_NCCL(ncclMemAlloc(&send, bytes));
-    RANK_CHECK_NCCL(ncclMemAlloc(&recv, bytes));
+    RANK_CHECK_NCCL(ncclMemAlloc(&send, windowBytes));
+    RANK_CHECK_NCCL(ncclMemAlloc(&recv, windowBytes));
     ncclWindow_t sendWindow = nullptr;
     ncclWindow_t recvWindow = nullptr;
-    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, send, bytes, &sendWindow, NCCL_WIN_COLL_SYMMETRIC));
-    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, recv, bytes, &recvWindow, NCCL_WIN_COLL_SYMMETRIC));
-    allReduceAndCheck(comm, nranks, static_cast<int32_t*>(send), static_cast<int32_t*>(recv), count, rank,
-                      "in ncclMemAlloc windows");
+    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, send, windowBytes, &sendWindow, NCCL_WIN_COLL_SYMMETRIC));
+    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, recv, windowBytes, &recvWindow, NCCL_WIN_COLL_SYMMETRIC));
+    auto* sendInts = static_cast<int32_t*>(send);
+    auto* recvInts = static_cast<int32_t*>(recv);
+    allReduceAndCheck(comm, nranks, sendInts, recvInts, count, rank, "in ncclMemAlloc windows");
+    allGatherAndCheck(comm, nranks, sendInts, recvInts, count, rank);
+    reduceScatterAndCheck(comm, nranks, sendInts, recvInts, count, rank);
     RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, sendWindow));
     RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, recvWindow));
     RANK_CHECK(ncclCommWindowDeregister(comm, sendWindow) == ncclInvalidArgument)
@@ -119,6 +159,13 @@ TEST_P(WindowAllReduceLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindowsAr
     allReduceAndCheck(comm, nranks, heapSend.data(), heapRecv.data(), count, rank, "in heap windows");
     for (ncclWindow_t window : heapWindows) RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, window));
   }));
+  // The log line of a direct call of `bytes` (its larger buffer) that reached every peer in place.
+  const std::string peers = std::to_string(nranks - 1);
+  auto everyPeerInPlace = [&](const char* collective, size_t bytes) {
+    return "direct " + std::string(collective) + " of " + std::to_string(bytes) + " bytes: " + peers + " of " +
+           peers + " peers' buffers reached in windows";
+  };
+  const size_t bytes = 100003 * sizeof(int32_t);
   int reachedInPlace = 0;
   int registrationsOnly = 0;
   int rankLogs = 0;
@@ -126,18 +173,18 @@ TEST_P(WindowAllReduceLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindowsAr
     const std::string log = harness::readWholeFile(entry.path());
     if (log.find("window 1:") == std::string::npos) continue;  // not a rank's (the test process's own)
     ++rankLogs;
-    const std::string peers = std::to_string(nranks - 1);
-    reachedInPlace += log.find("direct allreduce of 400012 bytes: " + peers + " of " + peers +
-                               " peers' buffers reached in windows") != std::string::npos;
+    reachedInPlace += log.find(everyPeerInPlace("AllReduce", bytes)) != std::string::npos &&
+                      log.find(everyPeerInPlace("AllGather", nranks * bytes)) != std::string::npos &&
+                      log.find(everyPeerInPlace("ReduceScatter", nranks * bytes)) != std::string::npos;
     registrationsOnly += log.find("a registration only") != std::string::npos;
-    EXPECT_EQ(log.find("direct allreduce of 400012 bytes: 0"), std::string::npos) << log;
+    EXPECT_EQ(log.find("direct AllReduce of 400012 bytes: 0"), std::string::npos) << log;
   }
   EXPECT_EQ(rankLogs, nranks);
-  EXPECT_EQ(reachedInPlace, nranks) << "every rank reads every peer in place";
+  EXPECT_EQ(reachedInPlace, nranks) << "every rank reads or writes every peer in place in each collective";
   EXPECT_EQ(registrationsOnly, nranks) << "every rank sees the heap windows as registrations only";
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, WindowAllReduceLogs, ::testing::Values(3, 13),
+INSTANTIATE_TEST_SUITE_P(Ranks, WindowCollectivesLogs, ::testing::Values(3, 13),
                          [](const ::testing::TestParamInfo<int>& info) {
                            return std::to_string(info.param) + "processes";
                          });
