@@ -86,6 +86,8 @@ Status reachPeers(DirectPart* part) {
         inPeerWindow(*op.comm, peer, described.sendWindow, described.sendOffset, elements.send * part->elementSize);
     buffers.recv =
         inPeerWindow(*op.comm, peer, described.recvWindow, described.recvOffset, elements.recv * part->elementSize);
+    // Both, though an allgather reads no peer's input and a reducescatter writes no peer's output:
+    // NCCL's rule for symmetric windows, and what runsInWindows asked of every rank.
     if ((buffers.send == nullptr || buffers.recv == nullptr) && !crossMemoryAttach) {
       return invalidUsage("rank %d's %s buffers are not both in windows every rank reaches, while rank %d's are: "
                           "every rank's buffers must lie in such windows (ncclCommWindowRegister), or none",
@@ -111,10 +113,10 @@ Status readPeerInput(const DirectPart& part, int peer, size_t offset, size_t byt
 // Reduces `elements` elements from byte `inputOffset` of every rank's input into `result`, this
 // rank's (`ownInput`) first, each scaled by its own rank's PreMulSum multiplier; the last pass also
 // writes `alsoOut` (if not null). The first peer's piece meets the own input in one pass, the next
-// peers' are added to the result while it is still in cache. With `stream`, the last pass's writes
-// bypass the caches.
+// peers' are added to the result while it is still in cache. With `stream`, the last pass writes
+// `result` with non-temporal stores, and `alsoOut` too with `streamAlsoOut`.
 Status reducePiece(const DirectPart& part, size_t inputOffset, const char* ownInput, char* result, char* alsoOut,
-                   size_t elements, bool stream) {
+                   size_t elements, bool stream, bool streamAlsoOut = false) {
   const core::Op& op = part.op;
   const int nranks = op.comm->nranks();
   const int rank = op.comm->rank();
@@ -130,14 +132,15 @@ Status reducePiece(const DirectPart& part, size_t inputOffset, const char* ownIn
     std::memcpy(peerReduction.scalar, part.descriptors[peer].scalar, sizeof(peerReduction.scalar));
     char* out2 = last ? alsoOut : nullptr;
     const bool streams = last && stream;
+    const bool streams2 = streams && streamAlsoOut;
     if (first && preMulSum) {
       // Only the local operand is scaled: the own input alone first, then the peer's onto it.
       algorithms::reduce(op.reduction, {ownInput, nullptr, result, nullptr, elements, false});
-      algorithms::reduce(peerReduction, {input, result, result, out2, elements, last, streams, streams});
+      algorithms::reduce(peerReduction, {input, result, result, out2, elements, last, streams, streams2});
     } else if (first) {
-      algorithms::reduce(op.reduction, {ownInput, input, result, out2, elements, last, streams, streams});
+      algorithms::reduce(op.reduction, {ownInput, input, result, out2, elements, last, streams, streams2});
     } else {
-      algorithms::reduce(peerReduction, {input, result, result, out2, elements, last, streams, streams});
+      algorithms::reduce(peerReduction, {input, result, result, out2, elements, last, streams, streams2});
     }
   }
   return Status::ok();
@@ -156,6 +159,10 @@ Status allReduceShare(const DirectPart& part, bool streamOutput) {
   for (int peer = 0; peer < nranks && alsoPeer < 0; ++peer) {
     if (peer != rank && part.peers[peer].recv != nullptr) alsoPeer = peer;
   }
+  // Like this rank's own, the peer's output is streamed only out of place: in place its lines are
+  // the input this rank has just read, in cache.
+  const bool alsoPeerOutOfPlace =
+      alsoPeer >= 0 && part.descriptors[alsoPeer].recvAddress != part.descriptors[alsoPeer].sendAddress;
   const size_t pieceElements = std::max<size_t>(kPieceBytes / size, 1);
   for (size_t begin = 0; begin < share.count; begin += pieceElements) {
     const size_t elements = std::min(pieceElements, share.count - begin);
@@ -165,8 +172,8 @@ Status allReduceShare(const DirectPart& part, bool streamOutput) {
     char* result = static_cast<char*>(op.recvbuff) + offset;
     char* alsoOut = alsoPeer >= 0 ? part.peers[alsoPeer].recv + offset : nullptr;
     // In place, the output's lines were just read as the input and are in cache: not streamed.
-    WEFT_RETURN_IF_ERROR(
-        reducePiece(part, offset, ownInput, result, alsoOut, elements, streamOutput && result != ownInput));
+    WEFT_RETURN_IF_ERROR(reducePiece(part, offset, ownInput, result, alsoOut, elements,
+                                     streamOutput && result != ownInput, alsoPeerOutOfPlace));
     for (int peer = 0; peer < nranks; ++peer) {
       if (peer == rank || peer == alsoPeer) continue;
       if (part.peers[peer].recv != nullptr) {
@@ -180,8 +187,8 @@ Status allReduceShare(const DirectPart& part, bool streamOutput) {
   return Status::ok();
 }
 
-// AllGather: this rank's input, piece by piece, into part `rank` of every rank's output (its own
-// too, unless in place), so that each input is read once.
+// AllGather: this rank's input, piece by piece, into part `rank` of every rank's output, so that
+// each input is read once (in place, the copy into its own output is copyTo's no-op).
 Status allGatherInput(const DirectPart& part, bool streamOutput) {
   const core::Op& op = part.op;
   const size_t bytes = op.count * part.elementSize;
@@ -215,8 +222,7 @@ Status reduceScatterOutput(const DirectPart& part, bool streamOutput) {
 
 }  // namespace
 
-bool runsDirect(const core::Op& op) {
-  if (runsInWindows(op)) return true;
+bool runsThroughCrossMemoryAttach(const core::Op& op) {
   // One rank has no peer to read: its output is only a copy, which the ring makes.
   if (op.onDevice || op.collective != algorithms::Collective::kAllReduce || op.comm->nranks() < 2) return false;
   const size_t cmaMinBytes = op.comm->cmaMinBytes();
@@ -289,7 +295,9 @@ Status runOwnPart(const core::Op& op, std::span<const DirectDescriptor> descript
   WEFT_INFO(log::kColl, "direct %s of %zu bytes: %d of %d peers' buffers reached in windows (any others by "
             "cross-memory attach)", name, std::max(elements.send, elements.recv) * part.elementSize,
             static_cast<int>(inWindows), nranks - 1);
-  scratch->resize(std::max<size_t>(kPieceBytes / part.elementSize, 1) * part.elementSize);
+  if (op.collective == algorithms::Collective::kAllReduce && op.comm->cmaMinBytes() > 0) {
+    scratch->resize(std::max<size_t>(kPieceBytes / part.elementSize, 1) * part.elementSize);
+  }
   switch (op.collective) {
     case algorithms::Collective::kAllGather: return allGatherInput(part, streamOutput);
     case algorithms::Collective::kReduceScatter: return reduceScatterOutput(part, streamOutput);

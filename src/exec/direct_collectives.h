@@ -41,17 +41,17 @@ struct DirectDescriptor {
   uint64_t recvOffset = 0;
 };
 
-/// Whether `op` runs direct: runsInWindows(op), or an AllReduce of two or more ranks on host
-/// buffers of at least op.comm->cmaMinBytes() bytes (never when that is 0). The same on every rank
-/// where every rank's buffers lie in windows every rank reaches or none do (NCCL's rule for
-/// symmetric windows).
-bool runsDirect(const core::Op& op);
-
 /// Whether `op` is an AllReduce, AllGather or ReduceScatter of two or more ranks on host buffers
 /// whose larger one is at least windowMinBytes() bytes (never when 0), both in windows that every
 /// rank reaches, where NCCL_ALGO allows the ring for it and NCCL_PROTO Simple: then it runs direct,
-/// whatever the tuner chose.
+/// whatever the tuner chose. The same on every rank where every rank's buffers lie in such windows
+/// or none do (NCCL's rule for symmetric windows).
 bool runsInWindows(const core::Op& op);
+
+/// Whether `op` is an AllReduce of two or more ranks on host buffers of at least
+/// op.comm->cmaMinBytes() bytes (never when that is 0): it may run direct through cross-memory
+/// attach, where the tuner chose the ring on Simple slots.
+bool runsThroughCrossMemoryAttach(const core::Op& op);
 
 /// This rank's descriptor for `op`.
 DirectDescriptor describeBuffers(const core::Op& op);

@@ -180,7 +180,7 @@ bool runsAsDirect(const core::Op& op, const algorithms::TuneChoice& choice) {
   if (runsInWindows(op)) return true;
   const transport::SlotKind slotKind = slotKindOf(choice);
   return choice.algorithm == algorithms::Algorithm::kRing && slotKind != transport::SlotKind::kLowLatency &&
-         !usesPairExchange(op, slotKind) && runsDirect(op);
+         !usesPairExchange(op, slotKind) && runsThroughCrossMemoryAttach(op);
 }
 
 // The TUNING line of one choice: every candidate's predicted time, on its fastest channel count.
@@ -204,9 +204,9 @@ void logPredictions(const algorithms::TuneShape& shape, const algorithms::CostMo
 }
 
 // The algorithm, protocol and channel count for `op` on host memory: the tuner's choice among
-// those NCCL_ALGO and NCCL_PROTO allow (the two-rank and direct allreduces are forms of the
-// ring). Collectives that NCCL_ALGO does not govern run with Simple on every channel. Fails where
-// the filters allow nothing Weft has for the collective.
+// those NCCL_ALGO and NCCL_PROTO allow (the two-rank allreduce and the direct collectives are forms
+// of the ring). Collectives that NCCL_ALGO does not govern run with Simple on every channel. Fails
+// where the filters allow nothing Weft has for the collective.
 Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
   *choice = algorithms::ungovernedChoice(static_cast<int>(op.comm->rings().size()));
   if (!algorithms::governedByAlgo(op.collective)) return Status::ok();

@@ -73,65 +73,80 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(RankMode::kProcesses, RankMode::kThreads)),
     collectiveRanksAndModeName);
 
-// Rank r's element i of an int32 sum whose result is known.
+// Rank r's element i of an int32 input whose sums are known.
 int32_t inputOf(int rank, size_t i) { return (rank + 1) * 1000 + static_cast<int32_t>(i % 997); }
 
-// Allreduces `count` int32 elements from `send` into `recv` and checks the sums.
-void allReduceAndCheck(ncclComm_t comm, int nranks, int32_t* send, int32_t* recv, size_t count, int rank,
-                       const char* what) {
-  for (size_t i = 0; i < count; ++i) send[i] = inputOf(rank, i);
-  RANK_CHECK_NCCL(ncclAllReduce(send, recv, count, ncclInt32, ncclSum, comm, cudaStream_t{}));
-  for (size_t i = 0; i < count; ++i) {
-    int32_t want = 0;
-    for (int r = 0; r < nranks; ++r) want += inputOf(r, i);
-    RANK_CHECK(recv[i] == want) << what << ": element " << i << " is " << recv[i] << ", want " << want;
+// Elements of `count` (as the API takes it) in `collective`'s send buffer.
+size_t sendElements(Collective collective, size_t count, int nranks) {
+  return collective == Collective::kReduceScatter ? nranks * count : count;
+}
+
+// Makes the NCCL call of `collective` (AllReduce, AllGather or ReduceScatter: an int32 sum) on
+// `count` elements as the API takes them, from `send` into `recv`, which may overlap as the API's
+// in-place form does.
+ncclResult_t callInts(Collective collective, ncclComm_t comm, const int32_t* send, int32_t* recv, size_t count) {
+  switch (collective) {
+    case Collective::kAllGather: return ncclAllGather(send, recv, count, ncclInt32, comm, cudaStream_t{});
+    case Collective::kReduceScatter:
+      return ncclReduceScatter(send, recv, count, ncclInt32, ncclSum, comm, cudaStream_t{});
+    default: return ncclAllReduce(send, recv, count, ncclInt32, ncclSum, comm, cudaStream_t{});
   }
 }
 
-// AllGathers `count` int32 elements of every rank from `send` into `recv` and checks them.
-void allGatherAndCheck(ncclComm_t comm, int nranks, int32_t* send, int32_t* recv, size_t count, int rank) {
-  for (size_t i = 0; i < count; ++i) send[i] = inputOf(rank, i);
-  RANK_CHECK_NCCL(ncclAllGather(send, recv, count, ncclInt32, comm, cudaStream_t{}));
-  for (int r = 0; r < nranks; ++r) {
-    for (size_t i = 0; i < count; ++i) {
-      RANK_CHECK(recv[r * count + i] == inputOf(r, i)) << "allgather: rank " << r << "'s element " << i << " is "
-                                                       << recv[r * count + i] << ", want " << inputOf(r, i);
+// Fills this rank's input in `send` with inputOf, runs callInts and checks every element of the
+// output.
+void callAndCheck(Collective collective, ncclComm_t comm, int nranks, int rank, int32_t* send, int32_t* recv,
+                  size_t count, const char* what) {
+  for (size_t i = 0; i < sendElements(collective, count, nranks); ++i) send[i] = inputOf(rank, i);
+  RANK_CHECK_NCCL(callInts(collective, comm, send, recv, count)) << what;
+  const size_t outputs = collective == Collective::kAllGather ? nranks * count : count;
+  for (size_t i = 0; i < outputs; ++i) {
+    int32_t want = 0;
+    if (collective == Collective::kAllGather) {
+      want = inputOf(static_cast<int>(i / count), i % count);
+    } else {
+      const size_t input = collective == Collective::kReduceScatter ? rank * count + i : i;
+      for (int r = 0; r < nranks; ++r) want += inputOf(r, input);
     }
+    RANK_CHECK(recv[i] == want) << collectiveName(collective) << " " << what << ": element " << i << " is "
+                                << recv[i] << ", want " << want;
   }
 }
 
-// ReduceScatters nranks * `count` int32 elements of `send` into `count` of `recv` and checks them.
-void reduceScatterAndCheck(ncclComm_t comm, int nranks, int32_t* send, int32_t* recv, size_t count, int rank) {
-  for (size_t i = 0; i < nranks * count; ++i) send[i] = inputOf(rank, i);
-  RANK_CHECK_NCCL(ncclReduceScatter(send, recv, count, ncclInt32, ncclSum, comm, cudaStream_t{}));
-  for (size_t i = 0; i < count; ++i) {
-    int32_t want = 0;
-    for (int r = 0; r < nranks; ++r) want += inputOf(r, rank * count + i);
-    RANK_CHECK(recv[i] == want) << "reducescatter: element " << i << " is " << recv[i] << ", want " << want;
-  }
+// Runs callAndCheck in place: `buffer` holds the larger of the collective's buffers.
+void callInPlaceAndCheck(Collective collective, ncclComm_t comm, int nranks, int rank, int32_t* buffer, size_t count,
+                         const char* what) {
+  int32_t* send = collective == Collective::kAllGather ? buffer + rank * count : buffer;
+  int32_t* recv = collective == Collective::kReduceScatter ? buffer + rank * count : buffer;
+  callAndCheck(collective, comm, nranks, rank, send, recv, count, what);
 }
 
-// The processes' logs: windows in ncclMemAlloc's memory are reached by every rank and an
-// allreduce, allgather and reducescatter in them read or write every peer in place; windows in
-// the processes' own heap cannot be mapped by the others, so they stay registrations and the
-// allreduce takes the slots, still right. 13 processes pass their files in two rounds: a mailbox
-// queues only about 10.
+constexpr Collective kWindowed[] = {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter};
+
+// The processes' logs, with WEFT_WINDOW_MIN_BYTES=1000000: windows in ncclMemAlloc's memory are
+// reached by every rank, and an allreduce, allgather and reducescatter in them, out of place and
+// in place, read or write every peer in place where their larger buffer reaches the threshold (an
+// allgather's output, a reducescatter's input: n times 400 KB), not below it (an allreduce of 400
+// KB). Windows in the processes' own heap cannot be mapped by the others, so they stay
+// registrations and the allreduce takes the slots, still right. 13 processes pass their files in
+// two rounds: a mailbox queues only about 10.
 class WindowCollectivesLogs : public ::testing::TestWithParam<int> {};
 
 TEST_P(WindowCollectivesLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindowsAreRegistrationsOnly) {
   const int nranks = GetParam();
+  constexpr size_t kCount = 100003;  // out of place; in place, kInPlaceCount
+  constexpr size_t kInPlaceCount = 90001;
   harness::TempDir dir("weft-windows-");
   ASSERT_FALSE(dir.path.empty());
   RankRunOptions options = windowOptions(nranks, RankMode::kProcesses);
-  options.env.push_back({"NCCL_DEBUG", "INFO"});
-  options.env.push_back({"NCCL_DEBUG_SUBSYS", "REG,COLL"});
-  options.env.push_back({"NCCL_DEBUG_FILE", (dir.path / "rank.%p").string()});
+  options.env = {{"WEFT_WINDOW_MIN_BYTES", "1000000"},
+                 {"NCCL_DEBUG", "INFO"},
+                 {"NCCL_DEBUG_SUBSYS", "REG,COLL"},
+                 {"NCCL_DEBUG_FILE", (dir.path / "rank.%p").string()}};
   EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
     ScopedComm comm;
     RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
-    const size_t count = 100003;
-    const size_t bytes = count * sizeof(int32_t);
-    const size_t windowBytes = nranks * bytes;  // an allgather's output, a reducescatter's input
+    const size_t windowBytes = nranks * kCount * sizeof(int32_t);  // an allgather's output, a reducescatter's input
     void* send = nullptr;
     void* recv = nullptr;
     RANK_CHECK_NCCL(ncclMemAlloc(&send, windowBytes));
@@ -142,9 +157,14 @@ TEST_P(WindowCollectivesLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindows
     RANK_CHECK_NCCL(ncclCommWindowRegister(comm, recv, windowBytes, &recvWindow, NCCL_WIN_COLL_SYMMETRIC));
     auto* sendInts = static_cast<int32_t*>(send);
     auto* recvInts = static_cast<int32_t*>(recv);
-    allReduceAndCheck(comm, nranks, sendInts, recvInts, count, rank, "in ncclMemAlloc windows");
-    allGatherAndCheck(comm, nranks, sendInts, recvInts, count, rank);
-    reduceScatterAndCheck(comm, nranks, sendInts, recvInts, count, rank);
+    for (Collective collective : kWindowed) {
+      callAndCheck(collective, comm, nranks, rank, sendInts, recvInts, kCount, "in ncclMemAlloc windows");
+      callInPlaceAndCheck(collective, comm, nranks, rank, recvInts,
+                          collective == Collective::kAllReduce ? nranks * kInPlaceCount : kInPlaceCount,
+                          "in place in ncclMemAlloc windows");
+    }
+    callAndCheck(Collective::kAllReduce, comm, nranks, rank, sendInts, recvInts, nranks * kCount,
+                 "in ncclMemAlloc windows");
     RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, sendWindow));
     RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, recvWindow));
     RANK_CHECK(ncclCommWindowDeregister(comm, sendWindow) == ncclInvalidArgument)
@@ -152,20 +172,24 @@ TEST_P(WindowCollectivesLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindows
     RANK_CHECK_NCCL(ncclMemFree(send));
     RANK_CHECK_NCCL(ncclMemFree(recv));
 
-    std::vector<int32_t> heapSend(count), heapRecv(count);
+    const size_t heapCount = nranks * kCount;
+    std::vector<int32_t> heapSend(heapCount), heapRecv(heapCount);
     ncclWindow_t heapWindows[2] = {};
-    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, heapSend.data(), bytes, &heapWindows[0], NCCL_WIN_DEFAULT));
-    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, heapRecv.data(), bytes, &heapWindows[1], NCCL_WIN_DEFAULT));
-    allReduceAndCheck(comm, nranks, heapSend.data(), heapRecv.data(), count, rank, "in heap windows");
+    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, heapSend.data(), heapCount * 4, &heapWindows[0], NCCL_WIN_DEFAULT));
+    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, heapRecv.data(), heapCount * 4, &heapWindows[1], NCCL_WIN_DEFAULT));
+    callAndCheck(Collective::kAllReduce, comm, nranks, rank, heapSend.data(), heapRecv.data(), heapCount,
+                 "in heap windows");
     for (ncclWindow_t window : heapWindows) RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, window));
   }));
-  // The log line of a direct call of `bytes` (its larger buffer) that reached every peer in place.
+  // The log line of a direct call whose larger buffer holds `elements` int32 and that reached every
+  // peer in place.
   const std::string peers = std::to_string(nranks - 1);
-  auto everyPeerInPlace = [&](const char* collective, size_t bytes) {
-    return "direct " + std::string(collective) + " of " + std::to_string(bytes) + " bytes: " + peers + " of " +
-           peers + " peers' buffers reached in windows";
+  auto everyPeerInPlace = [&](const char* collective, size_t elements) {
+    return "direct " + std::string(collective) + " of " + std::to_string(elements * sizeof(int32_t)) + " bytes: " +
+           peers + " of " + peers + " peers' buffers reached in windows";
   };
-  const size_t bytes = 100003 * sizeof(int32_t);
+  const size_t larger = nranks * kCount;
+  const size_t largerInPlace = nranks * kInPlaceCount;
   int reachedInPlace = 0;
   int registrationsOnly = 0;
   int rankLogs = 0;
@@ -173,14 +197,20 @@ TEST_P(WindowCollectivesLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindows
     const std::string log = harness::readWholeFile(entry.path());
     if (log.find("window 1:") == std::string::npos) continue;  // not a rank's (the test process's own)
     ++rankLogs;
-    reachedInPlace += log.find(everyPeerInPlace("AllReduce", bytes)) != std::string::npos &&
-                      log.find(everyPeerInPlace("AllGather", nranks * bytes)) != std::string::npos &&
-                      log.find(everyPeerInPlace("ReduceScatter", nranks * bytes)) != std::string::npos;
+    int found = 0;
+    for (const char* collective : {"AllReduce", "AllGather", "ReduceScatter"}) {
+      found += log.find(everyPeerInPlace(collective, larger)) != std::string::npos;
+      found += log.find(everyPeerInPlace(collective, largerInPlace)) != std::string::npos;
+    }
+    reachedInPlace += found == 6;
     registrationsOnly += log.find("a registration only") != std::string::npos;
-    EXPECT_EQ(log.find("direct AllReduce of 400012 bytes: 0"), std::string::npos) << log;
+    EXPECT_EQ(log.find("direct AllReduce of " + std::to_string(kCount * sizeof(int32_t)) + " bytes"),
+              std::string::npos)
+        << "an allreduce below WEFT_WINDOW_MIN_BYTES ran direct:\n" << log;
+    EXPECT_EQ(log.find(" bytes: 0 of "), std::string::npos) << "a direct call reached no peer in place:\n" << log;
   }
   EXPECT_EQ(rankLogs, nranks);
-  EXPECT_EQ(reachedInPlace, nranks) << "every rank reads or writes every peer in place in each collective";
+  EXPECT_EQ(reachedInPlace, nranks) << "every rank reads or writes every peer in place in each call";
   EXPECT_EQ(registrationsOnly, nranks) << "every rank sees the heap windows as registrations only";
 }
 
@@ -189,40 +219,49 @@ INSTANTIATE_TEST_SUITE_P(Ranks, WindowCollectivesLogs, ::testing::Values(3, 13),
                            return std::to_string(info.param) + "processes";
                          });
 
+class WindowCollectiveCalls : public ::testing::TestWithParam<Collective> {};
+
+std::string collectiveOnlyName(const ::testing::TestParamInfo<Collective>& info) {
+  return collectiveName(info.param);
+}
+
 // WEFT_CHECK=1 turns buffers in windows on one rank only (which would send that rank down the
 // direct path and its peer through the slots) into the same clear error on every rank.
-TEST(WindowAllReduceChecked, BuffersInWindowsOnOneRankOnlyAreInvalidUsageOnEveryRank) {
+TEST_P(WindowCollectiveCalls, BuffersInWindowsOnOneRankOnlyAreInvalidUsageOnEveryRankUnderWeftCheck) {
+  const Collective collective = GetParam();
   RankRunOptions options = windowOptions(2, RankMode::kProcesses);
   options.env.push_back({"WEFT_CHECK", "1"});
-  EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
+  EXPECT_TRUE(harness::runRanks(options, [collective](int rank, int nranks, const ncclUniqueId& id) {
     ScopedComm comm;
     RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
     const size_t count = 4099;
-    WindowedMemory windowed(comm, 2 * count * sizeof(int32_t));
-    std::vector<int32_t> heap(2 * count, 1);
+    const size_t larger = nranks * count;  // elements of the larger buffer
+    WindowedMemory windowed(comm, 2 * larger * sizeof(int32_t));
+    std::vector<int32_t> heap(2 * larger, 1);
     int32_t* buffers = rank == 0 ? windowed.ints() : heap.data();
-    const ncclResult_t result =
-        ncclAllReduce(buffers, buffers + count, count, ncclInt32, ncclSum, comm, cudaStream_t{});
+    const ncclResult_t result = callInts(collective, comm, buffers, buffers + larger, count);
     RANK_CHECK(result == ncclInvalidUsage) << "got " << ncclGetErrorString(result);
     const std::string last = ncclGetLastError(comm);
     RANK_CHECK(last.find("in windows") != std::string::npos) << last;
   }));
 }
 
-// The same allreduce (collective, count, type, op) first on heap buffers, then in windows: the
-// second runs direct, so no rank may reuse the first's plan, even one whose call comes from
-// another thread.
-TEST(WindowAllReducePlans, TheSameCallOnHeapBuffersThenInWindowsIsRightOnEveryRank) {
-  EXPECT_TRUE(harness::runRanks(windowOptions(3, RankMode::kProcesses), [](int rank, int nranks,
-                                                                          const ncclUniqueId& id) {
+// The same call (collective, count, type, op) first on heap buffers, then in windows: the second
+// runs direct, so no rank may reuse the first's plan, even one whose call comes from another
+// thread.
+TEST_P(WindowCollectiveCalls, TheSameCallOnHeapBuffersThenInWindowsIsRightOnEveryRank) {
+  const Collective collective = GetParam();
+  EXPECT_TRUE(harness::runRanks(windowOptions(3, RankMode::kProcesses), [collective](int rank, int nranks,
+                                                                                     const ncclUniqueId& id) {
     ScopedComm comm;
     RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
     const size_t count = 100003;
-    std::vector<int32_t> heapSend(count), heapRecv(count);
-    allReduceAndCheck(comm, nranks, heapSend.data(), heapRecv.data(), count, rank, "on heap buffers");
-    WindowedMemory windowed(comm, 2 * count * sizeof(int32_t));
+    const size_t larger = nranks * count;
+    std::vector<int32_t> heapSend(larger), heapRecv(larger);
+    callAndCheck(collective, comm, nranks, rank, heapSend.data(), heapRecv.data(), count, "on heap buffers");
+    WindowedMemory windowed(comm, 2 * larger * sizeof(int32_t));
     int32_t* send = windowed.ints();
-    auto inWindows = [&] { allReduceAndCheck(comm, nranks, send, send + count, count, rank, "in windows"); };
+    auto inWindows = [&] { callAndCheck(collective, comm, nranks, rank, send, send + larger, count, "in windows"); };
     if (rank == 1) {
       std::thread(inWindows).join();
     } else {
@@ -230,6 +269,8 @@ TEST(WindowAllReducePlans, TheSameCallOnHeapBuffersThenInWindowsIsRightOnEveryRa
     }
   }));
 }
+
+INSTANTIATE_TEST_SUITE_P(Collectives, WindowCollectiveCalls, ::testing::ValuesIn(kWindowed), collectiveOnlyName);
 
 // Polls a nonblocking communicator until its launch has ended, and checks that it succeeded.
 void waitUntilDone(ncclComm_t comm) {
