@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "algorithms/collective_filter.h"
 #include "algorithms/even_split.h"
 #include "algorithms/reduce.h"
 #include "src/base/log.h"
@@ -50,10 +51,10 @@ char* inPeerWindow(core::Communicator& comm, int peer, uint64_t number, uint64_t
   return window->peerBase(peer) + offset;
 }
 
-// Elements of op.count that each rank's send and receive buffers hold: the same on every rank for
-// the collectives that run direct.
-algorithms::BufferElements elementsOf(const core::Op& op) {
-  return algorithms::bufferElements({op.collective, op.count, op.root, op.comm->nranks(), op.comm->rank()});
+// Elements of op.count that `rank`'s send and receive buffers hold (0: a buffer the rank does not
+// use, such as a non-root's Broadcast input or Reduce output).
+algorithms::BufferElements elementsOf(const core::Op& op, int rank) {
+  return algorithms::bufferElements({op.collective, op.count, op.root, op.comm->nranks(), rank});
 }
 
 // Where each peer's buffers are reached in place (null: through cross-memory attach).
@@ -75,20 +76,22 @@ struct DirectPart {
 // place nor (an allreduce's only) through cross-memory attach.
 Status reachPeers(DirectPart* part) {
   const core::Op& op = part->op;
-  const algorithms::BufferElements elements = elementsOf(op);
   const bool crossMemoryAttach = op.collective == algorithms::Collective::kAllReduce && op.comm->cmaMinBytes() > 0;
   part->peers.assign(part->descriptors.size(), PeerBuffers{});
   for (int peer = 0; peer < static_cast<int>(part->descriptors.size()); ++peer) {
     if (peer == op.comm->rank()) continue;
     const DirectDescriptor& described = part->descriptors[static_cast<size_t>(peer)];
+    const algorithms::BufferElements elements = elementsOf(op, peer);
     PeerBuffers& buffers = part->peers[static_cast<size_t>(peer)];
     buffers.send =
         inPeerWindow(*op.comm, peer, described.sendWindow, described.sendOffset, elements.send * part->elementSize);
     buffers.recv =
         inPeerWindow(*op.comm, peer, described.recvWindow, described.recvOffset, elements.recv * part->elementSize);
-    // Both, though an allgather reads no peer's input and a reducescatter writes no peer's output:
-    // NCCL's rule for symmetric windows, and what runsInWindows asked of every rank.
-    if ((buffers.send == nullptr || buffers.recv == nullptr) && !crossMemoryAttach) {
+    // Every buffer the peer uses, though an allgather reads no peer's input and a reducescatter
+    // writes no peer's output: NCCL's rule for symmetric windows, and what runsInWindows asked of
+    // every rank.
+    const bool reached = (elements.send == 0 || buffers.send != nullptr) && (elements.recv == 0 || buffers.recv != nullptr);
+    if (!reached && !crossMemoryAttach) {
       return invalidUsage("rank %d's %s buffers are not both in windows every rank reaches, while rank %d's are: "
                           "every rank's buffers must lie in such windows (ncclCommWindowRegister), or none",
                           peer, algorithms::collectiveName(op.collective), op.comm->rank());
@@ -110,19 +113,22 @@ Status readPeerInput(const DirectPart& part, int peer, size_t offset, size_t byt
   return Status::ok();
 }
 
-// Reduces `elements` elements from byte `inputOffset` of every rank's input into `result`, this
-// rank's (`ownInput`) first, each scaled by its own rank's PreMulSum multiplier; the last pass also
-// writes `alsoOut` (if not null). The first peer's piece meets the own input in one pass, the next
-// peers' are added to the result while it is still in cache. With `stream`, the last pass writes
-// `result` with non-temporal stores, and `alsoOut` too with `streamAlsoOut`.
+// Reduces `elements` elements from byte `inputOffset` of every rank's input into `result`, each
+// scaled by its own rank's PreMulSum multiplier; the last pass also writes `alsoOut` (if not null).
+// The peers are taken in turn from `firstPeer` (a result that is that peer's input, an in-place
+// Reduce's root's, is read before it is written): the first one's piece meets this rank's own
+// (`ownInput`) in one pass, the next ones' are added to the result while it is still in cache. With
+// `stream`, the last pass writes `result` with non-temporal stores, and `alsoOut` too with
+// `streamAlsoOut`.
 Status reducePiece(const DirectPart& part, size_t inputOffset, const char* ownInput, char* result, char* alsoOut,
-                   size_t elements, bool stream, bool streamAlsoOut = false) {
+                   size_t elements, bool stream, bool streamAlsoOut = false, int firstPeer = 0) {
   const core::Op& op = part.op;
   const int nranks = op.comm->nranks();
   const int rank = op.comm->rank();
   const bool preMulSum = op.reduction.kind == algorithms::RedOpKind::kPreMulSum;
   int remaining = nranks - 1;
-  for (int peer = 0; peer < nranks; ++peer) {
+  for (int turn = 0; turn < nranks; ++turn) {
+    const int peer = (firstPeer + turn) % nranks;
     if (peer == rank) continue;
     const char* input = nullptr;
     WEFT_RETURN_IF_ERROR(readPeerInput(part, peer, inputOffset, elements * part.elementSize, &input));
@@ -133,8 +139,13 @@ Status reducePiece(const DirectPart& part, size_t inputOffset, const char* ownIn
     char* out2 = last ? alsoOut : nullptr;
     const bool streams = last && stream;
     const bool streams2 = streams && streamAlsoOut;
-    if (first && preMulSum) {
-      // Only the local operand is scaled: the own input alone first, then the peer's onto it.
+    if (first && preMulSum && result == input) {
+      // Only the local operand is scaled, so the two inputs take a pass each: the peer's first,
+      // since it is the result's memory, then the own onto it.
+      algorithms::reduce(peerReduction, {input, nullptr, result, nullptr, elements, false});
+      algorithms::reduce(op.reduction, {ownInput, result, result, out2, elements, last, streams, streams2});
+    } else if (first && preMulSum) {
+      // The own input first (in place, the result's memory), then the peer's onto it.
       algorithms::reduce(op.reduction, {ownInput, nullptr, result, nullptr, elements, false});
       algorithms::reduce(peerReduction, {input, result, result, out2, elements, last, streams, streams2});
     } else if (first) {
@@ -220,6 +231,44 @@ Status reduceScatterOutput(const DirectPart& part, bool streamOutput) {
   return Status::ok();
 }
 
+// Broadcast: part `rank` of the root's input, read once and written into every rank's output (at
+// an in-place root, copyTo's no-op).
+Status broadcastShare(const DirectPart& part, bool streamOutput) {
+  const core::Op& op = part.op;
+  const int rank = op.comm->rank();
+  const size_t size = part.elementSize;
+  const algorithms::ElementRange share = algorithms::evenPart(op.count, static_cast<size_t>(op.comm->nranks()), rank);
+  const char* input = rank == op.root ? static_cast<const char*>(op.sendbuff) : part.peers[op.root].send;
+  for (size_t begin = 0; begin < share.count * size; begin += kPieceBytes) {
+    const size_t offset = share.offset * size + begin;
+    const size_t length = std::min(kPieceBytes, share.count * size - begin);
+    algorithms::copyTo(input + offset, static_cast<char*>(op.recvbuff) + offset, nullptr, length, streamOutput);
+    for (const PeerBuffers& peer : part.peers) {
+      if (peer.recv != nullptr) algorithms::copyTo(input + offset, peer.recv + offset, nullptr, length, streamOutput);
+    }
+  }
+  return Status::ok();
+}
+
+// Reduce: part `rank` of the elements, reduced over every input and written into the root's output.
+Status reduceShare(const DirectPart& part, bool streamOutput) {
+  const core::Op& op = part.op;
+  const int rank = op.comm->rank();
+  const size_t size = part.elementSize;
+  const algorithms::ElementRange share = algorithms::evenPart(op.count, static_cast<size_t>(op.comm->nranks()), rank);
+  char* output = rank == op.root ? static_cast<char*>(op.recvbuff) : part.peers[op.root].recv;
+  const size_t pieceElements = std::max<size_t>(kPieceBytes / size, 1);
+  for (size_t begin = 0; begin < share.count; begin += pieceElements) {
+    const size_t elements = std::min(pieceElements, share.count - begin);
+    const size_t offset = (share.offset + begin) * size;
+    const char* ownInput = static_cast<const char*>(op.sendbuff) + offset;
+    char* result = output + offset;
+    WEFT_RETURN_IF_ERROR(reducePiece(part, offset, ownInput, result, nullptr, elements,
+                                     streamOutput && result != ownInput, false, op.root));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 bool runsThroughCrossMemoryAttach(const core::Op& op) {
@@ -230,26 +279,24 @@ bool runsThroughCrossMemoryAttach(const core::Op& op) {
 }
 
 bool runsInWindows(const core::Op& op) {
-  using algorithms::Collective;
   const core::Communicator& comm = *op.comm;
-  const Collective collective = op.collective;
-  if (op.onDevice || comm.nranks() < 2 ||
-      (collective != Collective::kAllReduce && collective != Collective::kAllGather &&
-       collective != Collective::kReduceScatter)) {
+  // The collectives NCCL_ALGO governs: each has a ring, and this is a form of it with no slots,
+  // counted as Simple (as NCCL counts NVLS).
+  if (op.onDevice || comm.nranks() < 2 || !algorithms::governedByAlgo(op.collective) ||
+      !comm.algorithmFilter().allows(op.collective, algorithms::Algorithm::kRing) ||
+      !comm.protocolFilter().allows(op.collective, algorithms::Protocol::kSimple)) {
     return false;
   }
-  // A form of the ring with no slots, counted as Simple (as NCCL counts NVLS).
-  if (!comm.algorithmFilter().allows(collective, algorithms::Algorithm::kRing) ||
-      !comm.protocolFilter().allows(collective, algorithms::Protocol::kSimple)) {
-    return false;
-  }
-  const algorithms::BufferElements elements = elementsOf(op);
+  const algorithms::BufferElements elements = elementsOf(op, comm.rank());
   const size_t size = algorithms::dataTypeSize(op.type);
   const size_t windowMinBytes = comm.windowMinBytes();
   const core::WindowTable& windows = op.comm->windows();
+  // A buffer this rank does not use needs no window.
+  auto inWindow = [&](const void* buffer, size_t elements) {
+    return elements == 0 || windows.reachedWindowOf(buffer, elements * size) != nullptr;
+  };
   return windowMinBytes > 0 && std::max(elements.send, elements.recv) * size >= windowMinBytes &&
-         windows.reachedWindowOf(op.sendbuff, elements.send * size) != nullptr &&
-         windows.reachedWindowOf(op.recvbuff, elements.recv * size) != nullptr;
+         inWindow(op.sendbuff, elements.send) && inWindow(op.recvbuff, elements.recv);
 }
 
 DirectDescriptor describeBuffers(const core::Op& op) {
@@ -259,15 +306,17 @@ DirectDescriptor describeBuffers(const core::Op& op) {
   descriptor.recvAddress = reinterpret_cast<uint64_t>(op.recvbuff);
   descriptor.count = op.count;
   std::memcpy(descriptor.scalar, op.reduction.scalar, sizeof(descriptor.scalar));
-  const algorithms::BufferElements elements = elementsOf(op);
+  const algorithms::BufferElements elements = elementsOf(op, op.comm->rank());
   const size_t size = algorithms::dataTypeSize(op.type);
   size_t offset = 0;
-  if (const core::Window* window = op.comm->windows().reachedWindowOf(op.sendbuff, elements.send * size)) {
+  if (const core::Window* window =
+          elements.send > 0 ? op.comm->windows().reachedWindowOf(op.sendbuff, elements.send * size) : nullptr) {
     (void)window->offsetOf(op.sendbuff, elements.send * size, &offset);
     descriptor.sendWindow = window->number();
     descriptor.sendOffset = offset;
   }
-  if (const core::Window* window = op.comm->windows().reachedWindowOf(op.recvbuff, elements.recv * size)) {
+  if (const core::Window* window =
+          elements.recv > 0 ? op.comm->windows().reachedWindowOf(op.recvbuff, elements.recv * size) : nullptr) {
     (void)window->offsetOf(op.recvbuff, elements.recv * size, &offset);
     descriptor.recvWindow = window->number();
     descriptor.recvOffset = offset;
@@ -288,10 +337,10 @@ Status runOwnPart(const core::Op& op, std::span<const DirectDescriptor> descript
     }
   }
   DirectPart part{op, descriptors, {}, scratch, algorithms::dataTypeSize(op.type)};
-  const algorithms::BufferElements elements = elementsOf(op);
+  const algorithms::BufferElements elements = elementsOf(op, rank);
   WEFT_RETURN_IF_ERROR(reachPeers(&part));
-  const auto inWindows =
-      std::count_if(part.peers.begin(), part.peers.end(), [](const PeerBuffers& p) { return p.send != nullptr; });
+  const auto inWindows = std::count_if(part.peers.begin(), part.peers.end(),
+                                       [](const PeerBuffers& p) { return p.send != nullptr || p.recv != nullptr; });
   WEFT_INFO(log::kColl, "direct %s of %zu bytes: %d of %d peers' buffers reached in windows (any others by "
             "cross-memory attach)", name, std::max(elements.send, elements.recv) * part.elementSize,
             static_cast<int>(inWindows), nranks - 1);
@@ -301,6 +350,8 @@ Status runOwnPart(const core::Op& op, std::span<const DirectDescriptor> descript
   switch (op.collective) {
     case algorithms::Collective::kAllGather: return allGatherInput(part, streamOutput);
     case algorithms::Collective::kReduceScatter: return reduceScatterOutput(part, streamOutput);
+    case algorithms::Collective::kBroadcast: return broadcastShare(part, streamOutput);
+    case algorithms::Collective::kReduce: return reduceShare(part, streamOutput);
     default: return allReduceShare(part, streamOutput);
   }
 }

@@ -2,9 +2,10 @@
 // Direct collectives on host memory: each rank reads its peers' buffers and writes theirs itself,
 // so every input is read once and every output written once (the slot ring moves each byte about
 // twice). Used for ranks of one host:
-// - AllReduce, AllGather and ReduceScatter whose buffers on every rank lie in memory windows
-//   every rank reaches (src/core/windows.h: ncclCommWindowRegister), from WEFT_WINDOW_MIN_BYTES:
-//   a peer's buffers are reached in place, as NCCL's symmetric kernels reach them;
+// - AllReduce, AllGather and ReduceScatter (the collectives of NCCL's symmetric kernels), and
+//   Broadcast and Reduce, whose buffers on every rank lie in memory windows every rank reaches
+//   (src/core/windows.h: ncclCommWindowRegister), from WEFT_WINDOW_MIN_BYTES: a peer's buffers are
+//   reached in place;
 // - AllReduce from WEFT_CMA_MIN_BYTES where cross-memory attach works
 //   (core::probeCrossMemoryAttach): a peer's buffers outside windows are reached through
 //   process_vm_readv/writev.
@@ -41,9 +42,10 @@ struct DirectDescriptor {
   uint64_t recvOffset = 0;
 };
 
-/// Whether `op` is an AllReduce, AllGather or ReduceScatter of two or more ranks on host buffers
-/// whose larger one is at least windowMinBytes() bytes (never when 0), both in windows that every
-/// rank reaches, where NCCL_ALGO allows the ring for it and NCCL_PROTO Simple: then it runs direct,
+/// Whether `op` is an AllReduce, AllGather, ReduceScatter, Broadcast or Reduce of two or more ranks
+/// on host buffers whose larger one is at least windowMinBytes() bytes (never when 0), each buffer
+/// the rank uses (not a non-root's Broadcast input or Reduce output) in a window that every rank
+/// reaches, where NCCL_ALGO allows the ring for it and NCCL_PROTO Simple: then it runs direct,
 /// whatever the tuner chose. The same on every rank where every rank's buffers lie in such windows
 /// or none do (NCCL's rule for symmetric windows).
 bool runsInWindows(const core::Op& op);
@@ -60,7 +62,11 @@ DirectDescriptor describeBuffers(const core::Op& op);
 /// - AllReduce: part `rank` of nranks even parts of the elements, reduced over every rank's input
 ///   and written into every rank's output;
 /// - AllGather: this rank's input, written into every rank's output;
-/// - ReduceScatter: this rank's output, reduced over every rank's input.
+/// - ReduceScatter: this rank's output, reduced over every rank's input;
+/// - Broadcast: part `rank` of nranks even parts of the root's input, written into every rank's
+///   output;
+/// - Reduce: part `rank` of the elements, reduced over every rank's input and written into the
+///   root's output.
 /// Works in pieces that stay in cache. Blocks in system calls only; never waits for a peer.
 /// `scratch` (reused across calls) holds a piece read through process_vm_readv. With
 /// `streamOutput`, outputs that are not the inputs' own memory are written with non-temporal

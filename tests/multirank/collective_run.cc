@@ -151,7 +151,7 @@ void runEveryCollective(ncclComm_t comm, int nranks, int rank, std::initializer_
 }
 
 void runEveryTypeAndOp(ncclComm_t comm, int nranks, int rank, Collective collective, std::span<const size_t> counts,
-                       uint64_t seed, BufferPlacement* placement) {
+                       uint64_t seed, BufferPlacement* placement, int root) {
   uint64_t iteration = 0;
   for (const ElementType& type : allElementTypes()) {
     std::vector<Reduction> ops = allReductionsFor(type);
@@ -165,6 +165,7 @@ void runEveryTypeAndOp(ncclComm_t comm, int nranks, int rank, Collective collect
           run.op = op;
           run.count = count;
           run.placement = where;
+          run.root = root;
           run.seed = mixBits(seed, iteration++, 0);
           harness::noteRankProgress(run.describe());
           runAndCheck(comm, nranks, rank, run, placement);

@@ -71,11 +71,11 @@ void runAndCheck(ncclComm_t comm, int nranks, int rank, const CollectiveRun& run
 void runEveryCollective(ncclComm_t comm, int nranks, int rank, std::initializer_list<size_t> counts, int root,
                         uint64_t seed);
 
-/// Runs `collective` (one without a root) for every type, every reduction of it where it reduces,
-/// each of `counts` and each of its placements, checking each as runAndCheck does (with
+/// Runs `collective` (root `root` where it has one) for every type, every reduction of it where it
+/// reduces, each of `counts` and each of its placements, checking each as runAndCheck does (with
 /// `placement`); stops at the first failure. Every rank of `comm` must call it with the same
 /// arguments.
 void runEveryTypeAndOp(ncclComm_t comm, int nranks, int rank, Collective collective, std::span<const size_t> counts,
-                       uint64_t seed, BufferPlacement* placement = nullptr);
+                       uint64_t seed, BufferPlacement* placement = nullptr, int root = 0);
 
 }  // namespace weft::multirank

@@ -2,9 +2,9 @@
 // them (src/exec/direct_collectives.h): each rank reads its peers' inputs and writes their outputs
 // in place, in windows of ncclMemAlloc's memory mapped from the peers' files (ranks in processes)
 // or at the peers' own addresses (ranks in threads). WEFT_WINDOW_MIN_BYTES=1 sends every
-// AllReduce, AllGather and ReduceScatter in windows through them, so the product of types, ops,
-// counts (shares of zero elements included) and placements is checked exactly; the logs prove the
-// path taken.
+// AllReduce, AllGather, ReduceScatter, Broadcast and Reduce in windows through them, so the
+// product of types, ops, counts (shares of zero elements included) and placements is checked
+// exactly; the logs prove the path taken.
 
 #include <gtest/gtest.h>
 
@@ -62,13 +62,15 @@ TEST_P(WindowCollectives, EveryTypeOpCountAndPlacementMatchesTheReference) {
     RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
     WindowPlacement windows(comm, kLargestBytes);
     if (harness::rankFailed()) return;
-    runEveryTypeAndOp(comm, nranks, rank, collective, kCounts, kSeed, &windows);
+    // The last rank is the root: an in-place Reduce's other ranks write its input as they read it.
+    runEveryTypeAndOp(comm, nranks, rank, collective, kCounts, kSeed, &windows, nranks - 1);
   }));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Ranks, WindowCollectives,
-    ::testing::Combine(::testing::Values(Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter),
+    ::testing::Combine(::testing::Values(Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+                                         Collective::kBroadcast, Collective::kBcast, Collective::kReduce),
                        ::testing::Range(1, kMostRanks + 1),
                        ::testing::Values(RankMode::kProcesses, RankMode::kThreads)),
     collectiveRanksAndModeName);
@@ -81,14 +83,22 @@ size_t sendElements(Collective collective, size_t count, int nranks) {
   return collective == Collective::kReduceScatter ? nranks * count : count;
 }
 
-// Makes the NCCL call of `collective` (AllReduce, AllGather or ReduceScatter: an int32 sum) on
-// `count` elements as the API takes them, from `send` into `recv`, which may overlap as the API's
-// in-place form does.
-ncclResult_t callInts(Collective collective, ncclComm_t comm, const int32_t* send, int32_t* recv, size_t count) {
+// The root of the rooted calls below: the last rank.
+int rootOf(int nranks) { return nranks - 1; }
+
+// Makes the NCCL call of `collective` (AllReduce, AllGather, ReduceScatter, Broadcast or Reduce,
+// rooted at rootOf: an int32 sum) on `count` elements as the API takes them, from `send` into
+// `recv`, which may overlap as the API's in-place form does.
+ncclResult_t callInts(Collective collective, ncclComm_t comm, int nranks, const int32_t* send, int32_t* recv,
+                      size_t count) {
   switch (collective) {
     case Collective::kAllGather: return ncclAllGather(send, recv, count, ncclInt32, comm, cudaStream_t{});
     case Collective::kReduceScatter:
       return ncclReduceScatter(send, recv, count, ncclInt32, ncclSum, comm, cudaStream_t{});
+    case Collective::kBroadcast:
+      return ncclBroadcast(send, recv, count, ncclInt32, rootOf(nranks), comm, cudaStream_t{});
+    case Collective::kReduce:
+      return ncclReduce(send, recv, count, ncclInt32, ncclSum, rootOf(nranks), comm, cudaStream_t{});
     default: return ncclAllReduce(send, recv, count, ncclInt32, ncclSum, comm, cudaStream_t{});
   }
 }
@@ -98,12 +108,15 @@ ncclResult_t callInts(Collective collective, ncclComm_t comm, const int32_t* sen
 void callAndCheck(Collective collective, ncclComm_t comm, int nranks, int rank, int32_t* send, int32_t* recv,
                   size_t count, const char* what) {
   for (size_t i = 0; i < sendElements(collective, count, nranks); ++i) send[i] = inputOf(rank, i);
-  RANK_CHECK_NCCL(callInts(collective, comm, send, recv, count)) << what;
+  RANK_CHECK_NCCL(callInts(collective, comm, nranks, send, recv, count)) << what;
+  if (collective == Collective::kReduce && rank != rootOf(nranks)) return;  // no output
   const size_t outputs = collective == Collective::kAllGather ? nranks * count : count;
   for (size_t i = 0; i < outputs; ++i) {
     int32_t want = 0;
     if (collective == Collective::kAllGather) {
       want = inputOf(static_cast<int>(i / count), i % count);
+    } else if (collective == Collective::kBroadcast) {
+      want = inputOf(rootOf(nranks), i);
     } else {
       const size_t input = collective == Collective::kReduceScatter ? rank * count + i : i;
       for (int r = 0; r < nranks; ++r) want += inputOf(r, input);
@@ -121,13 +134,14 @@ void callInPlaceAndCheck(Collective collective, ncclComm_t comm, int nranks, int
   callAndCheck(collective, comm, nranks, rank, send, recv, count, what);
 }
 
-constexpr Collective kWindowed[] = {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter};
+constexpr Collective kWindowed[] = {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+                                    Collective::kBroadcast, Collective::kReduce};
 
 // The processes' logs, with WEFT_WINDOW_MIN_BYTES=1000000: windows in ncclMemAlloc's memory are
-// reached by every rank, and an allreduce, allgather and reducescatter in them, out of place and
-// in place, read or write every peer in place where their larger buffer reaches the threshold (an
-// allgather's output, a reducescatter's input: n times 400 KB), not below it (an allreduce of 400
-// KB). Windows in the processes' own heap cannot be mapped by the others, so they stay
+// reached by every rank, and each collective that takes them, out of place and in place, reads or
+// writes every peer in place where its larger buffer reaches the threshold (n times 400 KB: an
+// allgather's output, a reducescatter's input, the others' only buffer), not below it (an
+// allreduce of 400 KB). Windows in the processes' own heap cannot be mapped by the others, so they stay
 // registrations and the allreduce takes the slots, still right. 13 processes pass their files in
 // two rounds: a mailbox queues only about 10.
 class WindowCollectivesLogs : public ::testing::TestWithParam<int> {};
@@ -158,13 +172,13 @@ TEST_P(WindowCollectivesLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindows
     auto* sendInts = static_cast<int32_t*>(send);
     auto* recvInts = static_cast<int32_t*>(recv);
     for (Collective collective : kWindowed) {
-      callAndCheck(collective, comm, nranks, rank, sendInts, recvInts, kCount, "in ncclMemAlloc windows");
-      callInPlaceAndCheck(collective, comm, nranks, rank, recvInts,
-                          collective == Collective::kAllReduce ? nranks * kInPlaceCount : kInPlaceCount,
+      const bool perRank = collective == Collective::kAllGather || collective == Collective::kReduceScatter;
+      const size_t ranks = perRank ? 1 : nranks;
+      callAndCheck(collective, comm, nranks, rank, sendInts, recvInts, ranks * kCount, "in ncclMemAlloc windows");
+      callInPlaceAndCheck(collective, comm, nranks, rank, recvInts, ranks * kInPlaceCount,
                           "in place in ncclMemAlloc windows");
     }
-    callAndCheck(Collective::kAllReduce, comm, nranks, rank, sendInts, recvInts, nranks * kCount,
-                 "in ncclMemAlloc windows");
+    callAndCheck(Collective::kAllReduce, comm, nranks, rank, sendInts, recvInts, kCount, "under the threshold");
     RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, sendWindow));
     RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, recvWindow));
     RANK_CHECK(ncclCommWindowDeregister(comm, sendWindow) == ncclInvalidArgument)
@@ -198,11 +212,11 @@ TEST_P(WindowCollectivesLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindows
     if (log.find("window 1:") == std::string::npos) continue;  // not a rank's (the test process's own)
     ++rankLogs;
     int found = 0;
-    for (const char* collective : {"AllReduce", "AllGather", "ReduceScatter"}) {
+    for (const char* collective : {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce"}) {
       found += log.find(everyPeerInPlace(collective, larger)) != std::string::npos;
       found += log.find(everyPeerInPlace(collective, largerInPlace)) != std::string::npos;
     }
-    reachedInPlace += found == 6;
+    reachedInPlace += found == 10;
     registrationsOnly += log.find("a registration only") != std::string::npos;
     EXPECT_EQ(log.find("direct AllReduce of " + std::to_string(kCount * sizeof(int32_t)) + " bytes"),
               std::string::npos)
@@ -239,7 +253,7 @@ TEST_P(WindowCollectiveCalls, BuffersInWindowsOnOneRankOnlyAreInvalidUsageOnEver
     WindowedMemory windowed(comm, 2 * larger * sizeof(int32_t));
     std::vector<int32_t> heap(2 * larger, 1);
     int32_t* buffers = rank == 0 ? windowed.ints() : heap.data();
-    const ncclResult_t result = callInts(collective, comm, buffers, buffers + larger, count);
+    const ncclResult_t result = callInts(collective, comm, nranks, buffers, buffers + larger, count);
     RANK_CHECK(result == ncclInvalidUsage) << "got " << ncclGetErrorString(result);
     const std::string last = ncclGetLastError(comm);
     RANK_CHECK(last.find("in windows") != std::string::npos) << last;
