@@ -486,6 +486,7 @@ Status Communicator::init(const UniqueId& id) {
     if (usable) cmaMinBytes_ = static_cast<size_t>(agreed.cmaMinBytes);
   }
   windowMinBytes_ = static_cast<size_t>(agreed.windowMinBytes);
+  streamMinBytes_ = static_cast<size_t>(std::max<int64_t>(knobs::getInt(knobs::KnobId::kStreamMinBytes), 0));
   slotBytes_ = slotBytes;
   llSlotBytes_ = llSlotBytes;
   slotCount_ = kSlotCount;

@@ -152,6 +152,9 @@ class Communicator {
   /// windows every rank reaches and whose larger buffer holds at least this many bytes read and
   /// write the peers' buffers in place (WEFT_WINDOW_MIN_BYTES, rank 0's value; 0: never).
   size_t windowMinBytes() const { return windowMinBytes_; }
+  /// Host operations of at least this many bytes (count times element size) write the user's
+  /// buffers with non-temporal stores (WEFT_STREAM_MIN_BYTES, this process's value; 0: never).
+  size_t streamMinBytes() const { return streamMinBytes_; }
   int slotCount() const { return slotCount_; }
 
   /// The GPU path's resources for this communicator (src/device/device_executor.h): connections
@@ -293,6 +296,7 @@ class Communicator {
   algorithms::HostLayout hostLayout_;
   size_t cmaMinBytes_ = 0;
   size_t windowMinBytes_ = 0;
+  size_t streamMinBytes_ = 0;
   size_t slotBytes_ = 0;
   size_t llSlotBytes_ = 0;
   int slotCount_ = 0;

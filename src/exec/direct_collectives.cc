@@ -92,9 +92,9 @@ Status reachPeers(DirectPart* part) {
     // every rank.
     const bool reached = (elements.send == 0 || buffers.send != nullptr) && (elements.recv == 0 || buffers.recv != nullptr);
     if (!reached && !crossMemoryAttach) {
-      return invalidUsage("rank %d's %s buffers are not both in windows every rank reaches, while rank %d's are: "
-                          "every rank's buffers must lie in such windows (ncclCommWindowRegister), or none",
-                          peer, algorithms::collectiveName(op.collective), op.comm->rank());
+      return invalidUsage("the %s buffers that rank %d uses are not in windows every rank reaches, while rank %d's "
+                          "are: every rank's buffers must lie in such windows (ncclCommWindowRegister), or none",
+                          algorithms::collectiveName(op.collective), peer, op.comm->rank());
     }
   }
   return Status::ok();
@@ -257,14 +257,16 @@ Status reduceShare(const DirectPart& part, bool streamOutput) {
   const size_t size = part.elementSize;
   const algorithms::ElementRange share = algorithms::evenPart(op.count, static_cast<size_t>(op.comm->nranks()), rank);
   char* output = rank == op.root ? static_cast<char*>(op.recvbuff) : part.peers[op.root].recv;
+  // In place, the root's output lines are its input, which this rank has just read: not streamed.
+  const DirectDescriptor& root = part.descriptors[op.root];
+  const bool stream = streamOutput && root.sendAddress != root.recvAddress;
   const size_t pieceElements = std::max<size_t>(kPieceBytes / size, 1);
   for (size_t begin = 0; begin < share.count; begin += pieceElements) {
     const size_t elements = std::min(pieceElements, share.count - begin);
     const size_t offset = (share.offset + begin) * size;
     const char* ownInput = static_cast<const char*>(op.sendbuff) + offset;
     char* result = output + offset;
-    WEFT_RETURN_IF_ERROR(reducePiece(part, offset, ownInput, result, nullptr, elements,
-                                     streamOutput && result != ownInput, false, op.root));
+    WEFT_RETURN_IF_ERROR(reducePiece(part, offset, ownInput, result, nullptr, elements, stream, false, op.root));
   }
   return Status::ok();
 }
@@ -302,6 +304,7 @@ bool runsInWindows(const core::Op& op) {
 DirectDescriptor describeBuffers(const core::Op& op) {
   DirectDescriptor descriptor;
   descriptor.pid = static_cast<int32_t>(getpid());
+  descriptor.root = op.root;
   descriptor.sendAddress = reinterpret_cast<uint64_t>(op.sendbuff);
   descriptor.recvAddress = reinterpret_cast<uint64_t>(op.recvbuff);
   descriptor.count = op.count;
@@ -335,6 +338,10 @@ Status runOwnPart(const core::Op& op, std::span<const DirectDescriptor> descript
                           "count",
                           peer, name, static_cast<unsigned long long>(descriptors[peer].count), rank, op.count);
     }
+    if (descriptors[peer].root != op.root) {
+      return invalidUsage("rank %d calls %s with root %d, rank %d with root %d: every rank must pass the same root",
+                          peer, name, descriptors[peer].root, rank, op.root);
+    }
   }
   DirectPart part{op, descriptors, {}, scratch, algorithms::dataTypeSize(op.type)};
   const algorithms::BufferElements elements = elementsOf(op, rank);
@@ -352,7 +359,8 @@ Status runOwnPart(const core::Op& op, std::span<const DirectDescriptor> descript
     case algorithms::Collective::kReduceScatter: return reduceScatterOutput(part, streamOutput);
     case algorithms::Collective::kBroadcast: return broadcastShare(part, streamOutput);
     case algorithms::Collective::kReduce: return reduceShare(part, streamOutput);
-    default: return allReduceShare(part, streamOutput);
+    case algorithms::Collective::kAllReduce: return allReduceShare(part, streamOutput);
+    default: return internalError("%s has no direct form", name);
   }
 }
 

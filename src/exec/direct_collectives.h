@@ -27,7 +27,7 @@ namespace weft::exec {
 /// Where a rank's buffers are, for its peers.
 struct DirectDescriptor {
   int32_t pid = 0;
-  int32_t reserved = 0;
+  int32_t root = 0;  // as the rank called it (all must agree)
   uint64_t sendAddress = 0;
   uint64_t recvAddress = 0;
   uint64_t count = 0;

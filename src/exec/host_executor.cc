@@ -122,7 +122,7 @@ const Lane kComputeLane{};
 // streaming it saves reading every line before it is overwritten (up to 19% on a 2-rank
 // allreduce of 64-256 MiB out of place; docs/PERFORMANCE.md, "What each change bought").
 bool streamsOutput(const core::Op& op) {
-  static const size_t minBytes = static_cast<size_t>(std::max<int64_t>(knobs::getInt(knobs::KnobId::kStreamMinBytes), 0));
+  const size_t minBytes = op.comm->streamMinBytes();
   return minBytes > 0 && op.count * algorithms::dataTypeSize(op.type) >= minBytes;
 }
 
@@ -589,7 +589,7 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
       if (bytes != piece * size) {
         return internalError("rank %d received %zu bytes from rank %d where %zu were expected (%s, channel %d): "
                              "the ranks are not calling the same operations with the same counts (or an "
-                             "allreduce's buffers lie in windows on some ranks only: WEFT_CHECK=1 says which)",
+                             "collective's buffers lie in windows on some ranks only: WEFT_CHECK=1 says which)",
                              op.comm->rank(), bytes, step.recvPeer, piece * size,
                              algorithms::collectiveName(op.collective), state.lane->channel);
       }

@@ -286,6 +286,91 @@ TEST_P(WindowCollectiveCalls, TheSameCallOnHeapBuffersThenInWindowsIsRightOnEver
 
 INSTANTIATE_TEST_SUITE_P(Collectives, WindowCollectiveCalls, ::testing::ValuesIn(kWindowed), collectiveOnlyName);
 
+// Every output written with non-temporal stores (WEFT_STREAM_MIN_BYTES=1), into this rank's
+// buffers and its peers' alike: the same product at 3 ranks.
+class WindowCollectivesStreamed : public ::testing::TestWithParam<Collective> {};
+
+TEST_P(WindowCollectivesStreamed, EveryTypeOpCountAndPlacementMatchesTheReference) {
+  const Collective collective = GetParam();
+  RankRunOptions options = windowOptions(kMostRanks, RankMode::kProcesses);
+  options.env.push_back({"WEFT_STREAM_MIN_BYTES", "1"});
+  EXPECT_TRUE(harness::runRanks(options, [collective](int rank, int nranks, const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    WindowPlacement windows(comm, kLargestBytes);
+    if (harness::rankFailed()) return;
+    runEveryTypeAndOp(comm, nranks, rank, collective, kCounts, kSeed, &windows, nranks - 1);
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Collectives, WindowCollectivesStreamed, ::testing::ValuesIn(kWindowed), collectiveOnlyName);
+
+// PreMulSum with a multiplier that differs by rank (as nccl-tests' mulsum has it), in an in-place
+// reduce whose other ranks write the root's input as they read it: each input is scaled by its own
+// rank's multiplier, whichever rank reduces it.
+TEST(WindowReducePreMulSum, ScalesEachInputByItsOwnRanksMultiplierInPlaceAtTheRoot) {
+  EXPECT_TRUE(harness::runRanks(windowOptions(3, RankMode::kProcesses), [](int rank, int nranks,
+                                                                          const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    int32_t multiplier = rank + 1;
+    ncclRedOp_t op;
+    RANK_CHECK_NCCL(ncclRedOpCreatePreMulSum(&op, &multiplier, ncclInt32, ncclScalarHostImmediate, comm));
+    const size_t count = 50021;
+    WindowedMemory windowed(comm, count * sizeof(int32_t));
+    int32_t* buffer = windowed.ints();
+    for (size_t i = 0; i < count; ++i) buffer[i] = static_cast<int32_t>(i % 977) + rank;
+    RANK_CHECK_NCCL(ncclReduce(buffer, buffer, count, ncclInt32, op, rootOf(nranks), comm, cudaStream_t{}));
+    for (size_t i = 0; rank == rootOf(nranks) && i < count; ++i) {
+      int32_t want = 0;
+      for (int r = 0; r < nranks; ++r) want += (r + 1) * (static_cast<int32_t>(i % 977) + r);
+      RANK_CHECK(buffer[i] == want) << "element " << i << " is " << buffer[i] << ", want " << want;
+    }
+    RANK_CHECK_NCCL(ncclRedOpDestroy(op, comm));
+  }));
+}
+
+// A broadcast's non-roots pass no input and a reduce's no output, as NCCL allows: those buffers
+// need no window, and the call still runs direct on every rank, which WEFT_CHECK=1 agrees with.
+TEST(WindowRootedCollectives, UnusedBuffersNeedNoWindow) {
+  harness::TempDir dir("weft-windows-");
+  ASSERT_FALSE(dir.path.empty());
+  RankRunOptions options = windowOptions(3, RankMode::kProcesses);
+  options.env.push_back({"WEFT_CHECK", "1"});
+  options.env.push_back({"NCCL_DEBUG", "INFO"});
+  options.env.push_back({"NCCL_DEBUG_SUBSYS", "COLL"});
+  options.env.push_back({"NCCL_DEBUG_FILE", (dir.path / "rank.%p").string()});
+  EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    const size_t count = 4099;
+    const int root = rootOf(nranks);
+    WindowedMemory windowed(comm, count * sizeof(int32_t));
+    int32_t* buffer = windowed.ints();
+    for (size_t i = 0; i < count; ++i) buffer[i] = inputOf(rank, i);
+    RANK_CHECK_NCCL(ncclReduce(buffer, rank == root ? buffer : nullptr, count, ncclInt32, ncclSum, root, comm,
+                               cudaStream_t{}));
+    for (size_t i = 0; rank == root && i < count; ++i) {
+      RANK_CHECK(buffer[i] == inputOf(0, i) + inputOf(1, i) + inputOf(2, i)) << "reduce element " << i;
+    }
+    if (rank == root) {
+      for (size_t i = 0; i < count; ++i) buffer[i] = inputOf(root, i);
+    }
+    RANK_CHECK_NCCL(ncclBroadcast(rank == root ? buffer : nullptr, buffer, count, ncclInt32, root, comm,
+                                  cudaStream_t{}));
+    for (size_t i = 0; i < count; ++i) {
+      RANK_CHECK(buffer[i] == inputOf(root, i)) << "broadcast element " << i << " is " << buffer[i];
+    }
+  }));
+  int direct = 0;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir.path)) {
+    const std::string log = harness::readWholeFile(entry.path());
+    direct += log.find("direct Reduce of 16396 bytes: 2 of 2") != std::string::npos &&
+              log.find("direct Broadcast of 16396 bytes: 2 of 2") != std::string::npos;
+  }
+  EXPECT_EQ(direct, 3) << "every rank ran both calls direct";
+}
+
 // Polls a nonblocking communicator until its launch has ended, and checks that it succeeded.
 void waitUntilDone(ncclComm_t comm) {
   ncclResult_t state = ncclInProgress;
