@@ -86,10 +86,10 @@
     "allreduces on host memory of at least this many bytes read and write the peers' buffers "     \
     "directly (process_vm_readv/writev) where the kernel allows; 0 (default): never; rank 0's value is used") \
   X(WindowMinBytes, "WEFT_WINDOW_MIN_BYTES", Int, "65536",                                        \
-    "allreduces, allgathers, reducescatters, broadcasts and reduces on host memory whose buffers "  \
-    "lie in memory windows that every rank reaches (ncclCommWindowRegister) and whose larger "      \
-    "buffer holds at least this many bytes read and write the peers' buffers in place; 0: never; " \
-    "rank 0's value is used")                                                                     \
+    "allreduces, allgathers, reducescatters and broadcasts on host memory whose buffers lie in "    \
+    "memory windows that every rank reaches (ncclCommWindowRegister) and whose larger buffer "       \
+    "holds at least this many bytes read and write the peers' buffers in place; 0: never; rank "   \
+    "0's value is used")                                                                          \
   X(StreamMinBytes, "WEFT_STREAM_MIN_BYTES", Int, "8388608",                                      \
     "host-memory operations of at least this many bytes (count times element size) write the "     \
     "user's buffers with non-temporal stores, which bypass the caches; 0: never")                   \

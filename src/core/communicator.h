@@ -148,8 +148,8 @@ class Communicator {
   /// Host allreduces of at least this many bytes read the peers' buffers directly
   /// (src/exec/direct_collectives.h); 0 when cross-memory attach is off or does not work here.
   size_t cmaMinBytes() const { return cmaMinBytes_; }
-  /// Host allreduces, allgathers, reducescatters, broadcasts and reduces whose buffers lie in
-  /// windows every rank reaches and whose larger buffer holds at least this many bytes read and
+  /// Host allreduces, allgathers, reducescatters and broadcasts whose buffers lie in windows
+  /// every rank reaches and whose larger buffer holds at least this many bytes read and
   /// write the peers' buffers in place (WEFT_WINDOW_MIN_BYTES, rank 0's value; 0: never).
   size_t windowMinBytes() const { return windowMinBytes_; }
   /// Host operations of at least this many bytes (count times element size) write the user's

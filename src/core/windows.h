@@ -4,7 +4,7 @@
 // a peer's that is a thread of this process at its own address; a peer's in another process of
 // this host where its window is memory from ncclMemAlloc, whose file (src/core/mem_allocations.h)
 // the peer passes over an FdMailbox to be mapped here. A collective on host buffers inside windows
-// that every rank reaches (an allreduce, allgather, reducescatter, broadcast or reduce) reads its
+// that every rank reaches (an allreduce, allgather, reducescatter or broadcast) reads its
 // peers' inputs and writes their outputs in place (src/exec/direct_collectives.h), with no copy
 // through the slots.
 

@@ -113,22 +113,19 @@ Status readPeerInput(const DirectPart& part, int peer, size_t offset, size_t byt
   return Status::ok();
 }
 
-// Reduces `elements` elements from byte `inputOffset` of every rank's input into `result`, each
-// scaled by its own rank's PreMulSum multiplier; the last pass also writes `alsoOut` (if not null).
-// The peers are taken in turn from `firstPeer` (a result that is that peer's input, an in-place
-// Reduce's root's, is read before it is written): the first one's piece meets this rank's own
-// (`ownInput`) in one pass, the next ones' are added to the result while it is still in cache. With
-// `stream`, the last pass writes `result` with non-temporal stores, and `alsoOut` too with
-// `streamAlsoOut`.
+// Reduces `elements` elements from byte `inputOffset` of every rank's input into `result`, this
+// rank's (`ownInput`) first, each scaled by its own rank's PreMulSum multiplier; the last pass also
+// writes `alsoOut` (if not null). The first peer's piece meets the own input in one pass, the next
+// peers' are added to the result while it is still in cache. With `stream`, the last pass writes
+// `result` with non-temporal stores, and `alsoOut` too with `streamAlsoOut`.
 Status reducePiece(const DirectPart& part, size_t inputOffset, const char* ownInput, char* result, char* alsoOut,
-                   size_t elements, bool stream, bool streamAlsoOut = false, int firstPeer = 0) {
+                   size_t elements, bool stream, bool streamAlsoOut = false) {
   const core::Op& op = part.op;
   const int nranks = op.comm->nranks();
   const int rank = op.comm->rank();
   const bool preMulSum = op.reduction.kind == algorithms::RedOpKind::kPreMulSum;
   int remaining = nranks - 1;
-  for (int turn = 0; turn < nranks; ++turn) {
-    const int peer = (firstPeer + turn) % nranks;
+  for (int peer = 0; peer < nranks; ++peer) {
     if (peer == rank) continue;
     const char* input = nullptr;
     WEFT_RETURN_IF_ERROR(readPeerInput(part, peer, inputOffset, elements * part.elementSize, &input));
@@ -139,13 +136,8 @@ Status reducePiece(const DirectPart& part, size_t inputOffset, const char* ownIn
     char* out2 = last ? alsoOut : nullptr;
     const bool streams = last && stream;
     const bool streams2 = streams && streamAlsoOut;
-    if (first && preMulSum && result == input) {
-      // Only the local operand is scaled, so the two inputs take a pass each: the peer's first,
-      // since it is the result's memory, then the own onto it.
-      algorithms::reduce(peerReduction, {input, nullptr, result, nullptr, elements, false});
-      algorithms::reduce(op.reduction, {ownInput, result, result, out2, elements, last, streams, streams2});
-    } else if (first && preMulSum) {
-      // The own input first (in place, the result's memory), then the peer's onto it.
+    if (first && preMulSum) {
+      // Only the local operand is scaled: the own input alone first, then the peer's onto it.
       algorithms::reduce(op.reduction, {ownInput, nullptr, result, nullptr, elements, false});
       algorithms::reduce(peerReduction, {input, result, result, out2, elements, last, streams, streams2});
     } else if (first) {
@@ -250,27 +242,6 @@ Status broadcastShare(const DirectPart& part, bool streamOutput) {
   return Status::ok();
 }
 
-// Reduce: part `rank` of the elements, reduced over every input and written into the root's output.
-Status reduceShare(const DirectPart& part, bool streamOutput) {
-  const core::Op& op = part.op;
-  const int rank = op.comm->rank();
-  const size_t size = part.elementSize;
-  const algorithms::ElementRange share = algorithms::evenPart(op.count, static_cast<size_t>(op.comm->nranks()), rank);
-  char* output = rank == op.root ? static_cast<char*>(op.recvbuff) : part.peers[op.root].recv;
-  // In place, the root's output lines are its input, which this rank has just read: not streamed.
-  const DirectDescriptor& root = part.descriptors[op.root];
-  const bool stream = streamOutput && root.sendAddress != root.recvAddress;
-  const size_t pieceElements = std::max<size_t>(kPieceBytes / size, 1);
-  for (size_t begin = 0; begin < share.count; begin += pieceElements) {
-    const size_t elements = std::min(pieceElements, share.count - begin);
-    const size_t offset = (share.offset + begin) * size;
-    const char* ownInput = static_cast<const char*>(op.sendbuff) + offset;
-    char* result = output + offset;
-    WEFT_RETURN_IF_ERROR(reducePiece(part, offset, ownInput, result, nullptr, elements, stream, false, op.root));
-  }
-  return Status::ok();
-}
-
 }  // namespace
 
 bool runsThroughCrossMemoryAttach(const core::Op& op) {
@@ -282,9 +253,11 @@ bool runsThroughCrossMemoryAttach(const core::Op& op) {
 
 bool runsInWindows(const core::Op& op) {
   const core::Communicator& comm = *op.comm;
-  // The collectives NCCL_ALGO governs: each has a ring, and this is a form of it with no slots,
-  // counted as Simple (as NCCL counts NVLS).
+  // The collectives NCCL_ALGO governs, each of which has a ring (this is a form of it with no
+  // slots, counted as Simple, as NCCL counts NVLS), but Reduce: in windows it measured no faster
+  // than its ring here (docs/PERFORMANCE.md).
   if (op.onDevice || comm.nranks() < 2 || !algorithms::governedByAlgo(op.collective) ||
+      op.collective == algorithms::Collective::kReduce ||
       !comm.algorithmFilter().allows(op.collective, algorithms::Algorithm::kRing) ||
       !comm.protocolFilter().allows(op.collective, algorithms::Protocol::kSimple)) {
     return false;
@@ -358,7 +331,6 @@ Status runOwnPart(const core::Op& op, std::span<const DirectDescriptor> descript
     case algorithms::Collective::kAllGather: return allGatherInput(part, streamOutput);
     case algorithms::Collective::kReduceScatter: return reduceScatterOutput(part, streamOutput);
     case algorithms::Collective::kBroadcast: return broadcastShare(part, streamOutput);
-    case algorithms::Collective::kReduce: return reduceShare(part, streamOutput);
     case algorithms::Collective::kAllReduce: return allReduceShare(part, streamOutput);
     default: return internalError("%s has no direct form", name);
   }

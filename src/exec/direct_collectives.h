@@ -3,7 +3,7 @@
 // so every input is read once and every output written once (the slot ring moves each byte about
 // twice). Used for ranks of one host:
 // - AllReduce, AllGather and ReduceScatter (the collectives of NCCL's symmetric kernels), and
-//   Broadcast and Reduce, whose buffers on every rank lie in memory windows every rank reaches
+//   Broadcast, whose buffers on every rank lie in memory windows every rank reaches
 //   (src/core/windows.h: ncclCommWindowRegister), from WEFT_WINDOW_MIN_BYTES: a peer's buffers are
 //   reached in place;
 // - AllReduce from WEFT_CMA_MIN_BYTES where cross-memory attach works
@@ -42,10 +42,9 @@ struct DirectDescriptor {
   uint64_t recvOffset = 0;
 };
 
-/// Whether `op` is an AllReduce, AllGather, ReduceScatter, Broadcast or Reduce of two or more ranks
-/// on host buffers whose larger one is at least windowMinBytes() bytes (never when 0), each buffer
-/// the rank uses (not a non-root's Broadcast input or Reduce output) in a window that every rank
-/// reaches, where NCCL_ALGO allows the ring for it and NCCL_PROTO Simple: then it runs direct,
+/// Whether `op` is an AllReduce, AllGather, ReduceScatter or Broadcast of two or more ranks on host
+/// buffers whose larger one is at least windowMinBytes() bytes (never when 0), each buffer the rank
+/// uses (not a non-root's Broadcast input) in a window that every rank reaches, where NCCL_ALGO allows the ring for it and NCCL_PROTO Simple: then it runs direct,
 /// whatever the tuner chose. The same on every rank where every rank's buffers lie in such windows
 /// or none do (NCCL's rule for symmetric windows).
 bool runsInWindows(const core::Op& op);
@@ -64,9 +63,7 @@ DirectDescriptor describeBuffers(const core::Op& op);
 /// - AllGather: this rank's input, written into every rank's output;
 /// - ReduceScatter: this rank's output, reduced over every rank's input;
 /// - Broadcast: part `rank` of nranks even parts of the root's input, written into every rank's
-///   output;
-/// - Reduce: part `rank` of the elements, reduced over every rank's input and written into the
-///   root's output.
+///   output.
 /// Works in pieces that stay in cache. Blocks in system calls only; never waits for a peer.
 /// `scratch` (reused across calls) holds a piece read through process_vm_readv. With
 /// `streamOutput`, outputs that are not the inputs' own memory are written with non-temporal

@@ -2,9 +2,9 @@
 // them (src/exec/direct_collectives.h): each rank reads its peers' inputs and writes their outputs
 // in place, in windows of ncclMemAlloc's memory mapped from the peers' files (ranks in processes)
 // or at the peers' own addresses (ranks in threads). WEFT_WINDOW_MIN_BYTES=1 sends every
-// AllReduce, AllGather, ReduceScatter, Broadcast and Reduce in windows through them, so the
-// product of types, ops, counts (shares of zero elements included) and placements is checked
-// exactly; the logs prove the path taken.
+// AllReduce, AllGather, ReduceScatter and Broadcast in windows through them, so the product of
+// types, ops, counts (shares of zero elements included) and placements is checked exactly; the
+// logs prove the path taken. A Reduce in windows takes its ring, and is checked too.
 
 #include <gtest/gtest.h>
 
@@ -62,7 +62,6 @@ TEST_P(WindowCollectives, EveryTypeOpCountAndPlacementMatchesTheReference) {
     RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
     WindowPlacement windows(comm, kLargestBytes);
     if (harness::rankFailed()) return;
-    // The last rank is the root: an in-place Reduce's other ranks write its input as they read it.
     runEveryTypeAndOp(comm, nranks, rank, collective, kCounts, kSeed, &windows, nranks - 1);
   }));
 }
@@ -86,8 +85,8 @@ size_t sendElements(Collective collective, size_t count, int nranks) {
 // The root of the rooted calls below: the last rank.
 int rootOf(int nranks) { return nranks - 1; }
 
-// Makes the NCCL call of `collective` (AllReduce, AllGather, ReduceScatter, Broadcast or Reduce,
-// rooted at rootOf: an int32 sum) on `count` elements as the API takes them, from `send` into
+// Makes the NCCL call of `collective` (AllReduce, AllGather, ReduceScatter or Broadcast, rooted at
+// rootOf: an int32 sum) on `count` elements as the API takes them, from `send` into
 // `recv`, which may overlap as the API's in-place form does.
 ncclResult_t callInts(Collective collective, ncclComm_t comm, int nranks, const int32_t* send, int32_t* recv,
                       size_t count) {
@@ -97,8 +96,6 @@ ncclResult_t callInts(Collective collective, ncclComm_t comm, int nranks, const 
       return ncclReduceScatter(send, recv, count, ncclInt32, ncclSum, comm, cudaStream_t{});
     case Collective::kBroadcast:
       return ncclBroadcast(send, recv, count, ncclInt32, rootOf(nranks), comm, cudaStream_t{});
-    case Collective::kReduce:
-      return ncclReduce(send, recv, count, ncclInt32, ncclSum, rootOf(nranks), comm, cudaStream_t{});
     default: return ncclAllReduce(send, recv, count, ncclInt32, ncclSum, comm, cudaStream_t{});
   }
 }
@@ -109,7 +106,6 @@ void callAndCheck(Collective collective, ncclComm_t comm, int nranks, int rank, 
                   size_t count, const char* what) {
   for (size_t i = 0; i < sendElements(collective, count, nranks); ++i) send[i] = inputOf(rank, i);
   RANK_CHECK_NCCL(callInts(collective, comm, nranks, send, recv, count)) << what;
-  if (collective == Collective::kReduce && rank != rootOf(nranks)) return;  // no output
   const size_t outputs = collective == Collective::kAllGather ? nranks * count : count;
   for (size_t i = 0; i < outputs; ++i) {
     int32_t want = 0;
@@ -134,14 +130,15 @@ void callInPlaceAndCheck(Collective collective, ncclComm_t comm, int nranks, int
   callAndCheck(collective, comm, nranks, rank, send, recv, count, what);
 }
 
+// The collectives that run direct in windows.
 constexpr Collective kWindowed[] = {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
-                                    Collective::kBroadcast, Collective::kReduce};
+                                    Collective::kBroadcast};
 
 // The processes' logs, with WEFT_WINDOW_MIN_BYTES=1000000: windows in ncclMemAlloc's memory are
 // reached by every rank, and each collective that takes them, out of place and in place, reads or
 // writes every peer in place where its larger buffer reaches the threshold (n times 400 KB: an
-// allgather's output, a reducescatter's input, the others' only buffer), not below it (an
-// allreduce of 400 KB). Windows in the processes' own heap cannot be mapped by the others, so they stay
+// allgather's output, a reducescatter's input, the others' one size), not below it (an allreduce
+// of 400 KB). Windows in the processes' own heap cannot be mapped by the others, so they stay
 // registrations and the allreduce takes the slots, still right. 13 processes pass their files in
 // two rounds: a mailbox queues only about 10.
 class WindowCollectivesLogs : public ::testing::TestWithParam<int> {};
@@ -212,11 +209,11 @@ TEST_P(WindowCollectivesLogs, NcclMemAllocWindowsAreReachedInPlaceAndHeapWindows
     if (log.find("window 1:") == std::string::npos) continue;  // not a rank's (the test process's own)
     ++rankLogs;
     int found = 0;
-    for (const char* collective : {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce"}) {
+    for (const char* collective : {"AllReduce", "AllGather", "ReduceScatter", "Broadcast"}) {
       found += log.find(everyPeerInPlace(collective, larger)) != std::string::npos;
       found += log.find(everyPeerInPlace(collective, largerInPlace)) != std::string::npos;
     }
-    reachedInPlace += found == 10;
+    reachedInPlace += found == 8;
     registrationsOnly += log.find("a registration only") != std::string::npos;
     EXPECT_EQ(log.find("direct AllReduce of " + std::to_string(kCount * sizeof(int32_t)) + " bytes"),
               std::string::npos)
@@ -305,34 +302,9 @@ TEST_P(WindowCollectivesStreamed, EveryTypeOpCountAndPlacementMatchesTheReferenc
 
 INSTANTIATE_TEST_SUITE_P(Collectives, WindowCollectivesStreamed, ::testing::ValuesIn(kWindowed), collectiveOnlyName);
 
-// PreMulSum with a multiplier that differs by rank (as nccl-tests' mulsum has it), in an in-place
-// reduce whose other ranks write the root's input as they read it: each input is scaled by its own
-// rank's multiplier, whichever rank reduces it.
-TEST(WindowReducePreMulSum, ScalesEachInputByItsOwnRanksMultiplierInPlaceAtTheRoot) {
-  EXPECT_TRUE(harness::runRanks(windowOptions(3, RankMode::kProcesses), [](int rank, int nranks,
-                                                                          const ncclUniqueId& id) {
-    ScopedComm comm;
-    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
-    int32_t multiplier = rank + 1;
-    ncclRedOp_t op;
-    RANK_CHECK_NCCL(ncclRedOpCreatePreMulSum(&op, &multiplier, ncclInt32, ncclScalarHostImmediate, comm));
-    const size_t count = 50021;
-    WindowedMemory windowed(comm, count * sizeof(int32_t));
-    int32_t* buffer = windowed.ints();
-    for (size_t i = 0; i < count; ++i) buffer[i] = static_cast<int32_t>(i % 977) + rank;
-    RANK_CHECK_NCCL(ncclReduce(buffer, buffer, count, ncclInt32, op, rootOf(nranks), comm, cudaStream_t{}));
-    for (size_t i = 0; rank == rootOf(nranks) && i < count; ++i) {
-      int32_t want = 0;
-      for (int r = 0; r < nranks; ++r) want += (r + 1) * (static_cast<int32_t>(i % 977) + r);
-      RANK_CHECK(buffer[i] == want) << "element " << i << " is " << buffer[i] << ", want " << want;
-    }
-    RANK_CHECK_NCCL(ncclRedOpDestroy(op, comm));
-  }));
-}
-
-// A broadcast's non-roots pass no input and a reduce's no output, as NCCL allows: those buffers
-// need no window, and the call still runs direct on every rank, which WEFT_CHECK=1 agrees with.
-TEST(WindowRootedCollectives, UnusedBuffersNeedNoWindow) {
+// A broadcast's non-roots pass no input, as NCCL allows: it needs no window, and the call still
+// runs direct on every rank, which WEFT_CHECK=1 agrees with.
+TEST(WindowBroadcast, NonRootsInputNeedsNoWindow) {
   harness::TempDir dir("weft-windows-");
   ASSERT_FALSE(dir.path.empty());
   RankRunOptions options = windowOptions(3, RankMode::kProcesses);
@@ -348,14 +320,6 @@ TEST(WindowRootedCollectives, UnusedBuffersNeedNoWindow) {
     WindowedMemory windowed(comm, count * sizeof(int32_t));
     int32_t* buffer = windowed.ints();
     for (size_t i = 0; i < count; ++i) buffer[i] = inputOf(rank, i);
-    RANK_CHECK_NCCL(ncclReduce(buffer, rank == root ? buffer : nullptr, count, ncclInt32, ncclSum, root, comm,
-                               cudaStream_t{}));
-    for (size_t i = 0; rank == root && i < count; ++i) {
-      RANK_CHECK(buffer[i] == inputOf(0, i) + inputOf(1, i) + inputOf(2, i)) << "reduce element " << i;
-    }
-    if (rank == root) {
-      for (size_t i = 0; i < count; ++i) buffer[i] = inputOf(root, i);
-    }
     RANK_CHECK_NCCL(ncclBroadcast(rank == root ? buffer : nullptr, buffer, count, ncclInt32, root, comm,
                                   cudaStream_t{}));
     for (size_t i = 0; i < count; ++i) {
@@ -365,10 +329,9 @@ TEST(WindowRootedCollectives, UnusedBuffersNeedNoWindow) {
   int direct = 0;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir.path)) {
     const std::string log = harness::readWholeFile(entry.path());
-    direct += log.find("direct Reduce of 16396 bytes: 2 of 2") != std::string::npos &&
-              log.find("direct Broadcast of 16396 bytes: 2 of 2") != std::string::npos;
+    direct += log.find("direct Broadcast of 16396 bytes: 2 of 2") != std::string::npos;
   }
-  EXPECT_EQ(direct, 3) << "every rank ran both calls direct";
+  EXPECT_EQ(direct, 3) << "every rank ran the broadcast direct";
 }
 
 // Polls a nonblocking communicator until its launch has ended, and checks that it succeeded.
