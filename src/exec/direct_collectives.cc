@@ -52,7 +52,7 @@ char* inPeerWindow(core::Communicator& comm, int peer, uint64_t number, uint64_t
 }
 
 // Elements of op.count that `rank`'s send and receive buffers hold (0: a buffer the rank does not
-// use, such as a non-root's Broadcast input or Reduce output).
+// use, such as a non-root's Broadcast input).
 algorithms::BufferElements elementsOf(const core::Op& op, int rank) {
   return algorithms::bufferElements({op.collective, op.count, op.root, op.comm->nranks(), rank});
 }
@@ -90,7 +90,8 @@ Status reachPeers(DirectPart* part) {
     // Every buffer the peer uses, though an allgather reads no peer's input and a reducescatter
     // writes no peer's output: NCCL's rule for symmetric windows, and what runsInWindows asked of
     // every rank.
-    const bool reached = (elements.send == 0 || buffers.send != nullptr) && (elements.recv == 0 || buffers.recv != nullptr);
+    const bool reached =
+        (elements.send == 0 || buffers.send != nullptr) && (elements.recv == 0 || buffers.recv != nullptr);
     if (!reached && !crossMemoryAttach) {
       return invalidUsage("the %s buffers that rank %d uses are not in windows every rank reaches, while rank %d's "
                           "are: every rank's buffers must lie in such windows (ncclCommWindowRegister), or none",
@@ -182,8 +183,8 @@ Status allReduceShare(const DirectPart& part, bool streamOutput) {
       if (part.peers[peer].recv != nullptr) {
         algorithms::copyTo(result, part.peers[peer].recv + offset, nullptr, bytes);
       } else {
-        WEFT_RETURN_IF_ERROR(
-            transfer(false, part.descriptors[peer].pid, result, part.descriptors[peer].recvAddress + offset, bytes, peer));
+        const DirectDescriptor& described = part.descriptors[peer];
+        WEFT_RETURN_IF_ERROR(transfer(false, described.pid, result, described.recvAddress + offset, bytes, peer));
       }
     }
   }
@@ -201,7 +202,8 @@ Status allGatherInput(const DirectPart& part, bool streamOutput) {
     const size_t length = std::min(kPieceBytes, bytes - begin);
     algorithms::copyTo(input + begin, static_cast<char*>(op.recvbuff) + place + begin, nullptr, length, streamOutput);
     for (const PeerBuffers& peer : part.peers) {
-      if (peer.recv != nullptr) algorithms::copyTo(input + begin, peer.recv + place + begin, nullptr, length, streamOutput);
+      if (peer.recv == nullptr) continue;
+      algorithms::copyTo(input + begin, peer.recv + place + begin, nullptr, length, streamOutput);
     }
   }
   return Status::ok();
