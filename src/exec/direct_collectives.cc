@@ -57,6 +57,12 @@ algorithms::BufferElements elementsOf(const core::Op& op, int rank) {
   return algorithms::bufferElements({op.collective, op.count, op.root, op.comm->nranks(), rank});
 }
 
+// Whether a peer's buffers outside windows may be reached through cross-memory attach: an
+// allreduce's only, where the probe at init found it works.
+bool mayAttachAcrossProcesses(const core::Op& op) {
+  return op.collective == algorithms::Collective::kAllReduce && op.comm->cmaMinBytes() > 0;
+}
+
 // Where each peer's buffers are reached in place (null: through cross-memory attach).
 struct PeerBuffers {
   const char* send = nullptr;
@@ -76,7 +82,6 @@ struct DirectPart {
 // place nor (an allreduce's only) through cross-memory attach.
 Status reachPeers(DirectPart* part) {
   const core::Op& op = part->op;
-  const bool crossMemoryAttach = op.collective == algorithms::Collective::kAllReduce && op.comm->cmaMinBytes() > 0;
   part->peers.assign(part->descriptors.size(), PeerBuffers{});
   for (int peer = 0; peer < static_cast<int>(part->descriptors.size()); ++peer) {
     if (peer == op.comm->rank()) continue;
@@ -92,7 +97,7 @@ Status reachPeers(DirectPart* part) {
     // every rank.
     const bool reached =
         (elements.send == 0 || buffers.send != nullptr) && (elements.recv == 0 || buffers.recv != nullptr);
-    if (!reached && !crossMemoryAttach) {
+    if (!reached && !mayAttachAcrossProcesses(op)) {
       return invalidUsage("the %s buffers that rank %d uses are not in windows every rank reaches, while rank %d's "
                           "are: every rank's buffers must lie in such windows (ncclCommWindowRegister), or none",
                           algorithms::collectiveName(op.collective), peer, op.comm->rank());
@@ -326,7 +331,7 @@ Status runOwnPart(const core::Op& op, std::span<const DirectDescriptor> descript
   WEFT_INFO(log::kColl, "direct %s of %zu bytes: %d of %d peers' buffers reached in windows (any others by "
             "cross-memory attach)", name, std::max(elements.send, elements.recv) * part.elementSize,
             static_cast<int>(inWindows), nranks - 1);
-  if (op.collective == algorithms::Collective::kAllReduce && op.comm->cmaMinBytes() > 0) {
+  if (mayAttachAcrossProcesses(op)) {
     scratch->resize(std::max<size_t>(kPieceBytes / part.elementSize, 1) * part.elementSize);
   }
   switch (op.collective) {

@@ -9,7 +9,6 @@
 #include "algorithms/reduce.h"
 #include "algorithms/schedule.h"
 #include "algorithms/tuner.h"
-#include "src/base/knobs.h"
 #include "src/base/log.h"
 #include "src/base/wait.h"
 #include "src/core/communicator.h"

@@ -77,11 +77,6 @@ INSTANTIATE_TEST_SUITE_P(
 // Rank r's element i of an int32 input whose sums are known.
 int32_t inputOf(int rank, size_t i) { return (rank + 1) * 1000 + static_cast<int32_t>(i % 997); }
 
-// Elements of `count` (as the API takes it) in `collective`'s send buffer.
-size_t sendElements(Collective collective, size_t count, int nranks) {
-  return collective == Collective::kReduceScatter ? nranks * count : count;
-}
-
 // The root of the rooted calls below: the last rank.
 int rootOf(int nranks) { return nranks - 1; }
 
@@ -104,10 +99,10 @@ ncclResult_t callInts(Collective collective, ncclComm_t comm, int nranks, const 
 // output.
 void callAndCheck(Collective collective, ncclComm_t comm, int nranks, int rank, int32_t* send, int32_t* recv,
                   size_t count, const char* what) {
-  for (size_t i = 0; i < sendElements(collective, count, nranks); ++i) send[i] = inputOf(rank, i);
+  const BufferLayout layout = layoutOf(collective, count, nranks, rank);
+  for (size_t i = 0; i < layout.sendCount; ++i) send[i] = inputOf(rank, i);
   RANK_CHECK_NCCL(callInts(collective, comm, nranks, send, recv, count)) << what;
-  const size_t outputs = collective == Collective::kAllGather ? nranks * count : count;
-  for (size_t i = 0; i < outputs; ++i) {
+  for (size_t i = 0; i < layout.recvCount; ++i) {
     int32_t want = 0;
     if (collective == Collective::kAllGather) {
       want = inputOf(static_cast<int>(i / count), i % count);
@@ -125,9 +120,9 @@ void callAndCheck(Collective collective, ncclComm_t comm, int nranks, int rank, 
 // Runs callAndCheck in place: `buffer` holds the larger of the collective's buffers.
 void callInPlaceAndCheck(Collective collective, ncclComm_t comm, int nranks, int rank, int32_t* buffer, size_t count,
                          const char* what) {
-  int32_t* send = collective == Collective::kAllGather ? buffer + rank * count : buffer;
-  int32_t* recv = collective == Collective::kReduceScatter ? buffer + rank * count : buffer;
-  callAndCheck(collective, comm, nranks, rank, send, recv, count, what);
+  const BufferLayout layout = layoutOf(collective, count, nranks, rank);
+  callAndCheck(collective, comm, nranks, rank, buffer + layout.inPlaceSendOffset, buffer + layout.inPlaceRecvOffset,
+               count, what);
 }
 
 // The collectives that run direct in windows.
