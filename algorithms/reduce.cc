@@ -51,6 +51,14 @@ void streamCopy(const unsigned char* source, unsigned char* out, size_t bytes) {
   runKernel(bestReduceIsa(), DataType::kUint8, LaneOp::kCopy, args);
 }
 
+void copyOne(const unsigned char* source, unsigned char* out, size_t bytes, bool stream) {
+  if (stream) {
+    streamCopy(source, out, bytes);
+  } else {
+    std::memcpy(out, source, bytes);
+  }
+}
+
 }  // namespace
 
 const char* reduceIsaName(ReduceIsa isa) {
@@ -135,31 +143,23 @@ void reduce(const Reduction& reduction, const ReduceArgs& args) {
   reduceWithIsa(bestReduceIsa(), reduction, args);
 }
 
-void copyTo(const void* src, void* out, void* out2, size_t bytes, bool streamOut) {
+void copyTo(const void* src, void* out, void* out2, size_t bytes, bool streamOut, bool streamOut2) {
   if (bytes == 0) return;
   const auto* source = static_cast<const unsigned char*>(src);
   auto* first = static_cast<unsigned char*>(out);
   auto* second = static_cast<unsigned char*>(out2);
   if (first == source) {
-    if (second != nullptr) std::memcpy(second, source, bytes);
+    if (second != nullptr) copyOne(source, second, bytes, streamOut2);
     return;
   }
   if (second == nullptr) {
-    if (streamOut) {
-      streamCopy(source, first, bytes);
-    } else {
-      std::memcpy(first, source, bytes);
-    }
+    copyOne(source, first, bytes, streamOut);
     return;
   }
   for (size_t offset = 0; offset < bytes; offset += kCopyBlockBytes) {
     const size_t length = std::min(kCopyBlockBytes, bytes - offset);
-    if (streamOut) {
-      streamCopy(source + offset, first + offset, length);
-    } else {
-      std::memcpy(first + offset, source + offset, length);
-    }
-    if (second != nullptr) std::memcpy(second + offset, source + offset, length);
+    copyOne(source + offset, first + offset, length, streamOut);
+    copyOne(source + offset, second + offset, length, streamOut2);
   }
 }
 

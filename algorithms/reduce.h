@@ -51,9 +51,9 @@ struct ReduceArgs {
 void reduce(const Reduction& reduction, const ReduceArgs& args);
 
 /// Copies `bytes` from `src` to `out` and, if not null, `out2` (`out` may equal `src`). Uses the C
-/// library's memcpy, itself chosen for the CPU, or with `streamOut` the kernels' non-temporal
-/// stores into `out` (as in ReduceArgs); with two outputs it goes block by block, so that `src` is
-/// read from memory once.
-void copyTo(const void* src, void* out, void* out2, size_t bytes, bool streamOut = false);
+/// library's memcpy, itself chosen for the CPU, or with `streamOut` (`streamOut2`) the kernels'
+/// non-temporal stores into `out` (`out2`), as in ReduceArgs; with two outputs it goes block by
+/// block, so that `src` is read from memory once.
+void copyTo(const void* src, void* out, void* out2, size_t bytes, bool streamOut = false, bool streamOut2 = false);
 
 }  // namespace weft::algorithms

@@ -604,18 +604,19 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
     char* dst = step.dst.present() ? bufferAddress(op, step.dst, size, begin, state.scratch) : nullptr;
     void* out = dst != nullptr ? static_cast<void*>(dst) : slot;
     void* out2 = dst != nullptr ? slot : nullptr;
-    const bool streamOut = state.streamsOutput && dst != nullptr && step.dst.buffer != BufferKind::kScratch;
+    const bool streamDst = state.streamsOutput && dst != nullptr && step.dst.buffer != BufferKind::kScratch;
+    const bool streamSlot = send != nullptr && send->streamsSlot();
+    // With two outputs the kernels stream the second only alongside the first: a streamed slot
+    // streams the user's output with it.
+    const bool streamOut = dst != nullptr ? streamDst || (streamSlot && step.contribute) : streamSlot;
+    const bool streamOut2 = dst != nullptr && streamSlot;
     if (step.contribute) {
       const algorithms::Reduction& reduction = step.srcIsPartial ? state.partialReduction : op.reduction;
-      algorithms::reduce(reduction, {src, received, out, out2, piece, step.finalize, streamOut});
+      algorithms::reduce(reduction, {src, received, out, out2, piece, step.finalize, streamOut, streamOut2});
     } else {
+      // In place (from == out) copyTo only sends what is already where it belongs.
       const void* from = received != nullptr ? received : src;
-      if (from == out) {
-        // In place: the data is already where it belongs; it may still have to be sent.
-        if (out2 != nullptr) memcpy(out2, from, piece * size);
-      } else {
-        algorithms::copyTo(from, out, out2, piece * size, streamOut);
-      }
+      algorithms::copyTo(from, out, out2, piece * size, streamOut, streamOut2);
     }
     if (send != nullptr) WEFT_RETURN_IF_ERROR(send->postSlot(piece * size));
     if (recv != nullptr) WEFT_RETURN_IF_ERROR(recv->releaseSlot());

@@ -27,7 +27,7 @@ uint64_t loadWord(uint64_t* word) { return std::atomic_ref<uint64_t>(*word).load
 }  // namespace
 
 ShmSendConnection::ShmSendConnection(std::unique_ptr<ShmSegment> segment, const RingLayout& layout,
-                                     int peerRank, int channel)
+                                     int peerRank, int channel, bool streamSlots)
     : segment_(std::move(segment)),
       header_(reinterpret_cast<RingHeader*>(segment_->base())),
       sizes_(reinterpret_cast<SlotSize*>(at(*segment_, layout.sizesOffset))),
@@ -36,6 +36,7 @@ ShmSendConnection::ShmSendConnection(std::unique_ptr<ShmSegment> segment, const 
       slotCount_(static_cast<uint64_t>(layout.slotCount)),
       peerRank_(peerRank),
       channel_(channel),
+      streamSlots_(streamSlots),
       llSlots_(layout.llSlotBytes > 0 ? at(*segment_, layout.llSlotsOffset) : nullptr),
       llSlotBytes_(layout.llSlotBytes),
       llStaging_(layout.llSlotBytes > 0 ? new uint8_t[lowLatencyPayloadBytes(layout.llSlotBytes)] : nullptr) {}

@@ -22,8 +22,10 @@ namespace weft::transport::shm {
 class ShmSendConnection final : public SendConnection {
  public:
   /// Takes over the sender's mapping of a segment whose header the receiver has initialized for
-  /// `layout`. `peerRank` and `channel` are for messages.
-  ShmSendConnection(std::unique_ptr<ShmSegment> segment, const RingLayout& layout, int peerRank, int channel);
+  /// `layout`. `peerRank` and `channel` are for messages. With `streamSlots` the slots are to be
+  /// written with non-temporal stores (WEFT_SHM_STREAM_SLOTS).
+  ShmSendConnection(std::unique_ptr<ShmSegment> segment, const RingLayout& layout, int peerRank, int channel,
+                    bool streamSlots);
 
   /// Non-blocking; nullptr while all slotCount slots of `kind` are posted and not yet released.
   /// LL pieces take Simple slots when the segment has no LL ring.
@@ -33,6 +35,8 @@ class ShmSendConnection final : public SendConnection {
   /// Always done: a posted slot is already in the receiver's memory.
   Status tryFlush(bool* done) override;
   size_t slotBytes() const override { return slotBytes_; }
+  /// Simple slots only: an LL piece is packed into its slot by postSlot.
+  bool streamsSlot() const override { return streamSlots_ && !llAcquired_; }
 
  private:
   std::unique_ptr<ShmSegment> segment_;
@@ -43,6 +47,7 @@ class ShmSendConnection final : public SendConnection {
   uint64_t slotCount_;
   int peerRank_;
   int channel_;
+  bool streamSlots_;
   uint64_t posted_ = 0;        // our counter; the shared copy is published from it
   uint64_t releasedSeen_ = 0;  // last value read of the receiver's counter
   uint64_t ringIndex_ = 0;     // posted_ % slotCount_, kept without a division

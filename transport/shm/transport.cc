@@ -80,13 +80,14 @@ class ShmTransport final : public Transport {
           "it was not written by this Weft build",
           description.path.c_str(), params.peer.rank, layout.slotCount, layout.slotBytes);
     }
+    const bool streamSlots = knobs::getBool(knobs::KnobId::kShmStreamSlots);
     WEFT_INFO(log::kShm,
               "shm: rank %d sends to rank %d on channel %d through %s (%d slots of %zu bytes, "
-              "%zu bytes)",
+              "%zu bytes%s)",
               params.self.rank, params.peer.rank, params.channel, description.path.c_str(), layout.slotCount,
-              layout.slotBytes, layout.totalBytes);
-    *connection =
-        std::make_unique<ShmSendConnection>(std::move(segment), layout, params.peer.rank, params.channel);
+              layout.slotBytes, layout.totalBytes, streamSlots ? ", written with non-temporal stores" : "");
+    *connection = std::make_unique<ShmSendConnection>(std::move(segment), layout, params.peer.rank, params.channel,
+                                                      streamSlots);
     return Status::ok();
   }
 };
