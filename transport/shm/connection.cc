@@ -2,9 +2,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <utility>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "src/base/log.h"
 
 namespace weft::transport::shm {
 namespace {
@@ -24,10 +31,33 @@ void storeWord(uint64_t* word, uint64_t value) {
 }
 uint64_t loadWord(uint64_t* word) { return std::atomic_ref<uint64_t>(*word).load(std::memory_order_relaxed); }
 
+// Writes `bytes` (a multiple of 64) of zeros at `slot`, through the caches or with non-temporal
+// stores (x86-64; elsewhere through the caches, and the trials keep them).
+void writeZeros(uint8_t* slot, size_t bytes, bool streamed) {
+#if defined(__x86_64__)
+  const __m128i zero = _mm_setzero_si128();
+  auto* lanes = reinterpret_cast<__m128i*>(slot);
+  if (streamed) {
+    for (size_t i = 0; i < bytes / sizeof(zero); ++i) _mm_stream_si128(lanes + i, zero);
+    _mm_sfence();
+  } else {
+    for (size_t i = 0; i < bytes / sizeof(zero); ++i) _mm_store_si128(lanes + i, zero);
+  }
+#else
+  (void)streamed;
+  std::memset(slot, 0, bytes);
+#endif
+}
+
+int64_t steadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 ShmSendConnection::ShmSendConnection(std::unique_ptr<ShmSegment> segment, const RingLayout& layout,
-                                     int peerRank, int channel, bool streamSlots)
+                                     int peerRank, int channel, SlotStreamTrial::Policy slotWrites)
     : segment_(std::move(segment)),
       header_(reinterpret_cast<RingHeader*>(segment_->base())),
       sizes_(reinterpret_cast<SlotSize*>(at(*segment_, layout.sizesOffset))),
@@ -36,7 +66,7 @@ ShmSendConnection::ShmSendConnection(std::unique_ptr<ShmSegment> segment, const 
       slotCount_(static_cast<uint64_t>(layout.slotCount)),
       peerRank_(peerRank),
       channel_(channel),
-      streamSlots_(streamSlots),
+      trial_(slotWrites, layout.slotCount),
       llSlots_(layout.llSlotBytes > 0 ? at(*segment_, layout.llSlotsOffset) : nullptr),
       llSlotBytes_(layout.llSlotBytes),
       llStaging_(layout.llSlotBytes > 0 ? new uint8_t[lowLatencyPayloadBytes(layout.llSlotBytes)] : nullptr) {}
@@ -65,9 +95,21 @@ Status ShmSendConnection::tryAcquireSlot(void** slot, SlotKind kind) {
       return Status::ok();
     }
   }
+  if (!acquired_) {
+    acquiredStreamed_ = trial_.streams(posted_);
+    probeNanos_ = -1;
+    if (trial_.probing()) probeSlot(slots_ + ringIndex_ * slotBytes_);
+  }
   acquired_ = true;
   *slot = slots_ + ringIndex_ * slotBytes_;
   return Status::ok();
+}
+
+void ShmSendConnection::probeSlot(uint8_t* slot) {
+  const size_t bytes = std::min(SlotStreamTrial::kProbeBytes, slotBytes_);
+  const int64_t start = steadyNanos();
+  writeZeros(slot, bytes, acquiredStreamed_);
+  probeNanos_ = steadyNanos() - start;
 }
 
 Status ShmSendConnection::postSlot(size_t bytes) {
@@ -88,7 +130,17 @@ Status ShmSendConnection::postSlot(size_t bytes) {
   acquired_ = false;
   // Release: the payload and its byte count are visible before the new count of posted slots.
   header_->posted.store(posted_, std::memory_order_release);
+  if (trial_.wants(bytes)) recordPiece(bytes);
   return Status::ok();
+}
+
+void ShmSendConnection::recordPiece(size_t bytes) {
+  if (!trial_.record(acquiredStreamed_, bytes, probeNanos_, steadyNanos()) || trial_.probing()) return;
+  WEFT_INFO(log::kShm,
+            "shm: slots to rank %d on channel %d are now written %s (streamed writes took %.2fx the time of "
+            "cached ones)",
+            peerRank_, channel_, trial_.streamed() ? "with non-temporal stores" : "through the caches",
+            trial_.lastRatio());
 }
 
 Status ShmSendConnection::postLowLatency(size_t bytes) {

@@ -8,6 +8,9 @@
 // LL pieces (layout.h) are written by the sender into a private buffer and packed into the LL slot
 // on postSlot; the receiver unpacks the words as their flags arrive into a private buffer, which
 // tryPeekSlot returns once the whole piece is there.
+//
+// The sender writes its Simple slots through the caches or with non-temporal stores, whichever
+// its trials (stream_trial.h) measured faster, and says which to its caller (streamsSlot).
 
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +18,7 @@
 
 #include "transport/shm/layout.h"
 #include "transport/shm/segment.h"
+#include "transport/shm/stream_trial.h"
 #include "transport/transport.h"
 
 namespace weft::transport::shm {
@@ -22,10 +26,10 @@ namespace weft::transport::shm {
 class ShmSendConnection final : public SendConnection {
  public:
   /// Takes over the sender's mapping of a segment whose header the receiver has initialized for
-  /// `layout`. `peerRank` and `channel` are for messages. With `streamSlots` the slots are to be
-  /// written with non-temporal stores (WEFT_SHM_STREAM_SLOTS).
+  /// `layout`. `peerRank` and `channel` are for messages; `slotWrites` says how the slots are
+  /// written (WEFT_SHM_STREAM_SLOTS: measured, or fixed).
   ShmSendConnection(std::unique_ptr<ShmSegment> segment, const RingLayout& layout, int peerRank, int channel,
-                    bool streamSlots);
+                    SlotStreamTrial::Policy slotWrites);
 
   /// Non-blocking; nullptr while all slotCount slots of `kind` are posted and not yet released.
   /// LL pieces take Simple slots when the segment has no LL ring.
@@ -36,7 +40,7 @@ class ShmSendConnection final : public SendConnection {
   Status tryFlush(bool* done) override;
   size_t slotBytes() const override { return slotBytes_; }
   /// Simple slots only: an LL piece is packed into its slot by postSlot.
-  bool streamsSlot() const override { return streamSlots_ && !llAcquired_; }
+  bool streamsSlot() const override { return acquiredStreamed_ && !llAcquired_; }
 
  private:
   std::unique_ptr<ShmSegment> segment_;
@@ -47,11 +51,16 @@ class ShmSendConnection final : public SendConnection {
   uint64_t slotCount_;
   int peerRank_;
   int channel_;
-  bool streamSlots_;
   uint64_t posted_ = 0;        // our counter; the shared copy is published from it
   uint64_t releasedSeen_ = 0;  // last value read of the receiver's counter
   uint64_t ringIndex_ = 0;     // posted_ % slotCount_, kept without a division
   bool acquired_ = false;
+  // How the acquired Simple slot is written, and what its probe took (-1: not probed).
+  SlotStreamTrial trial_;
+  bool acquiredStreamed_ = false;
+  int64_t probeNanos_ = -1;
+  void probeSlot(uint8_t* slot);
+  void recordPiece(size_t bytes);
   // The LL ring (no LL ring: llSlots_ is nullptr).
   Status postLowLatency(size_t bytes);
   uint8_t* llSlots_;

@@ -10,6 +10,7 @@
 #include "transport/shm/connection.h"
 #include "transport/shm/layout.h"
 #include "transport/shm/segment.h"
+#include "transport/shm/stream_trial.h"
 
 namespace weft::transport::shm {
 namespace {
@@ -18,6 +19,24 @@ std::string shmFolder() {
   std::string dir = knobs::getString(knobs::KnobId::kShmDir);
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   return dir;
+}
+
+// WEFT_SHM_STREAM_SLOTS.
+SlotStreamTrial::Policy slotWritesPolicy() {
+  switch (knobs::getInt(knobs::KnobId::kShmStreamSlots)) {
+    case 0: return SlotStreamTrial::Policy::kCached;
+    case 1: return SlotStreamTrial::Policy::kStreamed;
+    default: return SlotStreamTrial::Policy::kMeasure;
+  }
+}
+
+const char* slotWritesName(SlotStreamTrial::Policy policy) {
+  switch (policy) {
+    case SlotStreamTrial::Policy::kCached: return "through the caches";
+    case SlotStreamTrial::Policy::kStreamed: return "with non-temporal stores";
+    case SlotStreamTrial::Policy::kMeasure: break;
+  }
+  return "as measured";
 }
 
 class ShmTransport final : public Transport {
@@ -80,14 +99,14 @@ class ShmTransport final : public Transport {
           "it was not written by this Weft build",
           description.path.c_str(), params.peer.rank, layout.slotCount, layout.slotBytes);
     }
-    const bool streamSlots = knobs::getBool(knobs::KnobId::kShmStreamSlots);
+    const SlotStreamTrial::Policy slotWrites = slotWritesPolicy();
     WEFT_INFO(log::kShm,
               "shm: rank %d sends to rank %d on channel %d through %s (%d slots of %zu bytes, "
-              "%zu bytes%s)",
+              "%zu bytes; slots written %s)",
               params.self.rank, params.peer.rank, params.channel, description.path.c_str(), layout.slotCount,
-              layout.slotBytes, layout.totalBytes, streamSlots ? ", written with non-temporal stores" : "");
+              layout.slotBytes, layout.totalBytes, slotWritesName(slotWrites));
     *connection = std::make_unique<ShmSendConnection>(std::move(segment), layout, params.peer.rank, params.channel,
-                                                      streamSlots);
+                                                      slotWrites);
     return Status::ok();
   }
 };

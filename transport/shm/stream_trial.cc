@@ -1,0 +1,54 @@
+#include "transport/shm/stream_trial.h"
+
+#include <algorithm>
+
+namespace weft::transport::shm {
+
+SlotStreamTrial::SlotStreamTrial(Policy policy, int warmupPieces)
+    : policy_(policy), streamed_(policy == Policy::kStreamed), warmupLeft_(std::max(warmupPieces, 0)) {
+  if (policy_ == Policy::kMeasure && warmupLeft_ == 0) startTrial();
+}
+
+bool SlotStreamTrial::record(bool streamed, size_t bytes, int64_t probeNanos, int64_t now) {
+  if (inTrial_) return recordProbe(streamed, probeNanos, now);
+  if (!wants(bytes)) return false;
+  if (warmupLeft_ > 0) {
+    if (--warmupLeft_ > 0) return false;  // the last piece of the warm-up starts the first trial
+  } else if (now - settledAt_ < kRetrialNanos) {
+    return false;
+  }
+  startTrial();
+  return true;
+}
+
+void SlotStreamTrial::startTrial() {
+  inTrial_ = true;
+  cachedProbeNanos_ = -1;
+  pairs_ = 0;
+}
+
+bool SlotStreamTrial::recordProbe(bool streamed, int64_t probeNanos, int64_t now) {
+  if (probeNanos < 0) {  // acquired before the trial began: no neighbour for the next probe
+    cachedProbeNanos_ = -1;
+    return false;
+  }
+  if (!streamed) {
+    cachedProbeNanos_ = probeNanos;
+    return false;
+  }
+  if (cachedProbeNanos_ < 0) return false;  // no cached probe just before it to compare with
+  // A probe faster than the clock's resolution counts as one nanosecond.
+  ratios_[pairs_++] = static_cast<double>(std::max<int64_t>(probeNanos, 1)) /
+                      static_cast<double>(std::max<int64_t>(cachedProbeNanos_, 1));
+  cachedProbeNanos_ = -1;
+  if (pairs_ < kTrialPairs) return false;
+  // The median of an even count: the mean of the two middle ratios.
+  std::sort(ratios_.begin(), ratios_.end());
+  lastRatio_ = (ratios_[kTrialPairs / 2 - 1] + ratios_[kTrialPairs / 2]) / 2;
+  streamed_ = lastRatio_ <= kStreamRatio;
+  inTrial_ = false;
+  settledAt_ = now;
+  return true;
+}
+
+}  // namespace weft::transport::shm
