@@ -95,7 +95,7 @@ void reduceWithIsa(ReduceIsa isa, const Reduction& reduction, const ReduceArgs& 
   const bool divides = args.finalize && reduction.divisor > 1 && !isFloatingPoint(reduction.type);
   const bool copies = args.peer == nullptr && reduction.kind != RedOpKind::kPreMulSum;
   if (copies && !divides) {
-    copyTo(args.local, args.out, args.out2, args.count * elementBytes, args.streamOut);
+    copyTo(args.local, args.out, args.out2, args.count * elementBytes, args.streamOut, args.streamOut2);
     return;
   }
   KernelArgs kernelArgs;

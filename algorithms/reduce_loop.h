@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "algorithms/datatype.h"
 #include "algorithms/reduce_element.h"
@@ -86,8 +87,15 @@ template <class E, LaneOp kOp, bool kStream>
 }
 
 template <class E, LaneOp kOp>
-[[gnu::always_inline]] inline void reduceLoop(const KernelArgs& args) {
+[[gnu::always_inline]] inline void reduceLoop(const KernelArgs& given) {
   using Raw = typename E::Raw;
+  // The loop aligns on `out`: where only `out2` is streamed, the two trade places. Both get every
+  // value, written after its inputs are read, so either may be where an input is.
+  KernelArgs args = given;
+  if (!args.streamOut && args.streamOut2 && args.out2 != nullptr) {
+    std::swap(args.out, args.out2);
+    std::swap(args.streamOut, args.streamOut2);
+  }
   constexpr size_t kStep = sizeof(Raw);
   const size_t bytes = args.count * sizeof(LaneElement<Raw>);
   const typename E::Factor factor = E::factor(args.scalar);

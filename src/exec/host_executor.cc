@@ -606,10 +606,8 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
     void* out2 = dst != nullptr ? slot : nullptr;
     const bool streamDst = state.streamsOutput && dst != nullptr && step.dst.buffer != BufferKind::kScratch;
     const bool streamSlot = send != nullptr && send->streamsSlot();
-    // With two outputs the kernels stream the second only alongside the first: a streamed slot
-    // streams the user's output with it.
-    const bool streamOut = dst != nullptr ? streamDst || (streamSlot && step.contribute) : streamSlot;
-    const bool streamOut2 = dst != nullptr && streamSlot;
+    const bool streamOut = dst != nullptr ? streamDst : streamSlot;
+    const bool streamOut2 = out2 != nullptr && streamSlot;
     if (step.contribute) {
       const algorithms::Reduction& reduction = step.srcIsPartial ? state.partialReduction : op.reduction;
       algorithms::reduce(reduction, {src, received, out, out2, piece, step.finalize, streamOut, streamOut2});

@@ -2,15 +2,19 @@
 // that goes through slots, every type, op, count and placement, exact, with ranks as processes and
 // as threads, the slots always written with non-temporal stores (WEFT_SHM_STREAM_SLOTS=1), and
 // as each sender measures (the default), whose trials switch the writes piece by piece. The logs
-// prove that every sender streamed, or that trials ran to their end on every rank. Slots of
-// 128 KiB (NCCL_BUFFSIZE=1 MiB) make the pieces many and big enough for trials.
-
+// show that every sender was set to stream, or that trials ran to their end on the ranks that
+// send big pieces. Slots of 128 KiB (NCCL_BUFFSIZE=1 MiB) make the pieces many and big enough for
+// trials. (That streamed slots were written with non-temporal stores is seen only in speed:
+// docs/PERFORMANCE.md.)
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <set>
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "nccl.h"
 #include "tests/harness/comm_clique.h"
@@ -39,14 +43,27 @@ std::string collectivePolicyAndModeName(
          harness::ranksAndModeLabel(kRanks, mode);
 }
 
-// Lines of the logs in `folder` that hold `text`.
-int logLinesWith(const fs::path& folder, const std::string& text) {
-  int lines = 0;
+// The lines of the logs in `folder` that hold `text`.
+std::vector<std::string> logLinesWith(const fs::path& folder, const std::string& text) {
+  std::vector<std::string> lines;
   for (const fs::directory_entry& entry : fs::directory_iterator(folder)) {
     std::istringstream log(harness::readWholeFile(entry.path()));
-    for (std::string line; std::getline(log, line);) lines += line.find(text) != std::string::npos;
+    for (std::string line; std::getline(log, line);) {
+      if (line.find(text) != std::string::npos) lines.push_back(line);
+    }
   }
   return lines;
+}
+
+// The ranks whose trials ended: "shm: rank 2's slots to rank 0 ... are now written ...".
+std::set<int> ranksWithTrialsEnded(const fs::path& folder) {
+  std::set<int> ranks;
+  for (const std::string& line : logLinesWith(folder, " are now written ")) {
+    int rank = -1;
+    const size_t at = line.find("shm: rank ");
+    if (at != std::string::npos && std::sscanf(line.c_str() + at, "shm: rank %d's", &rank) == 1) ranks.insert(rank);
+  }
+  return ranks;
 }
 
 class ShmSlotWrites : public ::testing::TestWithParam<std::tuple<Collective, bool, RankMode>> {};
@@ -70,17 +87,17 @@ TEST_P(ShmSlotWrites, EveryTypeOpCountAndPlacementMatchesTheReference) {
     runEveryTypeAndOp(comm, nranks, rank, collective, kCounts, kSeed, nullptr, nranks - 1);
   }));
   // Every rank sends to a peer through shared memory.
-  const int senders = logLinesWith(logs.path, " sends to rank ");
-  EXPECT_GE(senders, kRanks);
+  const size_t senders = logLinesWith(logs.path, " sends to rank ").size();
+  EXPECT_GE(senders, size_t{kRanks});
   if (measured) {
-    EXPECT_EQ(logLinesWith(logs.path, "slots written as measured)"), senders);
+    EXPECT_EQ(logLinesWith(logs.path, "slots written as measured)").size(), senders);
     // A broadcast's or reduce's chain has one rank that only receives.
     const bool rooted = collective == Collective::kBroadcast || collective == Collective::kReduce;
-    EXPECT_GE(logLinesWith(logs.path, " are now written "), rooted ? kRanks - 1 : kRanks)
+    EXPECT_GE(ranksWithTrialsEnded(logs.path).size(), static_cast<size_t>(rooted ? kRanks - 1 : kRanks))
         << "a trial ended on every rank that sends big pieces";
   } else {
-    EXPECT_EQ(logLinesWith(logs.path, "slots written with non-temporal stores)"), senders);
-    EXPECT_EQ(logLinesWith(logs.path, " are now written "), 0) << "no trials";
+    EXPECT_EQ(logLinesWith(logs.path, "slots written with non-temporal stores)").size(), senders);
+    EXPECT_TRUE(logLinesWith(logs.path, " are now written ").empty()) << "no trials";
   }
 }
 

@@ -374,10 +374,10 @@ TEST_P(ReduceTypeTest, MatchesTheScalarReferenceEverywhere) {
               for (bool withOut2 : {false, true}) {
                 for (size_t misalign : {size_t{0}, size_t{1}}) {
                   // Streaming needs whole vectors past the alignment head; one odd count covers head, body and tail.
-                  // 0: no stream, 1: `out` streamed, 2: both outputs.
-                  for (int streams = 0; streams < (count == 1003 ? 3 : 1); ++streams) {
-                    Case c{isa, reduction, count, withPeer, finalize, aliasing, withOut2, misalign, streams >= 1,
-                           streams == 2};
+                  // 0: no stream, 1: `out` streamed, 2: both outputs, 3: `out2` alone.
+                  for (int streams = 0; streams < (count == 1003 ? 4 : 1); ++streams) {
+                    Case c{isa, reduction, count, withPeer, finalize, aliasing, withOut2, misalign,
+                           streams == 1 || streams == 2, streams >= 2};
                     ASSERT_TRUE(runCase(c, rng));
                     ++cases;
                   }
@@ -574,6 +574,21 @@ TEST(CopyTo, StreamsIntoAnyAlignment) {
       }
     }
   }
+}
+
+TEST(CopyTo, StreamsEitherOutputAlone) {
+  for (bool streamFirst : {false, true}) {
+    std::vector<unsigned char> src(100003), out(src.size() + 1), out2(src.size() + 3);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 29 + 3);
+    copyTo(src.data(), out.data() + 1, out2.data() + 3, src.size(), streamFirst, !streamFirst);
+    EXPECT_TRUE(std::equal(src.begin(), src.end(), out.begin() + 1)) << streamFirst;
+    EXPECT_TRUE(std::equal(src.begin(), src.end(), out2.begin() + 3)) << streamFirst;
+  }
+  // In place: only the second output is written, streamed.
+  std::vector<unsigned char> data(5000), out2(5000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>(i * 13);
+  copyTo(data.data(), data.data(), out2.data(), data.size(), false, true);
+  EXPECT_EQ(out2, data);
 }
 
 TEST(CopyTo, SourceMayBeTheFirstOutput) {

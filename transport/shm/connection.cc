@@ -31,8 +31,8 @@ void storeWord(uint64_t* word, uint64_t value) {
 }
 uint64_t loadWord(uint64_t* word) { return std::atomic_ref<uint64_t>(*word).load(std::memory_order_relaxed); }
 
-// Writes `bytes` (a multiple of 64) of zeros at `slot`, through the caches or with non-temporal
-// stores (x86-64; elsewhere through the caches, and the trials keep them).
+// Writes `bytes` (a multiple of 16) of zeros at `slot` (16-byte aligned), through the caches or
+// with non-temporal stores (x86-64 only: elsewhere slots are never streamed).
 void writeZeros(uint8_t* slot, size_t bytes, bool streamed) {
 #if defined(__x86_64__)
   const __m128i zero = _mm_setzero_si128();
@@ -57,16 +57,17 @@ int64_t steadyNanos() {
 }  // namespace
 
 ShmSendConnection::ShmSendConnection(std::unique_ptr<ShmSegment> segment, const RingLayout& layout,
-                                     int peerRank, int channel, SlotStreamTrial::Policy slotWrites)
+                                     int rank, int peerRank, int channel, SlotStreamTrial::Policy slotWrites)
     : segment_(std::move(segment)),
       header_(reinterpret_cast<RingHeader*>(segment_->base())),
       sizes_(reinterpret_cast<SlotSize*>(at(*segment_, layout.sizesOffset))),
       slots_(at(*segment_, layout.slotsOffset)),
       slotBytes_(layout.slotBytes),
       slotCount_(static_cast<uint64_t>(layout.slotCount)),
+      rank_(rank),
       peerRank_(peerRank),
       channel_(channel),
-      trial_(slotWrites, layout.slotCount),
+      trial_(slotWrites),
       llSlots_(layout.llSlotBytes > 0 ? at(*segment_, layout.llSlotsOffset) : nullptr),
       llSlotBytes_(layout.llSlotBytes),
       llStaging_(layout.llSlotBytes > 0 ? new uint8_t[lowLatencyPayloadBytes(layout.llSlotBytes)] : nullptr) {}
@@ -98,7 +99,7 @@ Status ShmSendConnection::tryAcquireSlot(void** slot, SlotKind kind) {
   if (!acquired_) {
     acquiredStreamed_ = trial_.streams(posted_);
     probeNanos_ = -1;
-    if (trial_.probing()) probeSlot(slots_ + ringIndex_ * slotBytes_);
+    if (trial_.inTrial() && trial_.probes(sizes_[ringIndex_].bytes)) probeSlot(slots_ + ringIndex_ * slotBytes_);
   }
   acquired_ = true;
   *slot = slots_ + ringIndex_ * slotBytes_;
@@ -106,9 +107,8 @@ Status ShmSendConnection::tryAcquireSlot(void** slot, SlotKind kind) {
 }
 
 void ShmSendConnection::probeSlot(uint8_t* slot) {
-  const size_t bytes = std::min(SlotStreamTrial::kProbeBytes, slotBytes_);
   const int64_t start = steadyNanos();
-  writeZeros(slot, bytes, acquiredStreamed_);
+  writeZeros(slot, SlotStreamTrial::kProbeBytes, acquiredStreamed_);
   probeNanos_ = steadyNanos() - start;
 }
 
@@ -130,17 +130,16 @@ Status ShmSendConnection::postSlot(size_t bytes) {
   acquired_ = false;
   // Release: the payload and its byte count are visible before the new count of posted slots.
   header_->posted.store(posted_, std::memory_order_release);
-  if (trial_.wants(bytes)) recordPiece(bytes);
+  if (trial_.wants(bytes)) recordPiece();
   return Status::ok();
 }
 
-void ShmSendConnection::recordPiece(size_t bytes) {
-  if (!trial_.record(acquiredStreamed_, bytes, probeNanos_, steadyNanos()) || trial_.probing()) return;
+void ShmSendConnection::recordPiece() {
+  if (!trial_.record(acquiredStreamed_, probeNanos_, steadyNanos()) || trial_.inTrial()) return;
   WEFT_INFO(log::kShm,
-            "shm: slots to rank %d on channel %d are now written %s (streamed writes took %.2fx the time of "
-            "cached ones)",
-            peerRank_, channel_, trial_.streamed() ? "with non-temporal stores" : "through the caches",
-            trial_.lastRatio());
+            "shm: rank %d's slots to rank %d on channel %d are now written %s (streamed writes took %.2fx the "
+            "time of cached ones)",
+            rank_, peerRank_, channel_, slotWritesName(trial_.streamed()), trial_.lastRatio());
 }
 
 Status ShmSendConnection::postLowLatency(size_t bytes) {

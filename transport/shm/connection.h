@@ -26,10 +26,10 @@ namespace weft::transport::shm {
 class ShmSendConnection final : public SendConnection {
  public:
   /// Takes over the sender's mapping of a segment whose header the receiver has initialized for
-  /// `layout`. `peerRank` and `channel` are for messages; `slotWrites` says how the slots are
-  /// written (WEFT_SHM_STREAM_SLOTS: measured, or fixed).
-  ShmSendConnection(std::unique_ptr<ShmSegment> segment, const RingLayout& layout, int peerRank, int channel,
-                    SlotStreamTrial::Policy slotWrites);
+  /// `layout`. `rank`, `peerRank` and `channel` are for messages; `slotWrites` says how the slots
+  /// are written (WEFT_SHM_STREAM_SLOTS: measured, or fixed).
+  ShmSendConnection(std::unique_ptr<ShmSegment> segment, const RingLayout& layout, int rank, int peerRank,
+                    int channel, SlotStreamTrial::Policy slotWrites);
 
   /// Non-blocking; nullptr while all slotCount slots of `kind` are posted and not yet released.
   /// LL pieces take Simple slots when the segment has no LL ring.
@@ -43,12 +43,18 @@ class ShmSendConnection final : public SendConnection {
   bool streamsSlot() const override { return acquiredStreamed_ && !llAcquired_; }
 
  private:
+  // Times writing the slot's first bytes the way the acquired piece is written (a trial's probe).
+  void probeSlot(uint8_t* slot);
+  // Hands the posted piece to the trial, and logs what a trial that ended chose.
+  void recordPiece();
+
   std::unique_ptr<ShmSegment> segment_;
   RingHeader* header_;
   SlotSize* sizes_;
   uint8_t* slots_;
   size_t slotBytes_;
   uint64_t slotCount_;
+  int rank_;
   int peerRank_;
   int channel_;
   uint64_t posted_ = 0;        // our counter; the shared copy is published from it
@@ -59,8 +65,6 @@ class ShmSendConnection final : public SendConnection {
   SlotStreamTrial trial_;
   bool acquiredStreamed_ = false;
   int64_t probeNanos_ = -1;
-  void probeSlot(uint8_t* slot);
-  void recordPiece(size_t bytes);
   // The LL ring (no LL ring: llSlots_ is nullptr).
   Status postLowLatency(size_t bytes);
   uint8_t* llSlots_;

@@ -4,31 +4,21 @@
 
 namespace weft::transport::shm {
 
-SlotStreamTrial::SlotStreamTrial(Policy policy, int warmupPieces)
-    : policy_(policy), streamed_(policy == Policy::kStreamed), warmupLeft_(std::max(warmupPieces, 0)) {
-  if (policy_ == Policy::kMeasure && warmupLeft_ == 0) startTrial();
-}
+const char* slotWritesName(bool streamed) { return streamed ? "with non-temporal stores" : "through the caches"; }
 
-bool SlotStreamTrial::record(bool streamed, size_t bytes, int64_t probeNanos, int64_t now) {
+SlotStreamTrial::SlotStreamTrial(Policy policy) : policy_(policy), streamed_(policy == Policy::kStreamed) {}
+
+bool SlotStreamTrial::record(bool streamed, int64_t probeNanos, int64_t now) {
   if (inTrial_) return recordProbe(streamed, probeNanos, now);
-  if (!wants(bytes)) return false;
-  if (warmupLeft_ > 0) {
-    if (--warmupLeft_ > 0) return false;  // the last piece of the warm-up starts the first trial
-  } else if (now - settledAt_ < kRetrialNanos) {
-    return false;
-  }
-  startTrial();
-  return true;
-}
-
-void SlotStreamTrial::startTrial() {
+  if (tried_ && now - settledAt_ < kRetrialNanos) return false;
   inTrial_ = true;
   cachedProbeNanos_ = -1;
   pairs_ = 0;
+  return true;
 }
 
 bool SlotStreamTrial::recordProbe(bool streamed, int64_t probeNanos, int64_t now) {
-  if (probeNanos < 0) {  // acquired before the trial began: no neighbour for the next probe
+  if (probeNanos < 0) {  // not probed (its slot's last piece was small): no neighbour for the next
     cachedProbeNanos_ = -1;
     return false;
   }
@@ -47,6 +37,7 @@ bool SlotStreamTrial::recordProbe(bool streamed, int64_t probeNanos, int64_t now
   lastRatio_ = (ratios_[kTrialPairs / 2 - 1] + ratios_[kTrialPairs / 2]) / 2;
   streamed_ = lastRatio_ <= kStreamRatio;
   inTrial_ = false;
+  tried_ = true;
   settledAt_ = now;
   return true;
 }

@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <mutex>
 #include <utility>
 
 #include "src/base/knobs.h"
@@ -21,19 +22,31 @@ std::string shmFolder() {
   return dir;
 }
 
-// WEFT_SHM_STREAM_SLOTS.
+// WEFT_SHM_STREAM_SLOTS. Non-temporal stores are x86-64's here: elsewhere slots go through the
+// caches, with no trials.
 SlotStreamTrial::Policy slotWritesPolicy() {
-  switch (knobs::getInt(knobs::KnobId::kShmStreamSlots)) {
-    case 0: return SlotStreamTrial::Policy::kCached;
-    case 1: return SlotStreamTrial::Policy::kStreamed;
-    default: return SlotStreamTrial::Policy::kMeasure;
+  const int64_t value = knobs::getInt(knobs::KnobId::kShmStreamSlots);
+#if defined(__x86_64__)
+  if (value == 0) return SlotStreamTrial::Policy::kCached;
+  if (value == 1) return SlotStreamTrial::Policy::kStreamed;
+  if (value != -1) {
+    static std::once_flag warned;
+    std::call_once(warned, [value] {
+      WEFT_WARN("WEFT_SHM_STREAM_SLOTS=%lld: expected 1, 0 or -1; each shm sender measures (-1)",
+                static_cast<long long>(value));
+    });
   }
+  return SlotStreamTrial::Policy::kMeasure;
+#else
+  (void)value;
+  return SlotStreamTrial::Policy::kCached;
+#endif
 }
 
-const char* slotWritesName(SlotStreamTrial::Policy policy) {
+const char* policyName(SlotStreamTrial::Policy policy) {
   switch (policy) {
-    case SlotStreamTrial::Policy::kCached: return "through the caches";
-    case SlotStreamTrial::Policy::kStreamed: return "with non-temporal stores";
+    case SlotStreamTrial::Policy::kCached: return slotWritesName(false);
+    case SlotStreamTrial::Policy::kStreamed: return slotWritesName(true);
     case SlotStreamTrial::Policy::kMeasure: break;
   }
   return "as measured";
@@ -104,9 +117,9 @@ class ShmTransport final : public Transport {
               "shm: rank %d sends to rank %d on channel %d through %s (%d slots of %zu bytes, "
               "%zu bytes; slots written %s)",
               params.self.rank, params.peer.rank, params.channel, description.path.c_str(), layout.slotCount,
-              layout.slotBytes, layout.totalBytes, slotWritesName(slotWrites));
-    *connection = std::make_unique<ShmSendConnection>(std::move(segment), layout, params.peer.rank, params.channel,
-                                                      slotWrites);
+              layout.slotBytes, layout.totalBytes, policyName(slotWrites));
+    *connection = std::make_unique<ShmSendConnection>(std::move(segment), layout, params.self.rank,
+                                                      params.peer.rank, params.channel, slotWrites);
     return Status::ok();
   }
 };
