@@ -31,10 +31,10 @@ namespace weft::algorithms {
 ///   out[i] = v; out2[i] = v (if out2)
 /// With `streamOut`, `out` is written with non-temporal stores that bypass the caches: for an
 /// output nobody reads again soon (the user's buffer in a large operation), it saves reading each
-/// line before it is overwritten and keeps the caches for the slots. `streamOut2` does the same
-/// for `out2`. `local` must not be null. `out` may be the same address as `local` or `peer`
-/// (partial overlap is not supported); `out2` must not overlap the inputs or `out`. Blocks the
-/// calling thread; any thread may call it.
+/// line before it is overwritten and keeps the caches for the slots; `streamOut2` does the same
+/// for `out2`, on the conditions it states. `local` must not be null. `out` may be the same address
+/// as `local` or `peer` (partial overlap is not supported); `out2` must not overlap the inputs or
+/// `out`. Blocks the calling thread; any thread may call it.
 struct ReduceArgs {
   const void* local = nullptr;
   const void* peer = nullptr;

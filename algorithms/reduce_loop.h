@@ -90,7 +90,8 @@ template <class E, LaneOp kOp>
 [[gnu::always_inline]] inline void reduceLoop(const KernelArgs& given) {
   using Raw = typename E::Raw;
   // The loop aligns on `out`: where only `out2` is streamed, the two trade places. Both get every
-  // value, written after its inputs are read, so either may be where an input is.
+  // value, written after its inputs are read, so after the swap `out2` may be the input that
+  // `out` was allowed to be.
   KernelArgs args = given;
   if (!args.streamOut && args.streamOut2 && args.out2 != nullptr) {
     std::swap(args.out, args.out2);

@@ -117,9 +117,9 @@ class SendConnection {
   /// transports, handed to the kernel), so the connection may be torn down or left idle.
   virtual Status tryFlush(bool* done) = 0;
   virtual size_t slotBytes() const = 0;
-  /// Whether the caller should fill the slot tryAcquireSlot gave with non-temporal stores, which
-  /// send it to memory rather than keep it in this core's cache (shm: as the sender's trials or
-  /// WEFT_SHM_STREAM_SLOTS say). Default: false.
+  /// Between a successful tryAcquireSlot and postSlot: whether the caller should fill the slot
+  /// with non-temporal stores, which send it to memory rather than keep it in this core's cache
+  /// (shm: as the sender's trials or WEFT_SHM_STREAM_SLOTS say). Default: false.
   virtual bool streamsSlot() const { return false; }
   /// For a connection driven by GPU kernels: where a kernel finds it; nullptr for host connections.
   virtual const DeviceEnd* deviceEnd() const { return nullptr; }

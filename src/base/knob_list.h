@@ -21,9 +21,9 @@
   X(ShmDisable, "NCCL_SHM_DISABLE", Bool, "0", "1: ranks of one host talk over the network, not shared memory") \
   X(ShmDir, "WEFT_SHM_DIR", String, "/dev/shm", "folder that holds shared-memory segments")       \
   X(ShmStreamSlots, "WEFT_SHM_STREAM_SLOTS", Int, "-1",                                          \
-    "how shm senders write their slots: 1 with non-temporal stores (to memory, not their cache: "  \
-    "faster where the ranks' cores share no cache), 0 through the caches, -1 whichever each "    \
-    "sender measures faster, again every second")                                                 \
+    "how shm senders write their slots (x86-64; elsewhere through the caches): 1 with "           \
+    "non-temporal stores (to memory, not their cache: faster where the ranks' cores share no "     \
+    "cache), 0 through the caches, -1 whichever each sender measures faster, again every second")  \
   X(NvlsEnable, "NCCL_NVLS_ENABLE", Int, "2",                                                     \
     "0: NVLS is never used; 1, 2 (default): an allreduce on GPU buffers may take NVLS where every rank has a GPU of its own on one host's NVSwitches that reports multicast (src/device/nvls_plan.h); rank 0's value is used") \
   X(NvlsNChannels, "NCCL_NVLS_NCHANNELS", Int, "16",                                               \

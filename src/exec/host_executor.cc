@@ -125,6 +125,12 @@ bool streamsOutput(const core::Op& op) {
   return minBytes > 0 && op.count * algorithms::dataTypeSize(op.type) >= minBytes;
 }
 
+// Whether two outputs sit alike relative to the widest vector the reduce kernels store (64
+// bytes), as one reduce needs to stream both (algorithms/reduce.h).
+bool alignedAlike(const void* first, const void* second) {
+  return (reinterpret_cast<uintptr_t>(first) - reinterpret_cast<uintptr_t>(second)) % 64 == 0;
+}
+
 char* bufferAddress(const core::Op& op, const algorithms::BufferSlice& slice, size_t elementSize, size_t done,
                     char* scratch) {
   char* base = slice.buffer == BufferKind::kSend    ? const_cast<char*>(static_cast<const char*>(op.sendbuff))
@@ -604,8 +610,11 @@ Status HostExecutor::advance(LaneState& state, bool* progressed) {
     char* dst = step.dst.present() ? bufferAddress(op, step.dst, size, begin, state.scratch) : nullptr;
     void* out = dst != nullptr ? static_cast<void*>(dst) : slot;
     void* out2 = dst != nullptr ? slot : nullptr;
-    const bool streamDst = state.streamsOutput && dst != nullptr && step.dst.buffer != BufferKind::kScratch;
+    bool streamDst = state.streamsOutput && dst != nullptr && step.dst.buffer != BufferKind::kScratch;
     const bool streamSlot = send != nullptr && send->streamsSlot();
+    // A reduce streams two outputs together only where they are aligned alike; else the slot,
+    // whose streaming gains the most, streams alone.
+    if (streamDst && streamSlot && step.contribute && !alignedAlike(dst, slot)) streamDst = false;
     const bool streamOut = dst != nullptr ? streamDst : streamSlot;
     const bool streamOut2 = out2 != nullptr && streamSlot;
     if (step.contribute) {

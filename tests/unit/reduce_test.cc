@@ -288,10 +288,13 @@ std::string describe(const Case& c) {
   const size_t size = dataTypeSize(type);
   const size_t total = c.count + c.misalign + 1;  // one guard element after
   std::vector<unsigned char> local(total * size), peer(total * size), out(total * size),
-      out2Storage(total * size + 64);
-  // out2 as aligned as out within 64 bytes, so that a streamed out2 (streamOut2) is streamed.
+      out2Storage(total * size + 128);
+  // out2 as aligned as out within 64 bytes, so that a streamed out2 (streamOut2) is streamed; one
+  // element further where out2 alone is streamed, which the loop then aligns on instead.
+  const size_t out2Shift = c.streamOut2 && !c.streamOut ? size : 0;
   unsigned char* const out2 =
-      out2Storage.data() + (reinterpret_cast<uintptr_t>(out.data()) - reinterpret_cast<uintptr_t>(out2Storage.data())) % 64;
+      out2Storage.data() + out2Shift +
+      (reinterpret_cast<uintptr_t>(out.data()) - reinterpret_cast<uintptr_t>(out2Storage.data())) % 64;
   for (size_t i = 0; i < total; ++i) {
     writeCode(type, local.data(), i, randomCode(type, rng));
     writeCode(type, peer.data(), i, randomCode(type, rng));

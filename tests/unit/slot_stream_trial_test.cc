@@ -19,10 +19,9 @@ constexpr int kFirstTrialPieces = 1 + (kSlots - 1) + 2 * SlotStreamTrial::kTrial
 // Pieces that end a later trial, every slot's last piece being big.
 constexpr int kTrialPieces = 1 + 2 * SlotStreamTrial::kTrialPairs + 1;
 
-/// Posts pieces the way a sender does, into a ring of kSlots slots: each piece is written as
-/// streams() says for its place in the stream, and its slot probed where probes() says so for the
-/// slot's last piece, the probe taking `cachedNanos` or `streamedNanos`; the clock advances 1 ms
-/// a piece.
+/// Posts pieces the way a sender does, into a ring of kSlots slots: its slot probed where probes()
+/// says so for the slot's last piece, the probe taking `cachedNanos` or `streamedNanos`, and the
+/// piece written as streams() says; the clock advances 1 ms a piece.
 class Sender {
  public:
   explicit Sender(SlotStreamTrial* trial) : trial_(trial) {}
@@ -31,9 +30,9 @@ class Sender {
   int post(int count, int64_t cachedNanos, int64_t streamedNanos, size_t bytes = kBig) {
     int changes = 0;
     for (int i = 0; i < count; ++i, ++index_) {
-      const bool streamed = trial_->streams(index_);
       size_t& lastBytes = lastBytes_[index_ % kSlots];
-      const bool probed = trial_->inTrial() && trial_->probes(lastBytes);
+      const bool probed = trial_->probes(lastBytes);
+      const bool streamed = trial_->streams(index_, probed);
       const int64_t probe = probed ? (streamed ? streamedNanos : cachedNanos) : -1;
       lastBytes = bytes;
       now_ += 1'000'000;
@@ -50,15 +49,17 @@ class Sender {
   int64_t now_ = 0;
 };
 
-TEST(SlotStreamTrial, ATrialWritesEvenPlacesCachedAndOddOnesStreamed) {
+TEST(SlotStreamTrial, ATrialWritesProbedPiecesCachedAtEvenPlacesAndStreamedAtOddOnes) {
   SlotStreamTrial trial(Policy::kMeasure);
   Sender sender(&trial);
   EXPECT_FALSE(trial.inTrial());
-  EXPECT_FALSE(trial.streams(1));
+  EXPECT_FALSE(trial.probes(kBig));
+  EXPECT_FALSE(trial.streams(1, false));
   EXPECT_EQ(sender.post(1, 1000, 100), 1);
   ASSERT_TRUE(trial.inTrial());
-  EXPECT_FALSE(trial.streams(4));
-  EXPECT_TRUE(trial.streams(5));
+  EXPECT_FALSE(trial.streams(4, true));
+  EXPECT_TRUE(trial.streams(5, true));
+  EXPECT_FALSE(trial.streams(5, false)) << "an unprobed piece keeps the last choice";
 }
 
 TEST(SlotStreamTrial, OnlyBigPiecesStartATrial) {
@@ -85,8 +86,9 @@ TEST(SlotStreamTrial, StreamsWhereStreamedWritesAreMuchFaster) {
   EXPECT_EQ(sender.post(kFirstTrialPieces, 9000, 1000), 2);
   EXPECT_FALSE(trial.inTrial());
   EXPECT_TRUE(trial.streamed());
-  EXPECT_TRUE(trial.streams(0));
-  EXPECT_TRUE(trial.streams(1));
+  EXPECT_TRUE(trial.streams(0, false));
+  EXPECT_TRUE(trial.streams(1, false));
+  EXPECT_EQ(trial.decisions(), 1);
   EXPECT_NEAR(trial.lastRatio(), 1000.0 / 9000, 1e-9);
 }
 
@@ -97,7 +99,7 @@ TEST(SlotStreamTrial, StaysCachedWhereStreamingGainsLessThanTheMargin) {
   sender.post(kFirstTrialPieces, 1000, 600);
   EXPECT_FALSE(trial.inTrial());
   EXPECT_FALSE(trial.streamed());
-  EXPECT_FALSE(trial.streams(1));
+  EXPECT_FALSE(trial.streams(1, false));
   EXPECT_NEAR(trial.lastRatio(), 0.6, 1e-9);
 }
 
@@ -107,10 +109,30 @@ TEST(SlotStreamTrial, SlotsLastFilledBySmallPiecesAreNotProbed) {
   SlotStreamTrial trial(Policy::kMeasure);
   Sender sender(&trial);
   sender.post(1, 9000, 1000);
-  EXPECT_EQ(sender.post(1000, 9000, 1000, kSmall), 0);
+  EXPECT_EQ(sender.post(500, 9000, 1000, kSmall), 0);
   EXPECT_TRUE(trial.inTrial());
   EXPECT_EQ(sender.post(kSlots + 2 * SlotStreamTrial::kTrialPairs + 1, 9000, 1000), 1);
   EXPECT_TRUE(trial.streamed());
+}
+
+TEST(SlotStreamTrial, GivesUpATrialThatBigPiecesStoppedFeeding) {
+  SlotStreamTrial trial(Policy::kMeasure);
+  Sender sender(&trial);
+  sender.post(kFirstTrialPieces, 9000, 1000);
+  ASSERT_TRUE(trial.streamed());
+  sender.wait(SlotStreamTrial::kRetrialNanos);
+  EXPECT_EQ(sender.post(1, 1000, 9000), 1);
+  ASSERT_TRUE(trial.inTrial());
+  // Small pieces only, 1 ms apart: after a second the trial gives up and the choice stands.
+  EXPECT_EQ(sender.post(1001, 1000, 9000, kSmall), 1);
+  EXPECT_FALSE(trial.inTrial());
+  EXPECT_TRUE(trial.streamed());
+  EXPECT_EQ(trial.decisions(), 1);
+  EXPECT_EQ(sender.post(100, 1000, 9000), 0) << "the next trial waits a second";
+  sender.wait(SlotStreamTrial::kRetrialNanos);
+  EXPECT_EQ(sender.post(kTrialPieces, 1000, 9000), 2);
+  EXPECT_FALSE(trial.streamed());
+  EXPECT_EQ(trial.decisions(), 2);
 }
 
 TEST(SlotStreamTrial, NeedsEveryPairBeforeDeciding) {
@@ -181,8 +203,8 @@ TEST(SlotStreamTrial, FixedPoliciesNeverTry) {
     sender.wait(10 * SlotStreamTrial::kRetrialNanos);
     EXPECT_EQ(sender.post(100, 9000, 1000), 0);
     EXPECT_FALSE(trial.inTrial());
-    EXPECT_EQ(trial.streams(0), streamed);
-    EXPECT_EQ(trial.streams(1), streamed);
+    EXPECT_EQ(trial.streams(0, false), streamed);
+    EXPECT_EQ(trial.streams(1, false), streamed);
   }
 }
 

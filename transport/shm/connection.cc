@@ -84,6 +84,7 @@ Status ShmSendConnection::tryAcquireSlot(void** slot, SlotKind kind) {
     }
     acquired_ = true;
     llAcquired_ = true;
+    acquiredStreamed_ = false;
     *slot = llStaging_.get();
     return Status::ok();
   }
@@ -97,9 +98,15 @@ Status ShmSendConnection::tryAcquireSlot(void** slot, SlotKind kind) {
     }
   }
   if (!acquired_) {
-    acquiredStreamed_ = trial_.streams(posted_);
+    // Only Simple pieces are streamed (an LL piece in a Simple slot is for latency). The slot's
+    // last size is read only in a trial; only this sender writes it, and the bound keeps a
+    // corrupt one from taking the probe past the slot.
+    const bool simple = kind == SlotKind::kSimple;
+    const bool probed = simple && trial_.inTrial() &&
+                        trial_.probes(std::min<uint64_t>(sizes_[ringIndex_].bytes, slotBytes_));
+    acquiredStreamed_ = simple && trial_.streams(posted_, probed);
     probeNanos_ = -1;
-    if (trial_.inTrial() && trial_.probes(sizes_[ringIndex_].bytes)) probeSlot(slots_ + ringIndex_ * slotBytes_);
+    if (probed) probeSlot(slots_ + ringIndex_ * slotBytes_);
   }
   acquired_ = true;
   *slot = slots_ + ringIndex_ * slotBytes_;
@@ -135,7 +142,11 @@ Status ShmSendConnection::postSlot(size_t bytes) {
 }
 
 void ShmSendConnection::recordPiece() {
-  if (!trial_.record(acquiredStreamed_, probeNanos_, steadyNanos()) || trial_.inTrial()) return;
+  const int decisions = trial_.decisions();
+  const bool streamed = trial_.streamed();
+  if (!trial_.record(acquiredStreamed_, probeNanos_, steadyNanos()) || trial_.decisions() == decisions) return;
+  // Says the first choice, then only changes.
+  if (decisions > 0 && trial_.streamed() == streamed) return;
   WEFT_INFO(log::kShm,
             "shm: rank %d's slots to rank %d on channel %d are now written %s (streamed writes took %.2fx the "
             "time of cached ones)",

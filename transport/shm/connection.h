@@ -9,8 +9,9 @@
 // on postSlot; the receiver unpacks the words as their flags arrive into a private buffer, which
 // tryPeekSlot returns once the whole piece is there.
 //
-// The sender writes its Simple slots through the caches or with non-temporal stores, whichever
-// its trials (stream_trial.h) measured faster, and says which to its caller (streamsSlot).
+// The sender writes its Simple slots through the caches or with non-temporal stores, as
+// WEFT_SHM_STREAM_SLOTS fixes or its trials (stream_trial.h) measure faster, and says which to its
+// caller (streamsSlot).
 
 #include <cstddef>
 #include <cstdint>
@@ -39,8 +40,8 @@ class ShmSendConnection final : public SendConnection {
   /// Always done: a posted slot is already in the receiver's memory.
   Status tryFlush(bool* done) override;
   size_t slotBytes() const override { return slotBytes_; }
-  /// Simple slots only: an LL piece is packed into its slot by postSlot.
-  bool streamsSlot() const override { return acquiredStreamed_ && !llAcquired_; }
+  /// Only pieces acquired as SlotKind::kSimple are streamed.
+  bool streamsSlot() const override { return acquiredStreamed_; }
 
  private:
   // Times writing the slot's first bytes the way the acquired piece is written (a trial's probe).

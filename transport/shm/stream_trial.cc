@@ -9,9 +9,16 @@ const char* slotWritesName(bool streamed) { return streamed ? "with non-temporal
 SlotStreamTrial::SlotStreamTrial(Policy policy) : policy_(policy), streamed_(policy == Policy::kStreamed) {}
 
 bool SlotStreamTrial::record(bool streamed, int64_t probeNanos, int64_t now) {
+  if (inTrial_ && now - trialStartedAt_ > kRetrialNanos) {  // too few big pieces: give up
+    inTrial_ = false;
+    tried_ = true;
+    settledAt_ = now;
+    return true;
+  }
   if (inTrial_) return recordProbe(streamed, probeNanos, now);
   if (tried_ && now - settledAt_ < kRetrialNanos) return false;
   inTrial_ = true;
+  trialStartedAt_ = now;
   cachedProbeNanos_ = -1;
   pairs_ = 0;
   return true;
@@ -36,6 +43,7 @@ bool SlotStreamTrial::recordProbe(bool streamed, int64_t probeNanos, int64_t now
   std::sort(ratios_.begin(), ratios_.end());
   lastRatio_ = (ratios_[kTrialPairs / 2 - 1] + ratios_[kTrialPairs / 2]) / 2;
   streamed_ = lastRatio_ <= kStreamRatio;
+  ++decisions_;
   inTrial_ = false;
   tried_ = true;
   settledAt_ = now;
