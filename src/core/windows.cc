@@ -198,8 +198,11 @@ bool Window::mapPeerFile(int peer, const WindowOffer& offer, int file) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t inPage = offer.fileOffset % page;
   const size_t length = offer.bytes + inPage;
+  // Every page is mapped now (MAP_POPULATE), not at its first access from a collective: under a
+  // hypervisor a page fault costs microseconds, and a call that walked into pages of the peer's
+  // window it had not touched yet ran 1.5x longer (a 1 MiB reducescatter in place).
   void* mapping = offer.bytes == 0 ? MAP_FAILED
-                                   : mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, file,
+                                   : mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, file,
                                           static_cast<off_t>(offer.fileOffset - inPage));
   const int mapError = errno;
   if (mapping == MAP_FAILED) {

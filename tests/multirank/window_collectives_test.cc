@@ -8,9 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -416,6 +418,55 @@ TEST(WindowRegistration, OneThreadRegistersForEveryRankInsideAGroup) {
   ASSERT_EQ(ncclGroupEnd(), ncclSuccess);
   EXPECT_EQ(ncclCommWindowDeregister(clique[1], windows[0]), ncclInvalidArgument)
       << "rank 0's window was accepted by rank 1's communicator";
+}
+
+// The resident kilobytes of every mapping of ncclMemAlloc's memory of `kilobytes` in this process's
+// /proc/self/smaps.
+std::vector<long> residentKilobytesOfMemAllocMappings(long kilobytes) {
+  std::vector<long> resident;
+  std::istringstream smaps(harness::readWholeFile("/proc/self/smaps"));
+  std::string line;
+  bool ours = false;
+  long size = -1;
+  while (std::getline(smaps, line)) {
+    long value = 0;
+    if (line.find("weft-memalloc") != std::string::npos) {
+      ours = true;
+      size = -1;
+    } else if (std::sscanf(line.c_str(), "Size: %ld kB", &value) == 1) {
+      size = value;
+    } else if (ours && size == kilobytes && std::sscanf(line.c_str(), "Rss: %ld kB", &value) == 1) {
+      resident.push_back(value);
+      ours = false;
+    } else if (line.find("VmFlags") == 0) {
+      ours = false;
+    }
+  }
+  return resident;
+}
+
+// A peer's window is mapped with every page present when it is registered, so that no collective
+// pays its page faults (src/core/windows.cc): each process then has two mappings of 4 MiB of
+// ncclMemAlloc's memory, its own (written) and its peer's, both wholly resident.
+TEST(WindowRegistration, APeersWindowIsMappedWithEveryPagePresent) {
+  EXPECT_TRUE(harness::runRanks(windowOptions(2, RankMode::kProcesses), [](int rank, int nranks,
+                                                                          const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    constexpr size_t kBytes = size_t{4} << 20;
+    void* memory = nullptr;
+    RANK_CHECK_NCCL(ncclMemAlloc(&memory, kBytes));
+    std::memset(memory, rank + 1, kBytes);
+    ncclWindow_t window = nullptr;
+    RANK_CHECK_NCCL(ncclCommWindowRegister(comm, memory, kBytes, &window, NCCL_WIN_DEFAULT));
+    const std::vector<long> resident = residentKilobytesOfMemAllocMappings(kBytes >> 10);
+    RANK_EXPECT(resident.size() == 2) << resident.size() << " mappings of 4 MiB of ncclMemAlloc's memory, not 2";
+    for (long kilobytes : resident) {
+      RANK_EXPECT(kilobytes == static_cast<long>(kBytes >> 10)) << "a mapping has " << kilobytes << " kB resident";
+    }
+    RANK_CHECK_NCCL(ncclCommWindowDeregister(comm, window));
+    RANK_CHECK_NCCL(ncclMemFree(memory));
+  }));
 }
 
 TEST(WindowRegistration, BadArgumentsAreInvalidArgumentAndTheCommunicatorStaysUsable) {
