@@ -40,16 +40,20 @@ std::string machineId() {
   return std::string(host) + ":" + bootId;
 }
 
-Status describeLocalPeer(int rank, PeerInfo* info) {
-  *info = PeerInfo{};
-  info->rank = rank;
-  info->pid = getpid();
-  static const uint32_t processNonce = [] {
+uint32_t thisProcessNonce() {
+  static const uint32_t nonce = [] {
     uint32_t value = 0;
     if (getrandom(&value, sizeof(value), 0) != static_cast<ssize_t>(sizeof(value))) value = 0;
     return value;  // 0 where the kernel gives nothing: the pid still tells processes apart
   }();
-  info->processNonce = processNonce;
+  return nonce;
+}
+
+Status describeLocalPeer(int rank, PeerInfo* info) {
+  *info = PeerInfo{};
+  info->rank = rank;
+  info->pid = getpid();
+  info->processNonce = thisProcessNonce();
   std::string hostId = localHostId();
   snprintf(info->hostId, sizeof(info->hostId), "%s", hostId.c_str());
   info->hostHash = fnv1a(info->hostId);

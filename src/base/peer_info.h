@@ -43,6 +43,10 @@ struct PeerInfo {
   }
 };
 
+/// A random number drawn once per process: with the pid, it tells apart two processes that share a
+/// pid in different pid namespaces (containers) of one host. 0 where the kernel gives no random.
+uint32_t thisProcessNonce();
+
 /// Fills the calling process's PeerInfo for `rank`: host identity (NCCL_HOSTID, or the hostname
 /// and /proc/sys/kernel/random/boot_id), the machine's identity, pid, the shm folder's device, the
 /// NUMA node of the calling thread's CPU affinity.

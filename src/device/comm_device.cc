@@ -119,6 +119,9 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
     WEFT_RETURN_IF_ERROR(
         acquireDirectBoards(comm.cliqueId(), resources->device_, comm.nranks(), &resources->directBoards_));
   }
+  // The tables' buffers now, before any kernel of a launch: an allocation between two ranks' kernels
+  // of one launch could keep them from running at once (setup_at_init.h).
+  WEFT_RETURN_IF_ERROR(resources->workPool_.reserve());
   joinLocalClique(comm.cliqueId(), resources->device_, resources.get());
   *out = std::move(resources);
   return Status::ok();
@@ -270,7 +273,6 @@ Status setUpGpuAtInit(core::Communicator& comm) {
   WEFT_RETURN_IF_ERROR(commDevice(comm, &device));
   ScopedDevice current(device->device());
   WEFT_RETURN_IF_ERROR(current.status());
-  WEFT_RETURN_IF_ERROR(device->workPool().reserve());
   core::ConnectionTable& connections = device->connections();
   WEFT_RETURN_IF_ERROR(connections.beginConnect(core::ringNeighbourRequests(comm.gpuRings(), comm.rank())));
   WEFT_RETURN_IF_ERROR(connections.finishConnect());

@@ -180,26 +180,38 @@ class LaunchBuilder {
   std::vector<transport::DeviceProxy*> proxies_;
 };
 
-// Makes `primary` wait for the other streams of `ops` before a launch.
-Status joinStreams(std::span<const core::Op* const> ops, cudaStream_t primary, cudaEvent_t event) {
-  for (const core::Op* op : ops) {
-    if (streamOf(*op) == primary) continue;
-    WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(event, streamOf(*op)), "cudaEventRecord"));
-    WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamWaitEvent(primary, event, 0), "cudaStreamWaitEvent"));
+// Where `comm`'s ops in `ops` were given several streams and none captures a CUDA graph, makes
+// each of them wait for the work enqueued so far on every other (through the first: it waits for
+// the others, then they wait for it) and returns them in `joined`; otherwise leaves `joined` empty.
+Status joinGroupStreams(std::span<const core::Op> ops, const core::Communicator* comm,
+                        std::vector<cudaStream_t>* joined) {
+  std::vector<cudaStream_t> streams;
+  for (const core::Op& op : ops) {
+    if (op.comm == comm && std::find(streams.begin(), streams.end(), streamOf(op)) == streams.end()) {
+      streams.push_back(streamOf(op));
+    }
   }
-  return Status::ok();
-}
-
-// Makes the other streams of `ops` wait for the launch just enqueued on `primary`.
-Status forkStreams(std::span<const core::Op* const> ops, cudaStream_t primary, cudaEvent_t event) {
-  bool recorded = false;
-  for (const core::Op* op : ops) {
-    if (streamOf(*op) == primary) continue;
-    if (!recorded) WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(event, primary), "cudaEventRecord"));
-    recorded = true;
-    WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamWaitEvent(streamOf(*op), event, 0), "cudaStreamWaitEvent"));
+  if (streams.size() < 2) return Status::ok();
+  for (cudaStream_t stream : streams) {
+    bool captured = false;
+    WEFT_RETURN_IF_ERROR(streamCapturing(stream, &captured));
+    if (captured) return Status::ok();
   }
-  return Status::ok();
+  cudaEvent_t mark = nullptr;
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&mark, cudaEventDisableTiming), "cudaEventCreate"));
+  // A wait takes the event as last recorded, so one event serves every hand-over in turn.
+  Status status;
+  for (size_t i = 1; i < streams.size() && status.isOk(); ++i) {
+    status = cudaStatus(cudaEventRecord(mark, streams[i]), "cudaEventRecord");
+    if (status.isOk()) status = cudaStatus(cudaStreamWaitEvent(streams[0], mark, 0), "cudaStreamWaitEvent");
+  }
+  if (status.isOk()) status = cudaStatus(cudaEventRecord(mark, streams[0]), "cudaEventRecord");
+  for (size_t i = 1; i < streams.size() && status.isOk(); ++i) {
+    status = cudaStatus(cudaStreamWaitEvent(streams[i], mark, 0), "cudaStreamWaitEvent");
+  }
+  (void)cudaEventDestroy(mark);  // released once the streams have passed it
+  if (status.isOk()) *joined = std::move(streams);
+  return status;
 }
 
 // Enqueues one kernel running `ops` (of one communicator), on the first op's stream.
@@ -211,18 +223,7 @@ Status enqueueOne(CommDevice& device, std::span<const core::Op* const> ops,
   for (size_t i = 0; i < ops.size(); ++i) {
     WEFT_RETURN_IF_ERROR(builder.addOp(*ops[i], *programs[i], copy ? algorithms::dataTypeSize(ops[i]->type) : 1));
   }
-  const cudaStream_t stream = streamOf(first);
-  const bool severalStreams =
-      std::any_of(ops.begin(), ops.end(), [stream](const core::Op* op) { return streamOf(*op) != stream; });
-  cudaEvent_t join = nullptr;
-  if (severalStreams) {
-    WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate"));
-  }
-  Status status = severalStreams ? joinStreams(ops, stream, join) : Status::ok();
-  if (status.isOk()) status = builder.launch(copy ? nullptr : &first.reduction, stream);
-  if (status.isOk() && severalStreams) status = forkStreams(ops, stream, join);
-  if (join != nullptr) (void)cudaEventDestroy(join);  // released once the streams have passed it
-  return status;
+  return builder.launch(copy ? nullptr : &first.reduction, streamOf(first));
 }
 
 // A ring launch reads its tables from a pinned buffer that later launches reuse once its event
@@ -378,23 +379,34 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     return devices[&op - ops.data()]->connections();
   }));
   // Per communicator, in order of first appearance: its Send/Recv in one kernel, then each
-  // collective in a kernel of its own.
+  // collective in a kernel of its own. As in NCCL, where its ops were given several streams, its
+  // kernels start after the earlier work of them all, and the later work of each waits for its
+  // last kernel (its kernels run one after another). Not under graph capture, whose own
+  // dependencies order a replay. Every communicator's streams are joined before any kernel, and
+  // made to wait after every kernel: a wait between two communicators' kernels could hold a rank's
+  // kernel behind a peer's kernel that waits for it.
   std::vector<core::Communicator*> comms;
-  for (const core::Op& op : ops) {
-    if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
+  std::vector<CommDevice*> commDevices;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (std::find(comms.begin(), comms.end(), ops[i].comm) != comms.end()) continue;
+    comms.push_back(ops[i].comm);
+    commDevices.push_back(devices[i]);
   }
-  for (core::Communicator* comm : comms) {
-    CommDevice* device = nullptr;
+  std::vector<std::vector<cudaStream_t>> joined(comms.size());
+  for (size_t c = 0; c < comms.size(); ++c) {
+    ScopedDevice current(commDevices[c]->device());
+    WEFT_RETURN_IF_ERROR(current.status());
+    WEFT_RETURN_IF_ERROR(joinGroupStreams(ops, comms[c], &joined[c]));
+  }
+  for (size_t c = 0; c < comms.size(); ++c) {
+    const core::Communicator* comm = comms[c];
+    CommDevice* device = commDevices[c];
     std::vector<const core::Op*> pointToPoint;
     std::vector<const algorithms::Program*> pointToPointPrograms;
     for (size_t i = 0; i < ops.size(); ++i) {
       if (ops[i].comm != comm || !isPointToPoint(ops[i].collective)) continue;
-      device = devices[i];
       pointToPoint.push_back(&ops[i]);
       pointToPointPrograms.push_back(&programs[i]);
-    }
-    for (size_t i = 0; i < ops.size() && device == nullptr; ++i) {
-      if (ops[i].comm == comm) device = devices[i];
     }
     ScopedDevice current(device->device());
     WEFT_RETURN_IF_ERROR(current.status());
@@ -417,6 +429,12 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
       WEFT_RETURN_IF_ERROR(enqueueOne(*device, std::span(&op, 1), std::span(&program, 1),
                                       !reduces(ops[i].collective), lowLatencyOps[i]));
     }
+  }
+  for (size_t c = 0; c < comms.size(); ++c) {
+    if (joined[c].empty()) continue;
+    ScopedDevice current(commDevices[c]->device());
+    WEFT_RETURN_IF_ERROR(current.status());
+    for (cudaStream_t stream : joined[c]) WEFT_RETURN_IF_ERROR(commDevices[c]->orderAfterPrevious(stream));
   }
   recordLaunches(ops);
   return Status::ok();

@@ -4,7 +4,9 @@
 // zero; float and double do one IEEE operation at a time, rounded to nearest even, never fused;
 // half, bfloat16 and fp8 compute each operation in float and round back to the type (fp8
 // saturating to its largest finite value); max/min ignore a NaN operand unless both are NaN,
-// count +0 above -0, and return one of the two input codes unchanged.
+// count +0 above -0, and return one of the two input codes unchanged. One difference: a NaN that a
+// sum, product or average makes or passes on is the GPU's canonical NaN, where the host's keeps
+// the input's sign and payload (both are NaN; only the bits differ).
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -2,7 +2,13 @@
 
 #include <algorithm>
 
+#include "algorithms/tuner.h"
+
 namespace weft::device {
+
+// The consecutive piece indices that clean LL slots (kernel_work.h) must cover every slot of a
+// connection.
+static_assert((~kLowLatencyCleanMask & 0x7fffffffu) + 1 == algorithms::kSlotsPerConnection);
 namespace {
 
 uint64_t endpointKey(int channel, int peer, bool send) {

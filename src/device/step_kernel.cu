@@ -358,8 +358,11 @@ Status launch(const KernelWork* work, int blockCount, const Body& body, cudaStre
     cudaFuncAttributes attributes;
     return cudaStatus(cudaFuncGetAttributes(&attributes, stepKernel<Body>), "loading a step kernel");
   }
-  stepKernel<Body><<<blockCount, kThreads, 0, stream>>>(*work, body);
-  return cudaStatus(cudaGetLastError(), "launching the step kernel");
+  // cudaLaunchKernel returns the launch's own error; a `<<<>>>` launch leaves it in the thread's
+  // last error, which may still hold an earlier call's handled one (cudaEventQuery's NotReady).
+  void* arguments[] = {const_cast<KernelWork*>(work), const_cast<Body*>(&body)};
+  return cudaStatus(cudaLaunchKernel(stepKernel<Body>, dim3(blockCount), dim3(kThreads), arguments, 0, stream),
+                    "launching the step kernel");
 }
 
 template <class Math, RedOpKind kKind>

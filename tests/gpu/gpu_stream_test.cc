@@ -46,6 +46,7 @@ class OneGpuClique : public ::testing::Test {
   }
 
   void TearDown() override {
+    gate_.store(true);  // a test that failed while its streams were held must not hang here
     for (cudaStream_t stream : ownedStreams_) (void)cudaStreamSynchronize(stream);
     for (ncclComm_t comm : comms_) {
       if (comm != nullptr) (void)ncclCommDestroy(comm);
@@ -141,6 +142,8 @@ class OneGpuClique : public ::testing::Test {
   size_t count_ = 0;
   std::vector<cudaStream_t> ownedStreams_;
   std::vector<float*> ownedBuffers_;
+  // Holds streams (holdStream below) until a test or TearDown opens it.
+  std::atomic<bool> gate_{false};
 };
 
 // A host function that holds a stream until the test releases it.
@@ -156,12 +159,11 @@ TEST_F(OneGpuClique, GroupedAllReduceIsEnqueuedAndRunsInStreamOrder) {
   ASSERT_NO_FATAL_FAILURE(start(n, (size_t{1} << 20) + 5));
   ASSERT_NO_FATAL_FAILURE(fillOnStreams());
   // Every stream is held: a call that waited for its stream's work would never return.
-  std::atomic<bool> gate{false};
-  for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaLaunchHostFunc(stream, holdStream, &gate));
+  for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaLaunchHostFunc(stream, holdStream, &gate_));
   ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
   // Nothing has run yet: the streams are still held.
   for (cudaStream_t stream : streams_) EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady);
-  gate.store(true);
+  gate_.store(true);
   expectEveryElement(6.0f);  // 1 + 2 + 3
 }
 
@@ -180,6 +182,38 @@ TEST_F(OneGpuClique, SuccessiveCallsOnDifferentStreamsRunInCallOrder) {
   expectEveryElement(6.0f);
 }
 
+// As in NCCL, a group whose calls were given two streams per rank orders both: its kernels start
+// after the earlier work of both streams (the second is held: nothing runs, not even the first
+// stream's call), and the later work of each waits for both calls (rank r reads the second
+// call's result on the first stream).
+TEST_F(OneGpuClique, AGroupOnTwoStreamsStartsAfterBothAndBothWaitForIt) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "a group of allreduces on two streams per rank");
+  const int n = 2;
+  ASSERT_NO_FATAL_FAILURE(start(n, 4099));
+  std::vector<cudaStream_t> second;
+  std::vector<float*> secondBuffers;
+  ASSERT_NO_FATAL_FAILURE(addStreams(&second));
+  ASSERT_NO_FATAL_FAILURE(addBuffers(&secondBuffers));
+  ASSERT_NO_FATAL_FAILURE(fillOnStreams());
+  ASSERT_NO_FATAL_FAILURE(fillOnStreams(secondBuffers, second, 10.0f));
+  for (cudaStream_t stream : second) ASSERT_CUDA(cudaLaunchHostFunc(stream, holdStream, &gate_));
+  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(ncclSucceeded(ncclAllReduce(buffers_[r], buffers_[r], count_, ncclFloat32, ncclSum, comms_[r],
+                                            streams_[r])));
+    ASSERT_TRUE(ncclSucceeded(ncclAllReduce(secondBuffers[r], secondBuffers[r], count_, ncclFloat32, ncclSum,
+                                            comms_[r], second[r])));
+  }
+  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (cudaStream_t stream : streams_) EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady);
+  gate_.store(true);
+  // The second buffers read back on the first streams: 10 + 20, then the first buffers: 1 + 2.
+  expectEveryElement(secondBuffers, streams_, 30.0f);
+  expectEveryElement(3.0f);
+}
+
 // More launches than a rank keeps tables buffers for (WorkPool::kMaxBuffers, 16) on held streams:
 // the 17th waits for a kernel of an earlier launch instead of allocating, so the launches return
 // only once the streams are released. Then as many calls in one group, whose kernels may not wait
@@ -194,14 +228,13 @@ TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersWaitAndEachRunOnce) {
   const int calls = 24;
   ASSERT_NO_FATAL_FAILURE(start(n, 4099));
   ASSERT_NO_FATAL_FAILURE(fillOnStreams());
-  std::atomic<bool> gate{false};
-  for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaLaunchHostFunc(stream, holdStream, &gate));
-  std::jthread release([&gate] {
+  for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaLaunchHostFunc(stream, holdStream, &gate_));
+  std::jthread release([this] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    gate.store(true);
+    gate_.store(true);
   });
   for (int call = 0; call < calls; ++call) ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
-  const bool waitedForTheRelease = gate.load();
+  const bool waitedForTheRelease = gate_.load();
   release.join();
   EXPECT_TRUE(waitedForTheRelease) << calls << " launches on held streams all returned: none waited for a buffer";
   ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));

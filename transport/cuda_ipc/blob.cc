@@ -6,7 +6,7 @@ namespace weft::transport::cuda_ipc {
 namespace {
 
 constexpr uint32_t kMagic = 0x57435549;  // "WCUI"
-constexpr uint32_t kVersion = 2;
+constexpr uint32_t kVersion = 3;
 
 struct WireBlob {
   uint32_t magic;

@@ -15,12 +15,15 @@ inline constexpr size_t kIpcHandleBytes = 64;  // sizeof(cudaIpcMemHandle_t)
 
 struct IpcBlob {
   int32_t pid = 0;             // the receiver's process
+  uint32_t processNonce = 0;   // with the pid, tells the receiver's process apart (thisProcessNonce)
   int32_t device = -1;         // the receiver's CUDA device
+  int32_t padding = 0;         // this and `reserved`: no byte sent is left undefined
   uint64_t address = 0;        // the allocation in the receiver's address space
   uint64_t bytes = 0;          // its size: counters, then slots, then LL slots
   uint64_t slotBytes = 0;
   uint64_t llSlotBytes = 0;    // 0: no LL slots
   uint32_t slotCount = 0;
+  uint32_t reserved = 0;
   uint8_t handle[kIpcHandleBytes] = {};  // cudaIpcMemHandle_t of the allocation
 };
 

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "src/base/peer_info.h"
 #include "transport/cuda_ipc/cuda_call.h"
 
 namespace weft::transport::cuda_ipc {
@@ -66,6 +67,7 @@ Status IpcRecvConnection::create(size_t slotBytes, int slotCount, size_t llSlotB
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaIpcGetMemHandle(&handle, connection->memory_), "cudaIpcGetMemHandle"));
   static_assert(sizeof(handle) == kIpcHandleBytes);
   blob->pid = static_cast<int32_t>(getpid());
+  blob->processNonce = thisProcessNonce();
   blob->device = connection->device_;
   blob->address = reinterpret_cast<uint64_t>(connection->memory_);
   blob->bytes = bytes;
@@ -93,11 +95,14 @@ Status IpcSendConnection::open(const IpcBlob& blob, int selfDevice, int peerRank
   std::unique_ptr<IpcSendConnection> connection(new IpcSendConnection());
   connection->device_ = selfDevice;
   char* base = nullptr;
-  if (blob.pid == static_cast<int32_t>(getpid())) {
+  if (blob.pid == static_cast<int32_t>(getpid()) && blob.processNonce == thisProcessNonce()) {
     // The same process: the address works as it is, once this device may reach the other's memory.
     if (blob.device != selfDevice) {
       cudaError_t error = cudaDeviceEnablePeerAccess(blob.device, 0);
-      if (error == cudaErrorPeerAccessAlreadyEnabled) error = cudaSuccess;
+      if (error == cudaErrorPeerAccessAlreadyEnabled) {
+        (void)cudaGetLastError();  // handled: not left as the thread's last error
+        error = cudaSuccess;
+      }
       WEFT_RETURN_IF_ERROR(cudaStatus(error, "cudaDeviceEnablePeerAccess")
                                .withContext("reaching rank " + std::to_string(peerRank) + "'s GPU " +
                                             std::to_string(blob.device) + " from GPU " + std::to_string(selfDevice)));
