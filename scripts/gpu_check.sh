@@ -10,7 +10,10 @@
 #
 # What "run" does, in this order, within WEFT_GPU_CHECK_SECONDS (default 285: every step's limit
 # is cut to the time left, and a step with under 5 s left does not run and counts as a failure):
-#   1. the GPU, the driver, CUDA's version, and that the bundle's libraries resolve
+#   1. the bundle's commit, the GPU (the run stops where nvidia-smi sees none), the driver, CUDA's
+#      version, glibc's, persistence and compute modes, whether MPS runs, and that the bundle's
+#      libraries resolve; an nvidia-smi in the background logs the GPU every 5 s (gpu_monitor.csv)
+#      and keeps the driver loaded between the processes that the steps start
 #   2. the GPU suite with ranks as threads of one process (every collective, type and op at
 #      1 to 4 ranks on one GPU, 8 for the direct allreduce; LL and Simple; the direct allreduce
 #      and its graph replay; stream semantics; abort), through scripts/gtest_runner.py: one process
@@ -18,19 +21,22 @@
 #      first, WEFT_DUMP_SIGNAL) or a crash
 #   3. the speed of allreduce on one GPU against its memory bound (gpu_allreduce_bench): the
 #      direct kernel, which ranks as threads of one process take
-#   4. a probe of cross-process CUDA IPC (one 2-rank test as forked processes)
-#   5. the processes tests (their gtest process never touches CUDA; it forks the ranks): if the
+#   4. whether CUDA IPC works across processes here, asked without Weft (cuda_ipc_probe)
+#   5. PyTorch: the nccl symbols libtorch_cuda.so imports against Weft's exports, then, unless
+#      some are missing, tests/gpu/torch_client.py with Weft's libnccl.so.2 in place of torch's
+#      (2 ranks on the GPU; 1 if step 4 found no CUDA IPC)
+#   6. the processes tests (their gtest process never touches CUDA; it forks the ranks): if the
 #      probe passed, all of them; if not, it says so and runs only GPU buffers between two hosts
 #      simulated with NCCL_HOSTID, one rank each (the network proxy, no CUDA IPC needed)
-#   6. part of the host suite, with the CUDA build on a GPU machine (host buffers must still take
+#   7. part of the host suite, with the CUDA build on a GPU machine (host buffers must still take
 #      the host path)
-#   7. PyTorch: the nccl symbols libtorch_cuda.so imports against Weft's exports, then, if none
-#      is missing, tests/gpu/torch_client.py with Weft's libnccl.so.2 in place of torch's
 #   8. the allreduce speed through the ring with WEFT_GPU_CHANNELS=32 (4 ranks get 16: half the GPU)
-# WEFT_GPU_CHECK_STEPS="2 5" runs only those steps (and 1), for a rerun of what failed; 5 brings
-# its probe, 4.
-# The machine needs only the NVIDIA driver and python3 (with torch for step 7): the binaries link
-# the CUDA runtime and GoogleTest statically.
+# WEFT_GPU_TESTS_REQUIRE_GPU=1 is set: a GPU test that finds no usable GPU fails, never skips.
+# WEFT_GPU_CHECK_STEPS="2 6" runs only those steps (and 1), for a rerun of what failed; 5 and 6
+# bring the probe, 4.
+# The machine needs only the NVIDIA driver and python3 (with torch for step 5): the binaries link
+# the CUDA runtime and GoogleTest statically; they need libudev.so.1 and a glibc as new as the one
+# pack names.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,13 +45,17 @@ bundle=.gpu-bundle
 pack() {
   set -e
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_CUDA=ON >/dev/null
-  ninja -C build-cuda nccl weft_gpu_tests weft_multirank_tests gpu_allreduce_bench
+  ninja -C build-cuda nccl weft_gpu_tests weft_multirank_tests gpu_allreduce_bench cuda_ipc_probe
   rm -rf "$bundle"
   mkdir -p "$bundle/lib"
   cp -L build-cuda/lib/libnccl.so.2 "$bundle/lib/libnccl.so.2"
   cp build-cuda/tests/gpu/weft_gpu_tests build-cuda/tests/weft_multirank_tests \
-     build-cuda/perf/gpu/gpu_allreduce_bench "$bundle/"
-  strip --strip-debug "$bundle/lib/libnccl.so.2" "$bundle"/weft_* "$bundle/gpu_allreduce_bench"
+     build-cuda/perf/gpu/gpu_allreduce_bench build-cuda/tests/gpu/cuda_ipc_probe "$bundle/"
+  strip --strip-debug "$bundle/lib/libnccl.so.2" "$bundle"/weft_* "$bundle/gpu_allreduce_bench" \
+    "$bundle/cuda_ipc_probe"
+  { git rev-parse HEAD; git status --short; } > "$bundle/commit.txt"
+  echo "newest glibc the bundle needs: $(objdump -T "$bundle"/lib/libnccl.so.2 "$bundle"/weft_* \
+    "$bundle"/gpu_allreduce_bench "$bundle"/cuda_ipc_probe | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
   du -sh "$bundle"
 }
 
@@ -53,15 +63,15 @@ failures=()
 deadline=0
 steps_run=0
 
-# The steps WEFT_GPU_CHECK_STEPS selects, as " 2 5 " (commas or spaces between numbers 2 to 8;
-# step 5 needs its probe, step 4); empty: every step. Exits on anything else.
+# The steps WEFT_GPU_CHECK_STEPS selects, as " 2 6 " (commas or spaces between numbers 2 to 8;
+# steps 5 and 6 need the probe, step 4); empty: every step. Exits on anything else.
 selected_steps() {
   local steps=" ${WEFT_GPU_CHECK_STEPS//,/ } "
   if ! [[ $steps =~ ^[[:space:]2-8]*$ ]]; then
     echo "WEFT_GPU_CHECK_STEPS='$WEFT_GPU_CHECK_STEPS': give step numbers 2 to 8" >&2
     exit 2
   fi
-  [[ $steps != *" 5 "* ]] || steps+="4 "
+  [[ $steps != *" 5 "* && $steps != *" 6 "* ]] || steps+="4 "
   echo "$steps"
 }
 
@@ -108,7 +118,7 @@ suite() {
 preflight() {
   local missing=0
   for file in "$bundle/lib/libnccl.so.2" "$bundle/weft_gpu_tests" "$bundle/weft_multirank_tests" \
-              "$bundle/gpu_allreduce_bench"; do
+              "$bundle/gpu_allreduce_bench" "$bundle/cuda_ipc_probe"; do
     if [ ! -f "$file" ]; then
       echo "missing: $file (run 'scripts/gpu_check.sh pack' first, where nvcc is, and bring .gpu-bundle/ along)"
       missing=1
@@ -134,58 +144,93 @@ run() {
   # the way torch_client.py puts it in place, not through LD_LIBRARY_PATH. SIGUSR1 makes them
   # print what each communicator waits for: the runner sends it to a test before killing it.
   lib_env=(env "LD_LIBRARY_PATH=$PWD/$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" WEFT_DUMP_SIGNAL=USR1)
-  local tests="$bundle/weft_gpu_tests"
   export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
   # More hardware queues than ranks' streams: no rank's kernel queues behind another's.
   export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
+  # A GPU test that finds no usable GPU fails: the check cannot pass without testing anything.
+  export WEFT_GPU_TESTS_REQUIRE_GPU=1
 
   echo "=== 1. machine"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+  if [ -f "$bundle/commit.txt" ]; then
+    echo "bundle packed at commit $(head -1 "$bundle/commit.txt"), $(tail -n +2 "$bundle/commit.txt" | wc -l) files changed"
+  else
+    echo "bundle packed at an unknown commit (no $bundle/commit.txt)"
+  fi
+  nvidia-smi -L
+  case $? in
+    0) ;;
+    127) echo "no nvidia-smi here: the GPU tests will say whether CUDA sees a GPU" ;;
+    *) failures+=("1. nvidia-smi sees no GPU") ;;
+  esac
+  nvidia-smi --query-gpu=name,driver_version,memory.total,persistence_mode,compute_mode --format=csv || true
   nvidia-smi | grep -m1 "CUDA Version" || true
+  ldd --version | head -1
+  pgrep -l -f nvidia-cuda-mps || echo "no MPS daemon: processes sharing the GPU are time-sliced"
   nproc
   preflight || failures+=("1. the bundle (above)")
+  # Logs the GPU every 5 s; as an NVML client it also keeps the driver loaded between the
+  # processes the steps start, where persistence mode is off.
+  nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used,clocks.sm --format=csv -l 5 \
+    > "$out/gpu_monitor.csv" 2>&1 &
+  local monitor=$!
 
   if [ ${#failures[@]} -eq 0 ]; then
-    # GpuAcrossHosts forks ranks that use CUDA: it runs with the processes tests (step 5).
+    # GpuAcrossHosts forks ranks that use CUDA: it runs with the processes tests (step 6).
     suite "2. GPU suite, ranks as threads" "$out/threads.log" '-*processes*:GpuAcrossHosts.*' 80
     WEFT_GPU_DIRECT=1 step "3. allreduce speed on one GPU, direct kernel" 20 "${lib_env[@]}" \
       "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
 
-    local ipc=yes processes='*processes*:GpuAcrossHosts.*:-*SendRecvRing_2ranks_processes'
-    if wanted 4 || wanted 5; then
-      local probe='Collectives/GpuCollective.MatchesReference/SendRecvRing_2ranks_processes'
-      if ! step "4. cross-process CUDA IPC probe" 15 "${lib_env[@]}" "$tests" --gtest_filter="$probe" --gtest_brief=1
-      then
-        ipc=no
-        processes='*2ranks_processes*hosts:GpuAcrossHosts.*'
-        echo "=== 4. cross-process CUDA IPC does not work here: step 5 runs only the simulated hosts"
-      fi
+    local ipc=yes
+    if wanted 4; then
+      step "4. cross-process CUDA IPC probe, without Weft" 15 "$bundle/cuda_ipc_probe"
+      case $? in
+        0) ;;
+        124 | 137) echo "=== 4. the probe ran out of time: CUDA IPC counted as working, step 6 will show" ;;
+        *) ipc=no; echo "=== 4. cross-process CUDA IPC does not work here: steps 5 and 6 use no CUDA IPC" ;;
+      esac
     fi
-    suite "5. GPU suite, ranks as processes" "$out/processes.log" "$processes" 60
 
-    step "6. host suite on a GPU machine (part)" 10 "${lib_env[@]}" "$bundle/weft_multirank_tests" \
-      --gtest_filter='Collectives/ExactCollective.MatchesReference/*_2ranks_shm:Groups*' --gtest_brief=1
-
-    if wanted 7; then
+    if wanted 5; then
       if ! python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)'; then
-        echo "=== 7. no torch for python3 here: PyTorch client not run"
-        failures+=("7. PyTorch (no torch)")
-      elif step "7a. nccl symbols torch imports" 10 tests/gpu/torch_symbols.sh "$bundle/lib/libnccl.so.2"; then
-        [ "$ipc" = yes ] || echo "=== 7b. needs cross-process CUDA IPC, which step 4 found missing"
-        local rank_logs
-        rank_logs=$(mktemp -d)
-        step "7b. torch.distributed with Weft" 65 python3 tests/gpu/torch_client.py \
-          --lib "$bundle/lib/libnccl.so.2" --timeout 55 --log-dir "$rank_logs"
-        tail -n +1 "$rank_logs"/*.out "$rank_logs"/*.err "$rank_logs"/*.nccl > "$out/torch_ranks.log" 2>&1
-        rm -rf "$rank_logs"
+        echo "=== 5. no torch for python3 here: PyTorch client not run"
+        failures+=("5. PyTorch (no torch)")
       else
-        echo "=== 7b. not run: torch would not load with symbols Weft lacks (7a)"
+        # Exit 3, no nccl symbol imported at all (torch may load NCCL with dlopen), leaves 5b to tell.
+        step "5a. nccl symbols torch imports" 20 bash -c 'tests/gpu/torch_symbols.sh "$1"; s=$?; exit $((s == 3 ? 0 : s))' \
+          _ "$bundle/lib/libnccl.so.2"
+        local symbols=$?
+        if [ "$symbols" -eq 0 ]; then
+          # The client's own timeout ends before the step's limit, so that it still reports, and
+          # a minute is kept for steps 6 to 8.
+          local left=$((deadline - SECONDS - 60)) ranks=2 rank_logs
+          local limit=$((left < 65 ? left : 65))
+          [ "$ipc" = yes ] || ranks=1
+          rank_logs=$(mktemp -d)
+          step "5b. torch.distributed with Weft, $ranks rank(s)" "$limit" python3 tests/gpu/torch_client.py \
+            --lib "$bundle/lib/libnccl.so.2" --ranks "$ranks" --timeout $((limit > 15 ? limit - 10 : 5)) \
+            --log-dir "$rank_logs"
+          tail -n +1 "$rank_logs"/*.out "$rank_logs"/*.err "$rank_logs"/*.nccl > "$out/torch_ranks.log" 2>&1
+          rm -rf "$rank_logs"
+        elif [ "$symbols" -eq 1 ]; then
+          echo "=== 5b. not run: torch would not load with symbols Weft lacks (5a)"
+        else
+          echo "=== 5b. not run: 5a could not read torch's libraries (above)"
+        fi
       fi
     fi
+
+    local processes='*processes*:GpuAcrossHosts.*'
+    [ "$ipc" = yes ] || processes='*2ranks_processes*hosts:GpuAcrossHosts.*'
+    suite "6. GPU suite, ranks as processes" "$out/processes.log" "$processes" 60
+
+    step "7. host suite on a GPU machine (part)" 10 "${lib_env[@]}" "$bundle/weft_multirank_tests" \
+      --gtest_filter='Collectives/ExactCollective.MatchesReference/*_2ranks_shm:Groups*' --gtest_brief=1
 
     WEFT_GPU_DIRECT=0 WEFT_GPU_CHANNELS=32 step "8. allreduce speed through the ring, WEFT_GPU_CHANNELS=32" 15 \
       "${lib_env[@]}" "$bundle/gpu_allreduce_bench" --max-bytes 256M --iters 10
   fi
+  kill "$monitor" 2>/dev/null
+  wait "$monitor" 2>/dev/null
 
   echo
   local status=0

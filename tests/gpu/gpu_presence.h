@@ -11,11 +11,19 @@ namespace weft::gpu_tests {
 /// skip message). The answer comes from a forked child and is cached.
 bool gpuPresent(std::string* why);
 
-/// GTEST_SKIP()s the calling test, saying why, when no GPU is present.
-#define SKIP_WITHOUT_GPU()                                                        \
-  do {                                                                            \
-    std::string whyNoGpu;                                                         \
-    if (!::weft::gpu_tests::gpuPresent(&whyNoGpu)) GTEST_SKIP() << whyNoGpu;      \
+/// Whether WEFT_GPU_TESTS_REQUIRE_GPU=1 is set (as the GPU check sets it): a test that finds no
+/// usable GPU then fails instead of skipping, so that a run cannot pass without testing anything.
+bool gpuRequired();
+
+/// GTEST_SKIP()s the calling test, saying why, when no GPU is present (fails it under
+/// WEFT_GPU_TESTS_REQUIRE_GPU=1).
+#define SKIP_WITHOUT_GPU()                                                                \
+  do {                                                                                    \
+    std::string whyNoGpu;                                                                 \
+    if (!::weft::gpu_tests::gpuPresent(&whyNoGpu)) {                                      \
+      if (::weft::gpu_tests::gpuRequired()) FAIL() << whyNoGpu << ", and a GPU is required"; \
+      GTEST_SKIP() << whyNoGpu << ": GPU test skipped";                                   \
+    }                                                                                     \
   } while (0)
 
 }  // namespace weft::gpu_tests

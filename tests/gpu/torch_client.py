@@ -9,7 +9,8 @@ libtorch_cuda.so's DT_NEEDED entry. Each rank checks:
   swap          /proc/self/maps holds exactly one libnccl* file, and it is --lib. torch's
                 __init__ may load nvidia/nccl/lib/libnccl.so.* by path, searching sys.path: each
                 rank's PYTHONPATH starts with a folder whose nvidia/nccl/lib/libnccl.so.2 links to
-                --lib, so that search finds Weft's library too
+                --lib, so that search finds Weft's library too; checked again as swap_at_end,
+                after the training and destroy_process_group
   banner        (checked by the parent) the NCCL_DEBUG=INFO log of the rank (NCCL_DEBUG_FILE)
                 holds Weft's banner and its "Init COMPLETE" lines: the calls reached Weft. Where
                 they reached another NCCL, its own banner is quoted
@@ -376,8 +377,8 @@ def run_group_checks(report, collectives, dist, world):
             report.run("%s_%d" % (name, n), collectives.check_group, group, sorted(ranks), n)
 
 
-def check_swap(report, lib):
-    """The only libnccl* mapped into this process is Weft's library."""
+def check_swap(report, lib, when="swap"):
+    """The only libnccl* mapped into this process is Weft's library (check `when`)."""
     paths = set()
     with open("/proc/self/maps") as maps:
         for line in maps:
@@ -388,9 +389,9 @@ def check_swap(report, lib):
     wanted = os.path.realpath(lib)
     real = sorted({os.path.realpath(p.replace(" (deleted)", "")) for p in paths})
     if real == [wanted]:
-        report.passed("swap")
+        report.passed(when)
         return True
-    report.failed("swap", "expected only %s mapped, found %s" % (wanted, real or "no libnccl"))
+    report.failed(when, "expected only %s mapped, found %s" % (wanted, real or "no libnccl"))
     return False
 
 
@@ -515,6 +516,8 @@ def child_main(args):
     except Exception as error:
         report.failed("ddp_training", "%s: %s" % (type(error).__name__, error))
     dist.destroy_process_group()
+    # Still only Weft's library after everything ran: nothing loaded NVIDIA's later.
+    swapped = check_swap(report, args.lib, "swap_at_end") and swapped
     ok = swapped and not report.failures
     print("RESULT rank %d: %s (%d checks, %d failed)" % (
         rank, "PASS" if ok else "FAIL", report.count, len(report.failures)), flush=True)

@@ -9,7 +9,9 @@
 #   LIB     Weft's libnccl.so.2
 #   PYTHON  (environment) the interpreter that has torch installed; python3 by default
 # Prints the missing symbols, if any, and a one-line summary. Exit status: 0 when every imported
-# symbol is exported, 1 when some are missing, 2 on a usage or setup error.
+# symbol is exported, 1 when some are missing, 2 on a usage or setup error, 3 when torch's libraries
+# import no nccl* symbol at all (NCCL linked in statically, or loaded with dlopen: only a run shows
+# which).
 set -euo pipefail
 
 die() {
@@ -83,8 +85,8 @@ done
 
 total=${#importer[@]}
 if ((total == 0)); then
-  echo "torch imports no nccl symbols: NCCL is linked into torch statically, Weft cannot replace it"
-  exit 1
+  echo "torch imports no nccl symbols: NCCL is linked into torch statically (Weft cannot replace it) or loaded with dlopen"
+  exit 3
 fi
 
 weft_exports=$(exported "$lib")

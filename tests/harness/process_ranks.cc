@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -212,8 +213,13 @@ void killAndReap(std::vector<Child>* children) {
       killAndReap(&children);
       return ::testing::AssertionFailure() << "pipe for rank " << r << ": " << error;
     }
+    const pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+      // A rank dies with the test's process: one left behind by a crash would hold its pipe open
+      // and the crash would pass for a hang.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
       close(fds[0]);
       close(idFds[1]);
       for (int earlier = 0; earlier < r; ++earlier) {
