@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "src/base/log.h"
 #include "src/core/channel_nics.h"
@@ -53,7 +54,12 @@ ConnectionTable::ConnectionTable(const std::vector<PeerInfo>* peers, int rank, B
 ConnectionTable::~ConnectionTable() = default;
 
 Status ConnectionTable::beginConnect(const std::vector<ConnectionRequest>& requests) {
-  for (const ConnectionRequest& request : requests) {
+  // Every receiving end is made before any blob goes out, so that a peer that has this rank's blobs
+  // knows it has ended its allocations: ranks that are threads of one process share a GPU's driver,
+  // and an allocation while a peer's kernel runs may keep the two ranks' kernels from running at once.
+  std::vector<std::pair<int, std::vector<uint8_t>>> messages;  // (request's index, message)
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const ConnectionRequest& request = requests[r];
     if (request.direction == Direction::kSend) {
       if (send(request.channel, request.peer) != nullptr) continue;
       bool alreadyPending = false;
@@ -78,13 +84,17 @@ Status ConnectionTable::beginConnect(const std::vector<ConnectionRequest>& reque
     std::vector<uint8_t> message(kTransportNameBytes + blob.size());
     strncpy(reinterpret_cast<char*>(message.data()), transport->name(), kTransportNameBytes - 1);
     memcpy(message.data() + kTransportNameBytes, blob.data(), blob.size());
+    messages.emplace_back(static_cast<int>(r), std::move(message));
+    WEFT_INFO(log::kInit, "Channel %02d : %d[%d] -> %d[%d] via %s", request.channel, request.peer, request.peer,
+              rank_, rank_, transport->name());
+    recvs_[index(request.channel, request.peer)] = std::move(connection);
+  }
+  for (const auto& [which, message] : messages) {
+    const ConnectionRequest& request = requests[static_cast<size_t>(which)];
     uint64_t size = message.size();
     uint32_t tag = connectTag(kind_, request.channel);
     WEFT_RETURN_IF_ERROR(bootstrap_->send(request.peer, tag, &size, sizeof(size)));
     WEFT_RETURN_IF_ERROR(bootstrap_->send(request.peer, tag, message.data(), message.size()));
-    WEFT_INFO(log::kInit, "Channel %02d : %d[%d] -> %d[%d] via %s", request.channel, request.peer, request.peer,
-              rank_, rank_, transport->name());
-    recvs_[index(request.channel, request.peer)] = std::move(connection);
   }
   return Status::ok();
 }

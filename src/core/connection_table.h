@@ -43,8 +43,9 @@ class ConnectionTable {
   transport::SendConnection* send(int channel, int peer) const { return sends_[index(channel, peer)].get(); }
   transport::RecvConnection* recv(int channel, int peer) const { return recvs_[index(channel, peer)].get(); }
 
-  /// Phase 1: for each request not connected yet, receiving ends are created and their blobs sent;
-  /// sending ends are remembered for phase 2. Does not wait on peers.
+  /// Phase 1: for each request not connected yet, receiving ends are created, then their blobs
+  /// sent (a peer holding them knows this rank's allocations of the phase are over); sending ends
+  /// are remembered for phase 2. Does not wait on peers.
   Status beginConnect(const std::vector<ConnectionRequest>& requests);
   /// Phase 2: receives the blobs for the sending ends of phase 1 and connects them. Blocks (through
   /// the bootstrap's wait context) until each peer's phase 1 has run.
