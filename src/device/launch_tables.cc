@@ -9,6 +9,7 @@ namespace weft::device {
 // The consecutive piece indices that clean LL slots (kernel_work.h) must cover every slot of a
 // connection.
 static_assert((~kLowLatencyCleanMask & 0x7fffffffu) + 1 == algorithms::kSlotsPerConnection);
+
 namespace {
 
 uint64_t endpointKey(int channel, int peer, bool send) {

@@ -17,13 +17,13 @@ bool gpuRequired();
 
 /// GTEST_SKIP()s the calling test, saying why, when no GPU is present (fails it under
 /// WEFT_GPU_TESTS_REQUIRE_GPU=1).
-#define SKIP_WITHOUT_GPU()                                                                \
-  do {                                                                                    \
-    std::string whyNoGpu;                                                                 \
-    if (!::weft::gpu_tests::gpuPresent(&whyNoGpu)) {                                      \
+#define SKIP_WITHOUT_GPU()                                                                   \
+  do {                                                                                       \
+    std::string whyNoGpu;                                                                    \
+    if (!::weft::gpu_tests::gpuPresent(&whyNoGpu)) {                                         \
       if (::weft::gpu_tests::gpuRequired()) FAIL() << whyNoGpu << ", and a GPU is required"; \
-      GTEST_SKIP() << whyNoGpu << ": GPU test skipped";                                   \
-    }                                                                                     \
+      GTEST_SKIP() << whyNoGpu << ": GPU test skipped";                                      \
+    }                                                                                        \
   } while (0)
 
 }  // namespace weft::gpu_tests
