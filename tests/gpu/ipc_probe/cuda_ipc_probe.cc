@@ -44,6 +44,15 @@ bool transfer(bool writing, int fd, void* data, size_t bytes) {
   return true;
 }
 
+// Whether `memory` holds pattern(salt), read back to the host; prints `wrong` (for `side`) if not.
+bool holdsPattern(const void* memory, uint32_t salt, const char* side, const char* wrong) {
+  std::vector<uint32_t> got(kWords);
+  if (failed(cudaMemcpy(got.data(), memory, kWords * 4, cudaMemcpyDeviceToHost), side, "cudaMemcpy out")) return false;
+  if (got == pattern(salt)) return true;
+  std::printf("cuda ipc probe: %s: %s\n", side, wrong);
+  return false;
+}
+
 // The child: opens the parent's memory, checks it, writes its own pattern over it.
 int child(int handleFd) {
   cudaIpcMemHandle_t handle;
@@ -55,12 +64,7 @@ int child(int handleFd) {
   if (failed(cudaIpcOpenMemHandle(&memory, handle, cudaIpcMemLazyEnablePeerAccess), "child", "cudaIpcOpenMemHandle")) {
     return 1;
   }
-  std::vector<uint32_t> got(kWords);
-  if (failed(cudaMemcpy(got.data(), memory, kWords * 4, cudaMemcpyDeviceToHost), "child", "cudaMemcpy out")) return 1;
-  if (got != pattern(kParentSalt)) {
-    std::printf("cuda ipc probe: child: the parent's memory read back wrong\n");
-    return 1;
-  }
+  if (!holdsPattern(memory, kParentSalt, "child", "the parent's memory read back wrong")) return 1;
   const std::vector<uint32_t> reply = pattern(kChildSalt);
   if (failed(cudaMemcpy(memory, reply.data(), kWords * 4, cudaMemcpyHostToDevice), "child", "cudaMemcpy in")) return 1;
   // A copy from pageable memory may return before it lands: done before the parent looks.
@@ -115,12 +119,7 @@ int main() {
     std::printf("cuda ipc probe: the child failed (status %d)\n", status);
     return 1;
   }
-  std::vector<uint32_t> got(kWords);
-  if (failed(cudaMemcpy(got.data(), memory, kWords * 4, cudaMemcpyDeviceToHost), "parent", "cudaMemcpy out")) return 1;
-  if (got != pattern(kChildSalt)) {
-    std::printf("cuda ipc probe: the child's writes did not reach the parent's memory\n");
-    return 1;
-  }
+  if (!holdsPattern(memory, kChildSalt, "parent", "the child's writes did not reach its memory")) return 1;
   std::printf("cuda ipc probe: a child process read and wrote the parent's GPU memory through CUDA IPC\n");
   return 0;
 }
