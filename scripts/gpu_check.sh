@@ -15,10 +15,10 @@
 #      libraries resolve; an nvidia-smi in the background logs the GPU every 5 s (gpu_monitor.csv)
 #      and keeps the driver loaded between the processes that the steps start
 #   2. the GPU suite with ranks as threads of one process (every collective, type and op at
-#      1 to 4 ranks on one GPU, 8 for the direct allreduce; LL and Simple; the direct allreduce
-#      and its graph replay; stream semantics; abort), through scripts/gtest_runner.py: one process
-#      for the whole suite, a new one after a hang (20 s; what the hung test waits for is printed
-#      first, WEFT_DUMP_SIGNAL) or a crash
+#      1 to 4 ranks on one GPU, 8 for the direct allreduce; LL and Simple; the direct allreduce;
+#      CUDA graph capture and replay; stream semantics; abort), through scripts/gtest_runner.py:
+#      one process for the whole suite, a new one after a hang (20 s; what the hung test waits for
+#      is printed first, WEFT_DUMP_SIGNAL) or a crash
 #   3. the speed of allreduce on one GPU against its memory bound (gpu_allreduce_bench): the
 #      direct kernel, which ranks as threads of one process take
 #   4. whether CUDA IPC works across processes here, asked without Weft (cuda_ipc_probe)

@@ -21,6 +21,7 @@ constexpr size_t kMinWorkBufferBytes = 64 << 10;
 }  // namespace
 
 WorkPool::~WorkPool() {
+  RelaxedCapture relaxed;  // another thread may be capturing a graph: these frees are not part of it
   for (const std::unique_ptr<Buffer>& buffer : buffers_) {
     if (buffer->done != nullptr) (void)cudaEventDestroy(buffer->done);
     if (buffer->host != nullptr) (void)cudaFreeHost(buffer->host);
@@ -141,6 +142,7 @@ CommDevice::~CommDevice() {
     }
   }
   ScopedDevice device(device_);
+  RelaxedCapture relaxed;  // another thread may be capturing a graph: what follows is not part of it
   if (lastLaunch_ != nullptr) {
     (void)cudaEventSynchronize(lastLaunch_);
     (void)cudaEventDestroy(lastLaunch_);
@@ -163,6 +165,7 @@ void CommDevice::abort() {
 
 Status CommDevice::drain() {
   const WaitContext& context = comm_.waitContext();
+  RelaxedCapture relaxed;  // another thread may be capturing a graph: these waits are not part of it
   if (launched_) {
     ScopedDevice device(device_);
     WEFT_RETURN_IF_ERROR(device.status());
@@ -199,33 +202,42 @@ void CommDevice::endKernels(const Status& why) {
 }
 
 Status CommDevice::orderAfterPrevious(cudaStream_t stream) {
-  if (!launched_ || stream == lastStream_) return Status::ok();
-  bool captured = false;
-  WEFT_RETURN_IF_ERROR(streamCapturing(stream, &captured));
-  if (captured) return Status::ok();
-  return cudaStatus(cudaStreamWaitEvent(stream, lastLaunch_, 0), "cudaStreamWaitEvent");
+  StreamCapture capture;
+  WEFT_RETURN_IF_ERROR(streamCapture(stream, &capture));
+  if (!capture.active) {
+    if (!launched_ || (stream == lastStream_ && !graphsCaptured_)) return Status::ok();
+    return cudaStatus(cudaStreamWaitEvent(stream, lastLaunch_, 0), "cudaStreamWaitEvent");
+  }
+  // The record is made before the kernel is captured, so that a kernel in the graph always has one.
+  CapturedGraphs::Capture* previous = nullptr;
+  WEFT_RETURN_IF_ERROR(capturedGraphs_.findOrMake(capture, &previous));
+  if (previous->lastKernelStream == nullptr) {
+    // The communicator's first kernel in this graph: an external wait, which each replay makes on
+    // the event as last recorded before it (by an earlier call, or an earlier graph's replay).
+    return cudaStatus(cudaStreamWaitEvent(stream, lastLaunch_, cudaEventWaitExternal), "cudaStreamWaitEvent");
+  }
+  if (stream == previous->lastKernelStream) return Status::ok();
+  // An edge of the graph from right after the communicator's previous kernel in it.
+  return cudaStatus(cudaStreamWaitEvent(stream, previous->afterLastKernel, 0), "cudaStreamWaitEvent");
 }
 
 Status CommDevice::recordLaunch(cudaStream_t stream) {
-  bool captured = false;
-  WEFT_RETURN_IF_ERROR(streamCapturing(stream, &captured));
-  if (captured) return Status::ok();
-  WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(lastLaunch_, stream), "cudaEventRecord"));
+  StreamCapture capture;
+  WEFT_RETURN_IF_ERROR(streamCapture(stream, &capture));
+  if (!capture.active) {
+    WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(lastLaunch_, stream), "cudaEventRecord"));
+  } else {
+    CapturedGraphs::Capture* record = nullptr;
+    WEFT_RETURN_IF_ERROR(capturedGraphs_.findOrMake(capture, &record));
+    // Recorded at each replay: calls enqueued after the graph is launched wait for its kernels.
+    WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecordWithFlags(lastLaunch_, stream, cudaEventRecordExternal),
+                                    "cudaEventRecordWithFlags"));
+    WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(record->afterLastKernel, stream), "cudaEventRecord"));
+    record->lastKernelStream = stream;
+    graphsCaptured_ = true;
+  }
   lastStream_ = stream;
   launched_ = true;
-  return Status::ok();
-}
-
-Status streamCapturing(cudaStream_t stream, bool* captured) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  const cudaError_t error = cudaStreamIsCapturing(stream, &capture);
-  if (error == cudaErrorStreamCaptureImplicit) {
-    (void)cudaGetLastError();
-    return invalidUsage("a call on GPU buffers was given the legacy default stream while another stream captures a "
-                        "CUDA graph, which CUDA forbids; give the call a stream of its own");
-  }
-  WEFT_RETURN_IF_ERROR(cudaStatus(error, "cudaStreamIsCapturing"));
-  *captured = capture != cudaStreamCaptureStatusNone;
   return Status::ok();
 }
 
@@ -235,11 +247,8 @@ Status commDevice(core::Communicator& comm, CommDevice** out) {
       [&comm](std::unique_ptr<core::Communicator::DeviceResources>* made) {
         // A first call may come while the application captures a graph (even on another thread):
         // the allocations and waits of setup are not part of it, so capture's rules are relaxed.
-        cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-        (void)cudaThreadExchangeStreamCaptureMode(&mode);
-        const Status status = CommDevice::create(comm, made);
-        (void)cudaThreadExchangeStreamCaptureMode(&mode);
-        return status;
+        RelaxedCapture relaxed;
+        return CommDevice::create(comm, made);
       },
       &resources));
   *out = static_cast<CommDevice*>(resources);

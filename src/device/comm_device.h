@@ -13,8 +13,10 @@
 #include "src/base/wait.h"
 #include "src/core/communicator.h"
 #include "src/core/connection_table.h"
+#include "src/device/captured_graphs.h"
 #include "src/device/kernel_work.h"
 #include "src/device/local_clique.h"
+#include "src/device/stream_capture.h"
 
 namespace weft::device {
 
@@ -24,6 +26,7 @@ namespace weft::device {
 /// room in their work FIFO: a rank far ahead of its peers holds bounded pinned memory, and does not
 /// allocate while their kernels run (setup_at_init.h says why that matters). A launch of more than
 /// kMaxBuffers kernels of the communicator, or tables larger than the buffers, still allocates.
+/// A launch captured into a CUDA graph takes memory of the graph's instead (captured_graphs.h).
 /// Not thread-safe: used by the thread that enqueues the communicator's launches.
 class WorkPool {
  public:
@@ -88,6 +91,7 @@ class CommDevice final : public core::Communicator::DeviceResources,
   int nranks() const { return comm_.nranks(); }
   core::ConnectionTable& connections() { return *connections_; }
   WorkPool& workPool() { return workPool_; }
+  CapturedGraphs& capturedGraphs() { return capturedGraphs_; }
   const volatile int* abortFlag() const { return abortFlagDevice_; }
   /// The communicator's boards for the direct allreduce (src/device/direct_plan.h), or null where
   /// its allreduces take the ring. The same answer on every rank.
@@ -102,11 +106,12 @@ class CommDevice final : public core::Communicator::DeviceResources,
   bool oneHost() const { return oneHost_; }
 
   /// Makes `stream` wait for this communicator's previous launch (if it was on another stream),
-  /// so that a communicator's kernels run in call order whatever streams they are given. Nothing
-  /// while `stream` is captured into a CUDA graph: a replay is ordered where the graph is launched.
+  /// so that a communicator's kernels run in call order whatever streams they are given. While
+  /// `stream` is captured into a CUDA graph: after the communicator's previous kernel in that graph,
+  /// or, for its first kernel there, each replay after the launches enqueued before the replay.
   Status orderAfterPrevious(cudaStream_t stream);
-  /// Records the launch just enqueued on `stream` as this communicator's latest (not while
-  /// `stream` is captured: a graph's launches are the application's to wait for).
+  /// Records the launch just enqueued on `stream` as this communicator's latest; a captured one
+  /// becomes the latest each time its graph is launched.
   Status recordLaunch(cudaStream_t stream);
 
  private:
@@ -121,16 +126,17 @@ class CommDevice final : public core::Communicator::DeviceResources,
   volatile int* abortFlagHost_ = nullptr;
   const volatile int* abortFlagDevice_ = nullptr;
   cudaEvent_t lastLaunch_ = nullptr;
-  cudaStream_t lastStream_ = nullptr;
+  cudaStream_t lastStream_ = nullptr;  // the stream of the latest launch this rank enqueued
   bool launched_ = false;
+  // Once a launch was captured, a replay may have run since the latest launch enqueued, on any
+  // stream: every launch then waits for lastLaunch_, which replays record too.
+  bool graphsCaptured_ = false;
   WorkPool workPool_;
+  CapturedGraphs capturedGraphs_;
   DirectBoard* directBoards_ = nullptr;
   int multiprocessors_ = 0;
   bool oneHost_ = true;
 };
-
-/// Whether what is enqueued on `stream` now is captured into a CUDA graph.
-Status streamCapturing(cudaStream_t stream, bool* captured);
 
 /// The GPU resources of `comm`, made on first use (or already at init: setup_at_init.h).
 Status commDevice(core::Communicator& comm, CommDevice** out);

@@ -97,14 +97,33 @@ class LaunchBuilder {
     const size_t lanesAt = appendTable(&bytes, tables.lanes);
     const size_t stepsAt = appendTable(&bytes, tables.steps);
     const size_t connectionsAt = appendTable(&bytes, connections_);
+    StreamCapture capture;
+    WEFT_RETURN_IF_ERROR(streamCapture(stream, &capture));
+    // refuseCaptureAcrossHosts keeps captured launches away from proxies.
+    if (capture.active && std::any_of(proxies_.begin(), proxies_.end(), [](auto* proxy) { return proxy != nullptr; })) {
+      return internalError("a launch captured into a CUDA graph reached a network proxy");
+    }
+    // Eagerly, a buffer of the pool, free again once the kernel has ended; under capture, memory
+    // the graph holds, which every replay reads.
     WorkPool::Buffer* buffer = nullptr;
-    WEFT_RETURN_IF_ERROR(device_.workPool().acquire(bytes.size(), &buffer));
-    std::memcpy(buffer->host, bytes.data(), bytes.size());
+    char* hostTables = nullptr;
+    char* deviceTables = nullptr;
+    if (capture.active) {
+      CapturedGraphs::Capture* record = nullptr;
+      WEFT_RETURN_IF_ERROR(device_.capturedGraphs().findOrMake(capture, &record));
+      WEFT_RETURN_IF_ERROR(device_.capturedGraphs().tables(record, bytes.size(), &hostTables, &deviceTables));
+    } else {
+      RelaxedCapture relaxed;  // its queries and allocations are not part of a graph another call captures
+      WEFT_RETURN_IF_ERROR(device_.workPool().acquire(bytes.size(), &buffer));
+      hostTables = buffer->host;
+      deviceTables = buffer->device;
+    }
+    std::memcpy(hostTables, bytes.data(), bytes.size());
     KernelWork work;
-    work.blocks = reinterpret_cast<const KernelBlock*>(buffer->device + blocksAt);
-    work.lanes = reinterpret_cast<const KernelLane*>(buffer->device + lanesAt);
-    work.steps = reinterpret_cast<const KernelStep*>(buffer->device + stepsAt);
-    work.connections = reinterpret_cast<const KernelConnection*>(buffer->device + connectionsAt);
+    work.blocks = reinterpret_cast<const KernelBlock*>(deviceTables + blocksAt);
+    work.lanes = reinterpret_cast<const KernelLane*>(deviceTables + lanesAt);
+    work.steps = reinterpret_cast<const KernelStep*>(deviceTables + stepsAt);
+    work.connections = reinterpret_cast<const KernelConnection*>(deviceTables + connectionsAt);
     work.unitBytes = unitBytes_;
     work.pieceUnits = tables_.pieceUnits();
     work.lowLatency = lowLatency_ ? 1 : 0;
@@ -115,6 +134,7 @@ class LaunchBuilder {
     work.abortFlag = device_.abortFlag();
     WEFT_RETURN_IF_ERROR(device_.orderAfterPrevious(stream));
     WEFT_RETURN_IF_ERROR(launchStepKernel(work, static_cast<int>(tables.blocks.size()), reduction, stream));
+    if (capture.active) return device_.recordLaunch(stream);
     // The network proxies carry what the kernel will move through their ends.
     const std::vector<uint64_t>& pieces = tables_.connectionPieces();
     for (size_t i = 0; i < connections_.size(); ++i) {
@@ -180,9 +200,10 @@ class LaunchBuilder {
   std::vector<transport::DeviceProxy*> proxies_;
 };
 
-// Where `comm`'s ops in `ops` were given several streams and none captures a CUDA graph, makes
-// each of them wait for the work enqueued so far on every other (through the first: it waits for
-// the others, then they wait for it) and returns them in `joined`; otherwise leaves `joined` empty.
+// Where `comm`'s ops in `ops` were given several streams, makes each of them wait for the work
+// enqueued so far on every other (through the first: it waits for the others, then they wait for
+// it) and returns them in `joined`; otherwise leaves `joined` empty. Under capture the waits are
+// edges of the graph, so the streams must all be captured into one graph, or none.
 Status joinGroupStreams(std::span<const core::Op> ops, const core::Communicator* comm,
                         std::vector<cudaStream_t>* joined) {
   std::vector<cudaStream_t> streams;
@@ -192,10 +213,18 @@ Status joinGroupStreams(std::span<const core::Op> ops, const core::Communicator*
     }
   }
   if (streams.size() < 2) return Status::ok();
-  for (cudaStream_t stream : streams) {
-    bool captured = false;
-    WEFT_RETURN_IF_ERROR(streamCapturing(stream, &captured));
-    if (captured) return Status::ok();
+  StreamCapture first;
+  WEFT_RETURN_IF_ERROR(streamCapture(streams[0], &first));
+  for (size_t i = 1; i < streams.size(); ++i) {
+    StreamCapture capture;
+    WEFT_RETURN_IF_ERROR(streamCapture(streams[i], &capture));
+    if (capture.active != first.active || (capture.active && capture.id != first.id)) {
+      return invalidUsage("rank %d's calls in one group were given streams of which %s; capture all of them into "
+                          "one CUDA graph, or none",
+                          comm->rank(),
+                          capture.active && first.active ? "two are captured into different CUDA graphs"
+                                                         : "one is captured into a CUDA graph and another is not");
+    }
   }
   cudaEvent_t mark = nullptr;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&mark, cudaEventDisableTiming), "cudaEventCreate"));
@@ -226,16 +255,16 @@ Status enqueueOne(CommDevice& device, std::span<const core::Op* const> ops,
   return builder.launch(copy ? nullptr : &first.reduction, streamOf(first));
 }
 
-// A ring launch reads its tables from a pinned buffer that later launches reuse once its event
-// has passed, and a proxy learns of its pieces once, at enqueue: a captured graph's replays
-// would read tables since overwritten and wait for pieces no proxy was told of.
-Status refuseCapture(cudaStream_t stream) {
-  bool captured = false;
-  WEFT_RETURN_IF_ERROR(streamCapturing(stream, &captured));
-  if (!captured) return Status::ok();
-  return invalidUsage("CUDA graph capture of a collective on GPU buffers is supported only for the direct "
-                      "allreduce (ranks that are threads of one process on one GPU) and the NVLS allreduce; the "
-                      "ring's launches cannot be replayed yet: make this call outside the capture");
+// A network proxy learns of a launch's pieces once, when it is enqueued: a captured graph's replays
+// would wait for pieces no proxy was told of. So a launch that may reach one (its communicator
+// spans hosts) refuses capture, before any connection is made.
+Status refuseCaptureAcrossHosts(const core::Op& op, const CommDevice& device) {
+  StreamCapture capture;
+  WEFT_RETURN_IF_ERROR(streamCapture(streamOf(op), &capture));
+  if (!capture.active || device.oneHost()) return Status::ok();
+  return invalidUsage("CUDA graph capture of %s on GPU buffers is not supported where the communicator spans hosts "
+                      "(its network proxy cannot replay a launch yet): make this call outside the capture",
+                      algorithms::collectiveName(op.collective));
 }
 
 // Whether collective `op` on `device` moves LL pieces (see gpu_protocol.h).
@@ -366,7 +395,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     nvlsOps[i] = algorithm == algorithms::Algorithm::kNvls;
     WEFT_RETURN_IF_ERROR(commDevice(*op.comm, &devices[i]));
     if (nvlsOps[i] || runsDirect(op, *devices[i])) continue;  // no program, no connections
-    WEFT_RETURN_IF_ERROR(refuseCapture(streamOf(op)));  // before any connection is made in the capture
+    WEFT_RETURN_IF_ERROR(refuseCaptureAcrossHosts(op, *devices[i]));
     if (algorithms::governedByAlgo(op.collective)) {
       bool lowLatency = false;
       WEFT_RETURN_IF_ERROR(chooseProtocol(op, *devices[i], &lowLatency));
@@ -375,16 +404,21 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     const algorithms::OpShape shape{op.collective, op.count, op.root, op.comm->nranks(), op.comm->rank()};
     algorithms::buildRingProgram(shape, op.comm->gpuRings(), &programs[i]);
   }
-  WEFT_RETURN_IF_ERROR(exec::connectPrograms(ops, programs, [&](const core::Op& op) -> core::ConnectionTable& {
-    return devices[&op - ops.data()]->connections();
-  }));
+  {
+    // A first call's connections are made at the call, with its peers, whether or not this or
+    // another thread captures a graph: not part of any graph.
+    RelaxedCapture relaxed;
+    WEFT_RETURN_IF_ERROR(exec::connectPrograms(ops, programs, [&](const core::Op& op) -> core::ConnectionTable& {
+      return devices[&op - ops.data()]->connections();
+    }));
+  }
   // Per communicator, in order of first appearance: its Send/Recv in one kernel, then each
   // collective in a kernel of its own. As in NCCL, where its ops were given several streams, its
   // kernels start after the earlier work of them all, and the later work of each waits for its
-  // last kernel (its kernels run one after another). Not under graph capture, whose own
-  // dependencies order a replay. Every communicator's streams are joined before any kernel, and
-  // made to wait after every kernel: a wait between two communicators' kernels could hold a rank's
-  // kernel behind a peer's kernel that waits for it.
+  // last kernel (its kernels run one after another); under capture, through edges of the graph.
+  // Every communicator's streams are joined before any kernel, and made to wait after every
+  // kernel: a wait between two communicators' kernels could hold a rank's kernel behind a peer's
+  // kernel that waits for it.
   std::vector<core::Communicator*> comms;
   std::vector<CommDevice*> commDevices;
   for (size_t i = 0; i < ops.size(); ++i) {

@@ -1,0 +1,71 @@
+#pragma once
+// What a communicator keeps for each CUDA graph its launches were captured into, for as long as
+// CUDA keeps the graph or an instance of it: the pinned memory its replays read their tables
+// from, and where its latest kernel in the capture was, so that its next kernel there follows it.
+//
+// The graph holds each record through a CUDA user object, whose destructor CUDA calls on a thread
+// of its own once the last graph and instance made from the capture are destroyed (and their
+// launches done). It may make no CUDA call, so it only marks the record released; a later capture
+// reuses the record's memory and event. Memory is freed only with the communicator: freeing pinned
+// memory can wait for every kernel on the GPU, among them peers' kernels that wait for this rank.
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "src/base/status.h"
+
+namespace weft::device {
+
+struct StreamCapture;
+
+class CapturedGraphs {
+ public:
+  /// One capture sequence of the communicator's launches.
+  struct Capture {
+    unsigned long long id = 0;
+    /// The stream of the communicator's latest kernel in the capture (null before its first), and
+    /// an event recorded right after that kernel, for edges of the graph from it.
+    cudaStream_t lastKernelStream = nullptr;
+    cudaEvent_t afterLastKernel = nullptr;
+  };
+
+  CapturedGraphs() = default;
+  ~CapturedGraphs();
+  CapturedGraphs(const CapturedGraphs&) = delete;
+  CapturedGraphs& operator=(const CapturedGraphs&) = delete;
+
+  /// The record of `capture` (active), or null before the communicator's first launch in it.
+  Capture* find(const StreamCapture& capture);
+  /// The record of `capture` (active), made where there is none, with the graph's hold on it.
+  Status findOrMake(const StreamCapture& capture, Capture** out);
+  /// `bytes` of pinned memory, 16-byte aligned, that `capture`'s replays may read for as long as its
+  /// graph lives: at `*host` for this thread to write, at `*device` for the kernel to read.
+  Status tables(Capture* capture, size_t bytes, char** host, char** device);
+
+ private:
+  struct Slab {
+    char* host = nullptr;
+    char* device = nullptr;
+    size_t capacity = 0;
+  };
+  struct Record {
+    Capture capture;
+    std::shared_ptr<std::atomic<bool>> released;  // set by CUDA once no graph holds the record
+    std::vector<Slab> slabs;                      // the last one is being filled
+    size_t used = 0;                              // bytes of the last slab taken
+  };
+
+  // A slab of at least `bytes` for `record`: a free one, else a new one.
+  Status addSlab(Record* record, size_t bytes);
+  // Returns the slabs and event of released records to the free lists, and forgets the records.
+  void reclaim();
+
+  std::vector<std::unique_ptr<Record>> records_;
+  std::vector<Slab> freeSlabs_;
+  std::vector<cudaEvent_t> freeEvents_;
+};
+
+}  // namespace weft::device
