@@ -51,6 +51,10 @@ struct Reduction {
   alignas(8) unsigned char scalar[8] = {};
   /// For integer average: the final sum is divided by this (1 means no division).
   uint64_t divisor = 1;
+  /// For a PreMulSum made with ncclScalarDevice: where the multiplier is read when the call runs
+  /// (then `scalar` is unused; on host buffers the call reads it into `scalar` as it starts, on GPU
+  /// buffers the kernel reads it); null otherwise.
+  const void* scalarAt = nullptr;
 };
 
 /// The reduction that combines two partial results of `reduction`: the same, except that

@@ -1,6 +1,7 @@
 // The collectives and point-to-point calls: argument checks, then one core::Op handed to the group.
 
 #include <cstdint>
+#include <cstring>
 
 #include "src/api/api_support.h"
 #include "src/core/group.h"
@@ -35,6 +36,30 @@ struct Call {
 // The root of a rooted collective, or the peer of a send or receive: a rank to check.
 bool usesRoot(Collective collective) {
   return weft::algorithms::hasRoot(collective) || weft::algorithms::isPointToPoint(collective);
+}
+
+// An ncclScalarDevice multiplier is read when the call runs, as in NCCL: on GPU buffers by the
+// kernel, so it must be memory the GPU reaches; on host buffers now (the call runs now), so it
+// must be memory the host reaches. A call of no elements reads nothing.
+Status placeScalar(const Call& call, Op* op) {
+  const void* scalarAt = op->reduction.scalarAt;
+  if (scalarAt == nullptr || call.count == 0) return Status::ok();
+  if (op->onDevice && !weft::device::onDevice(scalarAt)) {
+    return weft::invalidArgument("reduction op %d reads its scalar at %p (ncclScalarDevice), ordinary host memory "
+                                 "the GPU cannot read, for a call on GPU buffers: give it device, managed or "
+                                 "page-locked memory, or create it with ncclScalarHostImmediate",
+                                 call.op, scalarAt);
+  }
+  if (op->onDevice) return Status::ok();
+  if (weft::device::deviceOnly(scalarAt)) {
+    return weft::invalidArgument("reduction op %d reads its scalar at %p (ncclScalarDevice), device memory the host "
+                                 "cannot read, for a call on host buffers: give it host memory, or create it with "
+                                 "ncclScalarHostImmediate",
+                                 call.op, scalarAt);
+  }
+  std::memcpy(op->reduction.scalar, scalarAt, weft::algorithms::dataTypeSize(op->type));
+  op->reduction.scalarAt = nullptr;
+  return Status::ok();
 }
 
 Status checkAndBuild(const Call& call, Op* op) {
@@ -83,9 +108,12 @@ Status checkAndBuild(const Call& call, Op* op) {
   op->count = call.count;
   op->type = type;
   op->root = call.root < 0 ? 0 : call.root;
-  if (call.reduces) WEFT_RETURN_IF_ERROR(comm->redOps().resolve(call.op, type, nranks, &op->reduction));
-  else op->reduction.type = type;
-  return Status::ok();
+  if (!call.reduces) {
+    op->reduction.type = type;
+    return Status::ok();
+  }
+  WEFT_RETURN_IF_ERROR(comm->redOps().resolve(call.op, type, nranks, &op->reduction));
+  return placeScalar(call, op);
 }
 
 ncclResult_t submit(const Call& call) {

@@ -57,7 +57,9 @@ Status RedOpTable::resolve(int op, algorithms::DataType type, int nranks, algori
     return invalidArgument("reduction op %d was created for %s but the call uses %s", op,
                            algorithms::dataTypeName(entry.type), algorithms::dataTypeName(type));
   }
-  *reduction = algorithms::makePreMulSum(type, entry.immediate ? entry.value : entry.pointer);
+  const unsigned char unread[8] = {};
+  *reduction = algorithms::makePreMulSum(type, entry.immediate ? entry.value : unread);
+  if (!entry.immediate) reduction->scalarAt = entry.pointer;
   return Status::ok();
 }
 

@@ -17,7 +17,8 @@ class RedOpTable {
   /// Removes a created op. Built-in ops and unknown ids are kInvalidArgument.
   Status destroy(int op);
   /// Resolves `op` for `type` over `nranks` ranks: built-in ops (0..4) or a created one, which must
-  /// have been created for `type`.
+  /// have been created for `type`. A scalar given by pointer is not read: Reduction::scalarAt says
+  /// where it is, for the call to read when it runs.
   Status resolve(int op, algorithms::DataType type, int nranks, algorithms::Reduction* reduction) const;
 
  private:

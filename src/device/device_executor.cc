@@ -129,6 +129,7 @@ class LaunchBuilder {
     work.lowLatency = lowLatency_ ? 1 : 0;
     if (reduction != nullptr) {
       std::memcpy(&work.scalar, reduction->scalar, sizeof(work.scalar));
+      work.scalarAt = reduction->scalarAt;
       work.divisor = reduction->divisor;
     }
     work.abortFlag = device_.abortFlag();
@@ -364,6 +365,7 @@ Status enqueueDirect(CommDevice& device, const core::Op& op) {
                                                       device.multiprocessors(), kStepKernelThreads),
                                   device.blocksPerRank());
   std::memcpy(&work.scalar, op.reduction.scalar, sizeof(work.scalar));
+  work.scalarAt = op.reduction.scalarAt;
   work.divisor = op.reduction.divisor;
   return enqueueWhole(device, op, work, direct.blocksPerRank);
 }

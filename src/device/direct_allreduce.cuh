@@ -149,7 +149,9 @@ __device__ void runDirectAllReduce(const KernelWork& work, const Reducer<Math, k
       mine.sendbuff = direct.sendbuff;
       mine.recvbuff = direct.recvbuff;
       mine.count = direct.count;
-      mine.scalar = work.scalar;
+      uint64_t scalar = 0;  // the multiplier this rank's kernel uses (read from scalarAt, or given)
+      memcpy(&scalar, &reducer.scalar, sizeof(Storage));
+      mine.scalar = scalar;
       storeReleaseGpu(&mine.arrived, call);
     }
     proceed = waitForEveryRank(direct, false, call, work.abortFlag);

@@ -49,18 +49,29 @@ std::string pciBusId(int device) {
   return busId;
 }
 
-bool onDevice(const void* ptr) {
+namespace {
+
+// What CUDA knows of the memory at `ptr`: unregistered for ordinary host memory.
+cudaMemoryType memoryType(const void* ptr) {
   // Without an active context no buffer can be GPU, managed or page-locked memory; asking CUDA
   // would create one, and a host-memory program would then get device memory from ncclMemAlloc.
-  if (ptr == nullptr || !anyDeviceInUse()) return false;
+  if (ptr == nullptr || !anyDeviceInUse()) return cudaMemoryTypeUnregistered;
   cudaPointerAttributes attributes{};
   if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
     (void)cudaGetLastError();
-    return false;
+    return cudaMemoryTypeUnregistered;
   }
-  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged ||
-         attributes.type == cudaMemoryTypeHost;
+  return attributes.type;
 }
+
+}  // namespace
+
+bool onDevice(const void* ptr) {
+  const cudaMemoryType type = memoryType(ptr);
+  return type == cudaMemoryTypeDevice || type == cudaMemoryTypeManaged || type == cudaMemoryTypeHost;
+}
+
+bool deviceOnly(const void* ptr) { return memoryType(ptr) == cudaMemoryTypeDevice; }
 
 bool inUse(int device) {
   if (device < 0 || device >= deviceCount()) return false;
@@ -123,6 +134,7 @@ bool gpuAvailable() { return false; }
 int currentDevice() { return -1; }
 std::string pciBusId(int) { return ""; }
 bool onDevice(const void*) { return false; }
+bool deviceOnly(const void*) { return false; }
 bool inUse(int) { return false; }
 bool multicastSupported(int) { return false; }
 int multiprocessorCount(int) { return 0; }

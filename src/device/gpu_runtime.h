@@ -27,6 +27,10 @@ std::string pciBusId(int device);
 /// device is in use (anyDeviceInUse): then it asks CUDA nothing, so it creates no context.
 bool onDevice(const void* ptr);
 
+/// True if `ptr` is device memory (cudaMalloc) that the host cannot read; false for managed,
+/// page-locked and ordinary host memory, and where no device is in use (as onDevice).
+bool deviceOnly(const void* ptr);
+
 /// True if this process already uses CUDA device `device`: its primary context is active (the
 /// program has allocated, launched or set the device). Creates no context. False without CUDA.
 bool inUse(int device);

@@ -118,6 +118,7 @@ struct KernelWork {
   uint64_t scalar = 0;          // PreMulSum's multiplier in the type's encoding (low bytes)
   uint64_t divisor = 1;         // integer average: the final sum's divisor
   const volatile int* abortFlag = nullptr;  // set by ncclCommAbort: every wait gives up
+  const void* scalarAt = nullptr;  // where PreMulSum's multiplier is read as the kernel runs, else `scalar`
   KernelDirect direct;
   KernelNvls nvls;
 };

@@ -337,6 +337,8 @@ struct CopyBody {
 template <class Body>
 __global__ void __launch_bounds__(kThreads, 1) stepKernel(KernelWork work, Body body) {
   if constexpr (Body::kReduces) {
+    // ncclScalarDevice: the multiplier as it is when the kernel runs (each replay of a graph too).
+    if (work.scalarAt != nullptr) memcpy(&body.reducer.scalar, work.scalarAt, sizeof(body.reducer.scalar));
     if (work.direct.boards != nullptr) {
       runDirectAllReduce(work, body.reducer);
       return;

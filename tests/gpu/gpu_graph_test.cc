@@ -3,7 +3,8 @@
 // the communicator's eager calls on other streams; a graph's tables kept while it lives, and
 // reused by later captures once it is destroyed; a group on two streams per rank joined inside
 // the graph, and refused where only one of the two is captured; two communicators' kernels on two
-// streams of a graph, ordered by edges from the kernels themselves.
+// streams of a graph, ordered by edges from the kernels themselves; a device scalar read at each
+// replay.
 // Ranks are communicators of this process (ncclCommInitAll on one GPU) driven from the test's
 // thread, with the ring for allreduces (WEFT_GPU_DIRECT=0). Skipped, saying so, where no GPU is
 // present.
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "nccl.h"
@@ -313,6 +315,50 @@ TEST_F(CapturedCalls, TwoCommunicatorsCallsOnStreamsOrderedDifferentlyPerRankRep
   for (cudaGraphExec_t graph : graphs_) ASSERT_CUDA(cudaGraphExecDestroy(graph));
   graphs_.clear();
   for (ncclComm_t comm : other) ASSERT_TRUE(ncclSucceeded(ncclCommDestroy(comm)));
+}
+
+// A PreMulSum whose scalar is in device memory (ncclScalarDevice) is read by the kernel as it
+// runs, so each replay takes the scalar as it is then: 1 + 2 + 3 scaled by 2, then that scaled
+// by 0.5 and summed again. A scalar in ordinary host memory is refused for GPU buffers.
+TEST_F(CapturedCalls, ADeviceScalarIsReadAtEachReplay) {
+  harness::DeadlineGuard guard(kDeadline, "a device scalar read at each replay");
+  std::vector<float*> scalars;
+  ASSERT_NO_FATAL_FAILURE(addBuffers(1, &scalars));
+  std::vector<ncclRedOp_t> ops(kRanks);
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(ncclSucceeded(ncclRedOpCreatePreMulSum(&ops[r], scalars[r], ncclFloat32, ncclScalarDevice, comms_[r])));
+  }
+  auto setScalars = [&](float value) {  // ordered before the replay on each rank's stream
+    for (int r = 0; r < kRanks; ++r) {
+      ASSERT_CUDA(cudaMemcpyAsync(scalars[r], &value, sizeof(value), cudaMemcpyHostToDevice, streams_[r]));
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(fill(values_, streams_, 1.0f));
+  for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaStreamSynchronize(stream));  // before the capture
+  ASSERT_NO_FATAL_FAILURE(capture([&] {
+    ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+    for (int r = 0; r < kRanks; ++r) {
+      ASSERT_TRUE(ncclSucceeded(
+          ncclAllReduce(values_[r], values_[r], kCount, ncclFloat32, ops[r], comms_[r], streams_[r])));
+    }
+    ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  }));
+  ASSERT_NO_FATAL_FAILURE(setScalars(2.0f));
+  ASSERT_NO_FATAL_FAILURE(replay());
+  ASSERT_NO_FATAL_FAILURE(expect(values_, streams_, kCount, [](int, size_t) { return 12.0f; }));
+  ASSERT_NO_FATAL_FAILURE(setScalars(0.5f));
+  ASSERT_NO_FATAL_FAILURE(replay());
+  ASSERT_NO_FATAL_FAILURE(expect(values_, streams_, kCount, [](int, size_t) { return 18.0f; }));
+  float onHost = 1.0f;
+  ncclRedOp_t hostScalar;
+  ASSERT_TRUE(ncclSucceeded(ncclRedOpCreatePreMulSum(&hostScalar, &onHost, ncclFloat32, ncclScalarDevice, comms_[0])));
+  EXPECT_EQ(ncclAllReduce(values_[0], values_[0], kCount, ncclFloat32, hostScalar, comms_[0], streams_[0]),
+            ncclInvalidArgument);
+  EXPECT_NE(std::string(ncclGetLastError(comms_[0])).find("host memory the GPU cannot read"), std::string::npos);
+  ASSERT_TRUE(ncclSucceeded(ncclRedOpDestroy(hostScalar, comms_[0])));
+  for (cudaGraphExec_t graph : graphs_) ASSERT_CUDA(cudaGraphExecDestroy(graph));
+  graphs_.clear();
+  for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(ncclSucceeded(ncclRedOpDestroy(ops[r], comms_[r])));
 }
 
 // Each rank's calls of one group on two streams, both captured into one graph (the second forked

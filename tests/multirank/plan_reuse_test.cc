@@ -77,6 +77,31 @@ TEST_P(PlanReuse, RepeatedAllReduceSeesEachCallsBuffersAndScalar) {
   }));
 }
 
+// One PreMulSum made with ncclScalarDevice reads its multiplier where it points at each call (on
+// host buffers, when the call runs), so a multiplier changed between calls is the one used.
+TEST_P(PlanReuse, AScalarGivenByPointerIsReadAtEachCall) {
+  const auto [nranks, mode] = GetParam();
+  EXPECT_TRUE(harness::runRanks(options(nranks, mode), [](int rank, int nranks, const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    int32_t multiplier = 0;
+    ncclRedOp_t op;
+    RANK_CHECK_NCCL(ncclRedOpCreatePreMulSum(&op, &multiplier, ncclInt32, ncclScalarDevice, comm.get()));
+    for (int call = 0; call < 3; ++call) {
+      multiplier = call + rank + 1;
+      std::vector<int32_t> data(kCount);
+      for (size_t i = 0; i < kCount; ++i) data[i] = input(rank, i, call);
+      RANK_CHECK_NCCL(ncclAllReduce(data.data(), data.data(), kCount, ncclInt32, op, comm.get(), cudaStream_t{}));
+      for (size_t i = 0; i < kCount; ++i) {
+        const int32_t want = expectedSum(nranks, i, call, [&](int r) { return call + r + 1; });
+        RANK_CHECK(data[i] == want) << "call " << call << ", element " << i << " is " << data[i] << ", want " << want;
+        if (harness::rankFailed()) return;
+      }
+    }
+    RANK_CHECK_NCCL(ncclRedOpDestroy(op, comm.get()));
+  }));
+}
+
 TEST_P(PlanReuse, BroadcastOfOneSizeFromEachRootInTurn) {
   const auto [nranks, mode] = GetParam();
   EXPECT_TRUE(harness::runRanks(options(nranks, mode), [](int rank, int nranks, const ncclUniqueId& id) {
