@@ -60,8 +60,11 @@ class ProxyFailureSink {
 class DeviceProxy {
  public:
   virtual ~DeviceProxy() = default;
-  /// Called once a launch that moves `pieces` pieces through the end has been enqueued. `sink`
-  /// must outlive the connection.
+  /// Adds `pieces` to the pieces the end's kernels move: called once an eager launch has been
+  /// enqueued, and at each replay of a captured one from a host node of its graph, before its
+  /// kernel (so from CUDA's callback thread: any thread, and no CUDA call on the way). Counts
+  /// only: pieces of a later launch may be told before an earlier one's are carried. `sink` must
+  /// outlive the connection.
   virtual void expect(uint64_t pieces, ProxyFailureSink* sink) = 0;
   /// Whether every piece expected so far has been carried (a sending end's have left this rank),
   /// or the end has failed. Any thread.

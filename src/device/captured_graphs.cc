@@ -72,12 +72,26 @@ Status CapturedGraphs::findOrMake(const StreamCapture& capture, Capture** out) {
   return Status::ok();
 }
 
-Status CapturedGraphs::tables(Capture* capture, size_t bytes, char** host, char** device) {
+Status CapturedGraphs::recordOf(const Capture* capture, Record** out) {
   const auto owner = std::find_if(records_.begin(), records_.end(), [capture](const std::unique_ptr<Record>& record) {
     return &record->capture == capture;
   });
-  if (owner == records_.end()) return internalError("tables asked for a capture that has no record");
-  Record& record = **owner;
+  if (owner == records_.end()) return internalError("a capture that has no record");
+  *out = owner->get();
+  return Status::ok();
+}
+
+Status CapturedGraphs::keep(Capture* capture, std::shared_ptr<const void> object) {
+  Record* record = nullptr;
+  WEFT_RETURN_IF_ERROR(recordOf(capture, &record));
+  record->kept.push_back(std::move(object));
+  return Status::ok();
+}
+
+Status CapturedGraphs::tables(Capture* capture, size_t bytes, char** host, char** device) {
+  Record* owner = nullptr;
+  WEFT_RETURN_IF_ERROR(recordOf(capture, &owner));
+  Record& record = *owner;
   size_t at = (record.used + kTablesAlign - 1) / kTablesAlign * kTablesAlign;
   if (record.slabs.empty() || at + bytes > record.slabs.back().capacity) {
     WEFT_RETURN_IF_ERROR(addSlab(&record, bytes));
@@ -120,7 +134,7 @@ void CapturedGraphs::reclaim() {
     if (!record->released->load(std::memory_order_acquire)) return false;
     for (const Slab& slab : record->slabs) freeSlabs_.push_back(slab);
     freeEvents_.push_back(record->capture.afterLastKernel);
-    return true;
+    return true;  // and what it kept goes with it
   });
 }
 

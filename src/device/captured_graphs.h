@@ -1,7 +1,8 @@
 #pragma once
 // What a communicator keeps for each CUDA graph its launches were captured into, for as long as
 // CUDA keeps the graph or an instance of it: the pinned memory its replays read their tables
-// from, and where its latest kernel in the capture was, so that its next kernel there follows it.
+// from, what its host nodes read, and where its latest kernel in the capture was, so that its next
+// kernel there follows it.
 //
 // The graph holds each record through a CUDA user object, whose destructor CUDA calls on a thread
 // of its own once the last graph and instance made from the capture are destroyed (and their
@@ -44,6 +45,8 @@ class CapturedGraphs {
   /// `bytes` of pinned memory, 16-byte aligned, that `capture`'s replays may read for as long as its
   /// graph lives: at `*host` for this thread to write, at `*device` for the kernel to read.
   Status tables(Capture* capture, size_t bytes, char** host, char** device);
+  /// Keeps `object` for as long as `capture`'s graph lives (what a host node of it reads).
+  Status keep(Capture* capture, std::shared_ptr<const void> object);
 
  private:
   struct Slab {
@@ -56,7 +59,10 @@ class CapturedGraphs {
     std::shared_ptr<std::atomic<bool>> released;  // set by CUDA once no graph holds the record
     std::vector<Slab> slabs;                      // the last one is being filled
     size_t used = 0;                              // bytes of the last slab taken
+    std::vector<std::shared_ptr<const void>> kept;
   };
+
+  Status recordOf(const Capture* capture, Record** out);
 
   // A slab of at least `bytes` for `record`: a free one, else a new one.
   Status addSlab(Record* record, size_t bytes);

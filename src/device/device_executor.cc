@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "algorithms/gpu_tuner.h"
@@ -68,6 +70,20 @@ size_t appendTable(std::vector<char>* bytes, const std::vector<T>& values) {
   return offset;
 }
 
+// What one launch moves through the network proxies' ends it reaches.
+struct ProxyExpectations {
+  std::vector<std::pair<transport::DeviceProxy*, uint64_t>> ends;  // and the pieces through each
+  transport::ProxyFailureSink* sink = nullptr;
+
+  void tell() const {
+    for (const auto& [proxy, pieces] : ends) proxy->expect(pieces, sink);
+  }
+};
+
+// A captured launch's host node (CUDA runs it on a thread of its own, where it may make no CUDA
+// call: expect() only counts and wakes the proxy thread).
+void CUDART_CB tellProxies(void* expectations) { static_cast<const ProxyExpectations*>(expectations)->tell(); }
+
 // One kernel launch: the lanes of some operations of one communicator.
 class LaunchBuilder {
  public:
@@ -99,17 +115,13 @@ class LaunchBuilder {
     const size_t connectionsAt = appendTable(&bytes, connections_);
     StreamCapture capture;
     WEFT_RETURN_IF_ERROR(streamCapture(stream, &capture));
-    // refuseCaptureAcrossHosts keeps captured launches away from proxies.
-    if (capture.active && std::any_of(proxies_.begin(), proxies_.end(), [](auto* proxy) { return proxy != nullptr; })) {
-      return internalError("a launch captured into a CUDA graph reached a network proxy");
-    }
     // Eagerly, a buffer of the pool, free again once the kernel has ended; under capture, memory
     // the graph holds, which every replay reads.
     WorkPool::Buffer* buffer = nullptr;
     char* hostTables = nullptr;
     char* deviceTables = nullptr;
+    CapturedGraphs::Capture* record = nullptr;
     if (capture.active) {
-      CapturedGraphs::Capture* record = nullptr;
       WEFT_RETURN_IF_ERROR(device_.capturedGraphs().findOrMake(capture, &record));
       WEFT_RETURN_IF_ERROR(device_.capturedGraphs().tables(record, bytes.size(), &hostTables, &deviceTables));
     } else {
@@ -133,14 +145,23 @@ class LaunchBuilder {
       work.divisor = reduction->divisor;
     }
     work.abortFlag = device_.abortFlag();
-    WEFT_RETURN_IF_ERROR(device_.orderAfterPrevious(stream));
-    WEFT_RETURN_IF_ERROR(launchStepKernel(work, static_cast<int>(tables.blocks.size()), reduction, stream));
-    if (capture.active) return device_.recordLaunch(stream);
-    // The network proxies carry what the kernel will move through their ends.
+    // The network proxies carry what the kernel will move through their ends. They count pieces,
+    // not launches: a captured launch tells them from a host node before its kernel, at each replay.
+    ProxyExpectations expectations;
+    expectations.sink = &device_;
     const std::vector<uint64_t>& pieces = tables_.connectionPieces();
     for (size_t i = 0; i < connections_.size(); ++i) {
-      if (proxies_[i] != nullptr && pieces[i] > 0) proxies_[i]->expect(pieces[i], &device_);
+      if (proxies_[i] != nullptr && pieces[i] > 0) expectations.ends.emplace_back(proxies_[i], pieces[i]);
     }
+    WEFT_RETURN_IF_ERROR(device_.orderAfterPrevious(stream));
+    if (capture.active && !expectations.ends.empty()) {
+      auto kept = std::make_shared<ProxyExpectations>(std::move(expectations));
+      WEFT_RETURN_IF_ERROR(device_.capturedGraphs().keep(record, kept));
+      WEFT_RETURN_IF_ERROR(cudaStatus(cudaLaunchHostFunc(stream, tellProxies, kept.get()), "cudaLaunchHostFunc"));
+    }
+    WEFT_RETURN_IF_ERROR(launchStepKernel(work, static_cast<int>(tables.blocks.size()), reduction, stream));
+    if (capture.active) return device_.recordLaunch(stream);
+    expectations.tell();
     WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(buffer->done, stream), "cudaEventRecord"));
     return device_.recordLaunch(stream);
   }
@@ -254,18 +275,6 @@ Status enqueueOne(CommDevice& device, std::span<const core::Op* const> ops,
     WEFT_RETURN_IF_ERROR(builder.addOp(*ops[i], *programs[i], copy ? algorithms::dataTypeSize(ops[i]->type) : 1));
   }
   return builder.launch(copy ? nullptr : &first.reduction, streamOf(first));
-}
-
-// A network proxy learns of a launch's pieces once, when it is enqueued: a captured graph's replays
-// would wait for pieces no proxy was told of. So a launch that may reach one (its communicator
-// spans hosts) refuses capture, before any connection is made.
-Status refuseCaptureAcrossHosts(const core::Op& op, const CommDevice& device) {
-  StreamCapture capture;
-  WEFT_RETURN_IF_ERROR(streamCapture(streamOf(op), &capture));
-  if (!capture.active || device.oneHost()) return Status::ok();
-  return invalidUsage("CUDA graph capture of %s on GPU buffers is not supported where the communicator spans hosts "
-                      "(its network proxy cannot replay a launch yet): make this call outside the capture",
-                      algorithms::collectiveName(op.collective));
 }
 
 // Whether collective `op` on `device` moves LL pieces (see gpu_protocol.h).
@@ -397,7 +406,6 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     nvlsOps[i] = algorithm == algorithms::Algorithm::kNvls;
     WEFT_RETURN_IF_ERROR(commDevice(*op.comm, &devices[i]));
     if (nvlsOps[i] || runsDirect(op, *devices[i])) continue;  // no program, no connections
-    WEFT_RETURN_IF_ERROR(refuseCaptureAcrossHosts(op, *devices[i]));
     if (algorithms::governedByAlgo(op.collective)) {
       bool lowLatency = false;
       WEFT_RETURN_IF_ERROR(chooseProtocol(op, *devices[i], &lowLatency));
