@@ -3,12 +3,15 @@
 // that leaves through ncclCommDestroy is never reported.
 
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -92,17 +95,29 @@ TEST(DeadPeer, KilledProcessRankIsReportedWithinSeconds) {
   ASSERT_EQ(pipe(deathPipe), 0);
   std::vector<pid_t> children = forkKillableRanks(kRanks, id, [&](int rank, const ncclUniqueId& id) {
     close(deathPipe[0]);
+    // A call stuck this long fails, saying what it waits for, rather than outliving the test.
+    setenv("WEFT_TIMEOUT", "30", 1);
     ncclComm_t comm = nullptr;
-    if (ncclCommInitRank(&comm, kRanks, id, rank) != ncclSuccess) return 10;
+    if (ncclCommInitRank(&comm, kRanks, id, rank) != ncclSuccess) {
+      fprintf(stderr, "rank %d: init failed: %s\n", rank, ncclGetLastError(nullptr));
+      return 10;
+    }
     std::string message;
     Clock::time_point failedAt;
     if (rank == kRanks - 1) {
-      if (allReduceUntilFailure(comm, kIterationsBeforeDeath, &message, &failedAt) != ncclSuccess) return 11;
+      if (allReduceUntilFailure(comm, kIterationsBeforeDeath, &message, &failedAt) != ncclSuccess) {
+        fprintf(stderr, "rank %d: an allreduce before its death failed: %s\n", rank, message.c_str());
+        return 11;
+      }
       char byte = 1;
       if (write(deathPipe[1], &byte, 1) != 1) return 12;
       raise(SIGKILL);
     }
-    if (allReduceUntilFailure(comm, 1 << 30, &message, &failedAt) != ncclRemoteError) return 13;
+    if (const ncclResult_t result = allReduceUntilFailure(comm, 1 << 30, &message, &failedAt);
+        result != ncclRemoteError) {
+      fprintf(stderr, "rank %d: the calls after rank 2's death returned %d: %s\n", rank, result, message.c_str());
+      return 13;
+    }
     if (message.find("rank 2 (host ") == std::string::npos) {
       fprintf(stderr, "rank %d: the error does not name rank 2: %s\n", rank, message.c_str());
       return 14;
@@ -114,9 +129,18 @@ TEST(DeadPeer, KilledProcessRankIsReportedWithinSeconds) {
   });
   ASSERT_EQ(children.size(), static_cast<size_t>(kRanks));
   close(deathPipe[1]);
+  pollfd death{deathPipe[0], POLLIN, 0};
   char byte = 0;
-  ASSERT_EQ(read(deathPipe[0], &byte, 1), 1) << "rank 2 never reached the point where it dies";
+  const bool reached = poll(&death, 1, 60 * 1000) == 1 && read(deathPipe[0], &byte, 1) == 1;
   close(deathPipe[0]);
+  if (!reached) {
+    for (pid_t child : children) kill(child, SIGKILL);
+    for (int rank = 0; rank < kRanks; ++rank) {
+      const int status = waitForRank(children[rank]);
+      ADD_FAILURE() << "rank " << rank << ": status " << status << " (exit code " << WEXITSTATUS(status) << ")";
+    }
+    FAIL() << "rank 2 never reached the point where it dies within 60 s (the ranks' stderr says why)";
+  }
   Clock::time_point diedAt = Clock::now();
 
   for (int rank = 0; rank < kRanks; ++rank) {

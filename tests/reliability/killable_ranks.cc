@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 namespace weft::reliability {
 
 std::vector<pid_t> forkKillableRanks(int nranks, const ncclUniqueId& id,
@@ -28,6 +30,7 @@ std::vector<pid_t> forkKillableRanks(int nranks, const ncclUniqueId& id,
 int waitForRank(pid_t pid) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;  // no such child: never spin
   }
   return status;
 }

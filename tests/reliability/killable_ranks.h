@@ -18,7 +18,7 @@ namespace weft::reliability {
 std::vector<pid_t> forkKillableRanks(int nranks, const ncclUniqueId& id,
                                      const std::function<int(int rank, const ncclUniqueId& id)>& body);
 
-/// Waits for `pid`; returns its raw wait status.
+/// Waits for `pid`; returns its raw wait status (-1 if it is not a child left to wait for).
 int waitForRank(pid_t pid);
 
 }  // namespace weft::reliability
