@@ -38,8 +38,6 @@ class CapturedGraphs {
   CapturedGraphs(const CapturedGraphs&) = delete;
   CapturedGraphs& operator=(const CapturedGraphs&) = delete;
 
-  /// The record of `capture` (active), or null before the communicator's first launch in it.
-  Capture* find(const StreamCapture& capture);
   /// The record of `capture` (active), made where there is none, with the graph's hold on it.
   Status findOrMake(const StreamCapture& capture, Capture** out);
   /// `bytes` of pinned memory, 16-byte aligned, that `capture`'s replays may read for as long as its
@@ -62,6 +60,8 @@ class CapturedGraphs {
     std::vector<std::shared_ptr<const void>> kept;
   };
 
+  // The record of `capture` (active), or null before the communicator's first launch in it.
+  Capture* find(const StreamCapture& capture);
   Status recordOf(const Capture* capture, Record** out);
 
   // A slab of at least `bytes` for `record`: a free one, else a new one.
