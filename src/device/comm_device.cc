@@ -204,6 +204,10 @@ void CommDevice::endKernels(const Status& why) {
 Status CommDevice::orderAfterPrevious(cudaStream_t stream) {
   StreamCapture capture;
   WEFT_RETURN_IF_ERROR(streamCapture(stream, &capture));
+  return orderAfterPrevious(stream, capture);
+}
+
+Status CommDevice::orderAfterPrevious(cudaStream_t stream, const StreamCapture& capture) {
   if (!capture.active) {
     if (!launched_ || (stream == lastStream_ && !graphsCaptured_)) return Status::ok();
     return cudaStatus(cudaStreamWaitEvent(stream, lastLaunch_, 0), "cudaStreamWaitEvent");
@@ -221,9 +225,7 @@ Status CommDevice::orderAfterPrevious(cudaStream_t stream) {
   return cudaStatus(cudaStreamWaitEvent(stream, previous->afterLastKernel, 0), "cudaStreamWaitEvent");
 }
 
-Status CommDevice::recordLaunch(cudaStream_t stream) {
-  StreamCapture capture;
-  WEFT_RETURN_IF_ERROR(streamCapture(stream, &capture));
+Status CommDevice::recordLaunch(cudaStream_t stream, const StreamCapture& capture) {
   if (!capture.active) {
     WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(lastLaunch_, stream), "cudaEventRecord"));
   } else {

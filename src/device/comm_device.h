@@ -110,9 +110,12 @@ class CommDevice final : public core::Communicator::DeviceResources,
   /// `stream` is captured into a CUDA graph: after the communicator's previous kernel in that graph,
   /// or, for its first kernel there, each replay after the launches enqueued before the replay.
   Status orderAfterPrevious(cudaStream_t stream);
-  /// Records the launch just enqueued on `stream` as this communicator's latest; a captured one
-  /// becomes the latest each time its graph is launched.
-  Status recordLaunch(cudaStream_t stream);
+  /// The same, where the caller already asked `stream` its capture (streamCapture): a launch asks
+  /// once, for this and recordLaunch.
+  Status orderAfterPrevious(cudaStream_t stream, const StreamCapture& capture);
+  /// Records the launch just enqueued on `stream` (in `capture`) as this communicator's latest; a
+  /// captured one becomes the latest each time its graph is launched.
+  Status recordLaunch(cudaStream_t stream, const StreamCapture& capture);
 
  private:
   CommDevice(core::Communicator& comm, int device)

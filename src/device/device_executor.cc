@@ -153,17 +153,17 @@ class LaunchBuilder {
     for (size_t i = 0; i < connections_.size(); ++i) {
       if (proxies_[i] != nullptr && pieces[i] > 0) expectations.ends.emplace_back(proxies_[i], pieces[i]);
     }
-    WEFT_RETURN_IF_ERROR(device_.orderAfterPrevious(stream));
+    WEFT_RETURN_IF_ERROR(device_.orderAfterPrevious(stream, capture));
     if (capture.active && !expectations.ends.empty()) {
       auto kept = std::make_shared<ProxyExpectations>(std::move(expectations));
       WEFT_RETURN_IF_ERROR(device_.capturedGraphs().keep(record, kept));
       WEFT_RETURN_IF_ERROR(cudaStatus(cudaLaunchHostFunc(stream, tellProxies, kept.get()), "cudaLaunchHostFunc"));
     }
     WEFT_RETURN_IF_ERROR(launchStepKernel(work, static_cast<int>(tables.blocks.size()), reduction, stream));
-    if (capture.active) return device_.recordLaunch(stream);
+    if (capture.active) return device_.recordLaunch(stream, capture);
     expectations.tell();
     WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(buffer->done, stream), "cudaEventRecord"));
-    return device_.recordLaunch(stream);
+    return device_.recordLaunch(stream, capture);
   }
 
  private:
@@ -337,9 +337,11 @@ Status chooseAlgorithm(const core::Op& op, algorithms::Algorithm* chosen) {
 Status enqueueWhole(CommDevice& device, const core::Op& op, KernelWork& work, int blocks) {
   work.abortFlag = device.abortFlag();
   const cudaStream_t stream = streamOf(op);
-  WEFT_RETURN_IF_ERROR(device.orderAfterPrevious(stream));
+  StreamCapture capture;
+  WEFT_RETURN_IF_ERROR(streamCapture(stream, &capture));
+  WEFT_RETURN_IF_ERROR(device.orderAfterPrevious(stream, capture));
   WEFT_RETURN_IF_ERROR(launchStepKernel(work, blocks, &op.reduction, stream));
-  return device.recordLaunch(stream);
+  return device.recordLaunch(stream, capture);
 }
 
 // Enqueues the NVLS allreduce `op` on its stream (nothing for no elements, on every rank).
