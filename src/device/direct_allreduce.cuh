@@ -7,7 +7,8 @@
 //      the least count: NCCL leaves differing counts undefined, but no buffer is overrun);
 //   2. the n ranks' blocks split the elements evenly: a block reads its elements of every input,
 //      reduces them in rank order (each input scaled by its own rank's PreMulSum multiplier) and
-//      writes the result into every output, 16-byte words where every buffer allows;
+//      writes the result into every output, 16-byte words where every buffer allows
+//      (src/device/block_loops.h);
 //   3. the last of a rank's blocks to finish marks the rank finished at this call; block 0 waits
 //      until every rank has finished, so that the rank's later work on its stream sees its output
 //      whole and may overwrite its input.
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 
+#include "src/device/block_loops.h"
 #include "src/device/device_reduce.cuh"
 #include "src/device/direct_plan.h"
 #include "src/device/kernel_work.h"
@@ -84,36 +86,47 @@ __device__ __forceinline__ void reducePart(const Reducer<Math, kKind>& reducer, 
                                            typename Math::Storage* const* outputs,
                                            const typename Math::Storage* multipliers) {
   using Storage = typename Math::Storage;
-  constexpr int kWordElements = 16 / sizeof(Storage);
-  union Word {
-    uint4 bits;
-    Storage values[kWordElements];
-  };
-  // Elements from `tail` on are reduced one at a time; before it, a 16-byte word at a time.
+  using R = Reducer<Math, kKind>;
+  constexpr uint64_t kWordElements = sizeof(Word16) / sizeof(Storage);
+  // Elements from `tail` on are reduced one at a time; before it, a 16-byte word at a time: the
+  // sum starts as rank 0's words, and each further rank's words are loaded, kWordsInFlight of
+  // them per thread, and added in rank order.
   const uint64_t words = wholeWords ? count / kWordElements : 0;
   const uint64_t tail = words * kWordElements;
   uint64_t begin = 0;
   uint64_t end = 0;
   direct_detail::evenPart(words, part, parts, &begin, &end);
-  for (uint64_t w = begin + threadIdx.x; w < end; w += blockDim.x) {
-    Word in[kMaxDirectRanks];
+  walkWords(begin, end, threadIdx.x, blockDim.x, [&](uint64_t first, uint64_t stride, auto batch) {
+    constexpr int kCount = decltype(batch)::value;
+    Word16 sum[kCount];
 #pragma unroll
-    for (int r = 0; r < kMaxDirectRanks; ++r) {
-      if (r < n) in[r].bits = reinterpret_cast<const uint4*>(inputs[r])[w];
+    for (int u = 0; u < kCount; ++u) sum[u] = loadWord(inputs[0], first + u * stride);
+#pragma unroll
+    for (int u = 0; u < kCount; ++u) {
+      sum[u] = mapWord<Storage>(sum[u], [&](Storage value) { return R::scaleBy(value, multipliers[0]); });
     }
-    Word out;
+    for (int r = 1; r < n; ++r) {
+      Word16 in[kCount];
 #pragma unroll
-    for (int e = 0; e < kWordElements; ++e) {
-      Storage values[kMaxDirectRanks];
+      for (int u = 0; u < kCount; ++u) in[u] = loadWord(inputs[r], first + u * stride);
 #pragma unroll
-      for (int r = 0; r < kMaxDirectRanks; ++r) values[r] = in[r].values[e];
-      out.values[e] = combineRanks<Math, kKind, kDivide>(reducer, n, values, multipliers);
+      for (int u = 0; u < kCount; ++u) {
+        sum[u] = combineWords<Storage>(sum[u], in[u], [&](Storage partial, Storage value) {
+          return Combine<Math, kKind>::apply(partial, R::scaleBy(value, multipliers[r]));
+        });
+      }
     }
+    if constexpr (kDivide) {
 #pragma unroll
-    for (int r = 0; r < kMaxDirectRanks; ++r) {
-      if (r < n) reinterpret_cast<uint4*>(outputs[r])[w] = out.bits;
+      for (int u = 0; u < kCount; ++u) {
+        sum[u] = mapWord<Storage>(sum[u], [&](Storage value) { return reducer.finish(value); });
+      }
     }
-  }
+    for (int r = 0; r < n; ++r) {
+#pragma unroll
+      for (int u = 0; u < kCount; ++u) storeWord(outputs[r], first + u * stride, sum[u]);
+    }
+  });
   direct_detail::evenPart(count - tail, part, parts, &begin, &end);
   for (uint64_t i = tail + begin + threadIdx.x; i < tail + end; i += blockDim.x) {
     Storage values[kMaxDirectRanks];

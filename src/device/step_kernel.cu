@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "src/device/block_loops.h"
 #include "src/device/device_reduce.cuh"
 #include "src/device/direct_allreduce.cuh"
 #include "src/device/nvls_allreduce.cuh"
@@ -267,16 +268,10 @@ struct ReduceBody {
   }
 
   __device__ void operator()(const Piece& piece) const {
-    const Storage* src = reinterpret_cast<const Storage*>(piece.src);
-    const Storage* received = reinterpret_cast<const Storage*>(piece.received);
-    Storage* out = reinterpret_cast<Storage*>(piece.dst != nullptr ? piece.dst : piece.slot);
-    Storage* out2 = piece.dst != nullptr ? reinterpret_cast<Storage*>(piece.slot) : nullptr;
-    for (uint64_t i = threadIdx.x; i < piece.units; i += blockDim.x) {
-      const Storage value =
-          element(piece, received != nullptr ? received[i] : Storage{}, src != nullptr ? src[i] : Storage{});
-      out[i] = value;
-      if (out2 != nullptr) out2[i] = value;
-    }
+    combineElements(reinterpret_cast<const Storage*>(piece.received), reinterpret_cast<const Storage*>(piece.src),
+                    reinterpret_cast<Storage*>(piece.dst != nullptr ? piece.dst : piece.slot),
+                    reinterpret_cast<Storage*>(piece.dst != nullptr ? piece.slot : nullptr), piece.units, threadIdx.x,
+                    blockDim.x, [&](Storage received, Storage local) { return element(piece, received, local); });
   }
 
   // An LL word: the elements among its first `valid` bytes.
@@ -297,7 +292,7 @@ struct ReduceBody {
   }
 };
 
-// Copy launches: units are bytes; 16-byte words where every pointer and the length allow.
+// Copy launches: units are bytes.
 struct CopyBody {
   static constexpr bool kReduces = false;
   __device__ uint64_t combineWord(const Piece& piece, uint64_t received, uint64_t local, uint64_t) const {
@@ -313,24 +308,10 @@ struct CopyBody {
       out = out2;
       out2 = nullptr;
     }
-    const uintptr_t alignment = reinterpret_cast<uintptr_t>(from) | reinterpret_cast<uintptr_t>(out) |
-                                reinterpret_cast<uintptr_t>(out2) | piece.units;
-    if ((alignment & 15) == 0) {
-      const uint4* from16 = reinterpret_cast<const uint4*>(from);
-      uint4* out16 = reinterpret_cast<uint4*>(out);
-      uint4* second16 = reinterpret_cast<uint4*>(out2);
-      for (uint64_t i = threadIdx.x; i < piece.units / 16; i += blockDim.x) {
-        const uint4 word = from16[i];
-        out16[i] = word;
-        if (second16 != nullptr) second16[i] = word;
-      }
-      return;
-    }
-    for (uint64_t i = threadIdx.x; i < piece.units; i += blockDim.x) {
-      const char byte = from[i];
-      out[i] = byte;
-      if (out2 != nullptr) out2[i] = byte;
-    }
+    combineElements<unsigned char>(reinterpret_cast<const unsigned char*>(from), nullptr,
+                                   reinterpret_cast<unsigned char*>(out), reinterpret_cast<unsigned char*>(out2),
+                                   piece.units, threadIdx.x, blockDim.x,
+                                   [](unsigned char received, unsigned char) { return received; });
   }
 };
 

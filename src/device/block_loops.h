@@ -1,0 +1,131 @@
+#pragma once
+// How the threads of one block walk a piece of memory so that each keeps several loads in flight.
+//
+// A block's memory throughput is the bytes its threads have in flight divided by the memory's
+// latency. A loop that loads one element per thread per iteration keeps 512 threads x 4 bytes
+// in flight: a few GB/s per block on an H200, where a block should move 100 GB/s and more. So
+// the kernels load 16-byte words (`Word16`), kWordsInFlight of them per thread and operand
+// before they use any. A thread's words are `threads` apart, so that at each load the block's
+// threads read consecutive words. This header is plain C++ as well, so that host tests check
+// the walk and the element loop on the CPU.
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__CUDACC__)
+#define WEFT_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define WEFT_HOST_DEVICE inline
+#endif
+
+namespace weft::device {
+
+/// The unit of a vector load or store: on the GPU one 128-bit access.
+struct alignas(16) Word16 {
+  uint32_t part[4];
+};
+
+/// Word `index` of `words` (16-byte aligned): one vector load on the GPU; a copy on the host,
+/// where the memory's declared type is not Word16. A misaligned vector access faults on the GPU,
+/// so on the host too it traps, for host tests to catch.
+WEFT_HOST_DEVICE Word16 loadWord(const void* words, uint64_t index) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<const Word16*>(words)[index];
+#else
+  if (reinterpret_cast<uintptr_t>(words) % sizeof(Word16) != 0) __builtin_trap();
+  Word16 word;
+  std::memcpy(&word, static_cast<const char*>(words) + index * sizeof(Word16), sizeof(Word16));
+  return word;
+#endif
+}
+
+WEFT_HOST_DEVICE void storeWord(void* words, uint64_t index, const Word16& word) {
+#if defined(__CUDA_ARCH__)
+  static_cast<Word16*>(words)[index] = word;
+#else
+  if (reinterpret_cast<uintptr_t>(words) % sizeof(Word16) != 0) __builtin_trap();
+  std::memcpy(static_cast<char*>(words) + index * sizeof(Word16), &word, sizeof(Word16));
+#endif
+}
+
+/// Words each thread loads, per operand, before it combines any of them.
+inline constexpr int kWordsInFlight = 4;
+
+/// Words [begin, end) over `threads` threads, this one being `thread`: the thread takes words
+/// begin + thread, + threads, + 2 threads, ... and hands them to `visit(first, stride, batch)`,
+/// kWordsInFlight at a time while that many remain, then one at a time. `batch` is a
+/// std::integral_constant holding the number of words, `stride` apart from `first`.
+template <class Visit>
+WEFT_HOST_DEVICE void walkWords(uint64_t begin, uint64_t end, uint32_t thread, uint32_t threads, const Visit& visit) {
+  const uint64_t stride = threads;
+  uint64_t first = begin + thread;
+  for (; first + (kWordsInFlight - 1) * stride < end; first += kWordsInFlight * stride) {
+    visit(first, stride, std::integral_constant<int, kWordsInFlight>{});
+  }
+  for (; first < end; first += stride) visit(first, stride, std::integral_constant<int, 1>{});
+}
+
+/// `combine` applied to each element of two words: element e of the result is
+/// combine(received's e, local's e).
+template <class Storage, class Combine>
+WEFT_HOST_DEVICE Word16 combineWords(const Word16& received, const Word16& local, const Combine& combine) {
+  constexpr int kElements = sizeof(Word16) / sizeof(Storage);
+  Storage in[kElements];
+  Storage mine[kElements];
+  Storage out[kElements];
+  std::memcpy(in, &received, sizeof(Word16));
+  std::memcpy(mine, &local, sizeof(Word16));
+  for (int e = 0; e < kElements; ++e) out[e] = combine(in[e], mine[e]);
+  Word16 result;
+  std::memcpy(&result, out, sizeof(Word16));
+  return result;
+}
+
+/// `fn` applied to each element of a word.
+template <class Storage, class Fn>
+WEFT_HOST_DEVICE Word16 mapWord(const Word16& word, const Fn& fn) {
+  return combineWords<Storage>(word, word, [&](Storage value, Storage) { return fn(value); });
+}
+
+/// One block's share (`thread` of `threads`) of out[i] = combine(received[i], local[i]) for
+/// i < units, also written to out2[i] where out2 is set. A null `received` or `local` reads as
+/// Storage{} and is not loaded. Where every pointer is 16-byte aligned, the elements up to the
+/// last whole word move as words (walkWords); the rest, or all where a pointer is not aligned,
+/// move one element at a time.
+template <class Storage, class Combine>
+WEFT_HOST_DEVICE void combineElements(const Storage* received, const Storage* local, Storage* out, Storage* out2,
+                                      uint64_t units, uint32_t thread, uint32_t threads, const Combine& combine) {
+  static_assert(sizeof(Word16) % sizeof(Storage) == 0, "an element must divide a word");
+  constexpr uint64_t kPerWord = sizeof(Word16) / sizeof(Storage);
+  const uintptr_t alignment = reinterpret_cast<uintptr_t>(received) | reinterpret_cast<uintptr_t>(local) |
+                              reinterpret_cast<uintptr_t>(out) | reinterpret_cast<uintptr_t>(out2);
+  const uint64_t words = alignment % sizeof(Word16) == 0 ? units / kPerWord : 0;
+  walkWords(0, words, thread, threads, [&](uint64_t first, uint64_t stride, auto batch) {
+    constexpr int kCount = decltype(batch)::value;
+    Word16 in[kCount];
+    Word16 mine[kCount];
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+    for (int u = 0; u < kCount; ++u) {
+      in[u] = received != nullptr ? loadWord(received, first + u * stride) : Word16{};
+      mine[u] = local != nullptr ? loadWord(local, first + u * stride) : Word16{};
+    }
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+    for (int u = 0; u < kCount; ++u) {
+      const Word16 result = combineWords<Storage>(in[u], mine[u], combine);
+      storeWord(out, first + u * stride, result);
+      if (out2 != nullptr) storeWord(out2, first + u * stride, result);
+    }
+  });
+  for (uint64_t i = words * kPerWord + thread; i < units; i += threads) {
+    const Storage result = combine(received != nullptr ? received[i] : Storage{}, local != nullptr ? local[i] : Storage{});
+    out[i] = result;
+    if (out2 != nullptr) out2[i] = result;
+  }
+}
+
+}  // namespace weft::device

@@ -1,0 +1,189 @@
+// The GPU kernels' block loops (src/device/block_loops.h), run on the CPU: every thread of a
+// simulated block in turn, which is how the block's threads divide the work (no two touch one
+// element, so their order does not matter).
+
+#include "src/device/block_loops.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <vector>
+
+namespace weft::device {
+namespace {
+
+struct Visit {
+  uint64_t first;
+  uint64_t stride;
+  int count;
+};
+
+std::vector<Visit> visitsOf(uint64_t begin, uint64_t end, uint32_t thread, uint32_t threads) {
+  std::vector<Visit> visits;
+  walkWords(begin, end, thread, threads, [&](uint64_t first, uint64_t stride, auto batch) {
+    visits.push_back({first, stride, decltype(batch)::value});
+  });
+  return visits;
+}
+
+TEST(WalkWords, EveryWordOnceAndBatchedWhileABatchRemains) {
+  for (uint32_t threads : {1u, 3u, 32u, 512u}) {
+    for (uint64_t begin : {0ull, 5ull, 1000ull}) {
+      for (uint64_t length : {0ull, 1ull, 7ull, 511ull, 2048ull, 2049ull, 6000ull}) {
+        const uint64_t end = begin + length;
+        std::map<uint64_t, int> seen;
+        for (uint32_t thread = 0; thread < threads; ++thread) {
+          const std::vector<Visit> visits = visitsOf(begin, end, thread, threads);
+          uint64_t expected = begin + thread;  // the thread's words, in order
+          for (size_t v = 0; v < visits.size(); ++v) {
+            const Visit& visit = visits[v];
+            ASSERT_EQ(visit.stride, threads);
+            ASSERT_EQ(visit.first, expected);
+            // A batch holds kWordsInFlight words where that many of the thread's words remain.
+            const uint64_t remaining = (end - visit.first + threads - 1) / threads;
+            ASSERT_EQ(visit.count, remaining >= kWordsInFlight ? kWordsInFlight : 1)
+                << "threads " << threads << " thread " << thread << " word " << visit.first;
+            for (int u = 0; u < visit.count; ++u) ++seen[visit.first + u * visit.stride];
+            expected += static_cast<uint64_t>(visit.count) * threads;
+          }
+        }
+        ASSERT_EQ(seen.size(), length) << "threads " << threads << " begin " << begin << " length " << length;
+        for (const auto& [word, times] : seen) {
+          ASSERT_GE(word, begin);
+          ASSERT_LT(word, end);
+          ASSERT_EQ(times, 1) << "word " << word;
+        }
+      }
+    }
+  }
+}
+
+// A buffer of `count` elements whose first element lies `offset` bytes past a 16-byte boundary,
+// between guard bytes that no loop may touch.
+template <class T>
+class Placed {
+ public:
+  static constexpr unsigned char kGuard = 0xA5;
+  Placed(uint64_t count, size_t offset) : count_(count), bytes_(64 + count * sizeof(T) + 64, kGuard), offset_(offset) {
+    base_ = 16 - reinterpret_cast<uintptr_t>(bytes_.data()) % 16 + 16 + offset_;
+  }
+  T* data() { return reinterpret_cast<T*>(bytes_.data() + base_); }
+  T get(uint64_t i) const {
+    T value;
+    std::memcpy(&value, bytes_.data() + base_ + i * sizeof(T), sizeof(T));
+    return value;
+  }
+  void set(uint64_t i, T value) { std::memcpy(bytes_.data() + base_ + i * sizeof(T), &value, sizeof(T)); }
+  bool guardsIntact() const {
+    for (size_t b = 0; b < bytes_.size(); ++b) {
+      const bool inside = b >= base_ && b < base_ + count_ * sizeof(T);
+      if (!inside && bytes_[b] != kGuard) return false;
+    }
+    return true;
+  }
+
+ private:
+  uint64_t count_;
+  std::vector<unsigned char> bytes_;
+  size_t offset_;
+  size_t base_ = 0;
+};
+
+template <class T>
+T receivedValue(uint64_t i) {
+  return static_cast<T>(i * 2654435761u + 17);
+}
+template <class T>
+T localValue(uint64_t i) {
+  return static_cast<T>(i * 40503u + 3);
+}
+
+// Runs combineElements over every thread of a block and checks every output element and guard.
+// The op is a wrapping sum, so an element combined with the wrong partner, or twice, shows.
+template <class T>
+void checkCombine(uint64_t units, uint32_t threads, size_t offset, bool withReceived, bool withLocal, bool withOut2,
+                  bool inPlace) {
+  SCOPED_TRACE(::testing::Message() << "element bytes " << sizeof(T) << ", units " << units << ", threads " << threads
+                                    << ", offset " << offset << ", received " << withReceived << ", local "
+                                    << withLocal << ", out2 " << withOut2 << ", in place " << inPlace);
+  Placed<T> received(units, offset);
+  Placed<T> local(units, offset);
+  Placed<T> out(units, offset);
+  Placed<T> out2(units, offset);
+  for (uint64_t i = 0; i < units; ++i) {
+    received.set(i, receivedValue<T>(i));
+    local.set(i, localValue<T>(i));
+    out.set(i, static_cast<T>(0x5a));
+    out2.set(i, static_cast<T>(0x5a));
+  }
+  T* outData = inPlace ? local.data() : out.data();
+  const auto sum = [](T a, T b) { return static_cast<T>(a + b); };
+  for (uint32_t thread = 0; thread < threads; ++thread) {
+    combineElements<T>(withReceived ? received.data() : nullptr, withLocal ? local.data() : nullptr, outData,
+                       withOut2 ? out2.data() : nullptr, units, thread, threads, sum);
+  }
+  const Placed<T>& result = inPlace ? local : out;
+  for (uint64_t i = 0; i < units; ++i) {
+    const T expected = static_cast<T>((withReceived ? receivedValue<T>(i) : T{}) + (withLocal ? localValue<T>(i) : T{}));
+    ASSERT_EQ(result.get(i), expected) << "element " << i;
+    if (withOut2) {
+      ASSERT_EQ(out2.get(i), expected) << "element " << i << " of out2";
+    }
+  }
+  EXPECT_TRUE(received.guardsIntact());
+  EXPECT_TRUE(local.guardsIntact());
+  EXPECT_TRUE(out.guardsIntact());
+  EXPECT_TRUE(out2.guardsIntact());
+}
+
+template <class T>
+void checkCombineShapes() {
+  for (uint64_t units : {0ull, 1ull, 15ull, 16ull, 17ull, 255ull, 4099ull, 20000ull}) {
+    for (uint32_t threads : {1u, 32u, 512u}) {
+      // Aligned (words), then an offset of one element and of 8 bytes (element by element).
+      for (size_t offset : {size_t{0}, sizeof(T) % 16, size_t{8}}) {
+        checkCombine<T>(units, threads, offset, true, true, false, false);
+        checkCombine<T>(units, threads, offset, true, true, true, false);
+        checkCombine<T>(units, threads, offset, false, true, true, false);
+        checkCombine<T>(units, threads, offset, true, false, false, false);
+        checkCombine<T>(units, threads, offset, true, true, true, true);
+      }
+    }
+  }
+}
+
+TEST(CombineElements, EveryElementOnceForEachElementSize) {
+  checkCombineShapes<uint8_t>();
+  checkCombineShapes<uint16_t>();
+  checkCombineShapes<uint32_t>();
+  checkCombineShapes<uint64_t>();
+}
+
+TEST(CombineElements, WordsTakeElementsInOrder) {
+  const auto firstMinusSecond = [](int32_t a, int32_t b) { return a - b; };
+  Word16 received;
+  Word16 local;
+  for (int e = 0; e < 4; ++e) {
+    const int32_t r = 100 * (e + 1);
+    const int32_t l = e + 1;
+    std::memcpy(&received.part[e], &r, 4);
+    std::memcpy(&local.part[e], &l, 4);
+  }
+  const Word16 result = combineWords<int32_t>(received, local, firstMinusSecond);
+  for (int e = 0; e < 4; ++e) {
+    int32_t value;
+    std::memcpy(&value, &result.part[e], 4);
+    EXPECT_EQ(value, 100 * (e + 1) - (e + 1));
+  }
+  const Word16 doubled = mapWord<int32_t>(local, [](int32_t v) { return 2 * v; });
+  for (int e = 0; e < 4; ++e) {
+    int32_t value;
+    std::memcpy(&value, &doubled.part[e], 4);
+    EXPECT_EQ(value, 2 * (e + 1));
+  }
+}
+
+}  // namespace
+}  // namespace weft::device
