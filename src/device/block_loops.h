@@ -76,6 +76,9 @@ WEFT_HOST_DEVICE Word16 combineWords(const Word16& received, const Word16& local
   Storage out[kElements];
   std::memcpy(in, &received, sizeof(Word16));
   std::memcpy(mine, &local, sizeof(Word16));
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
   for (int e = 0; e < kElements; ++e) out[e] = combine(in[e], mine[e]);
   Word16 result;
   std::memcpy(&result, out, sizeof(Word16));

@@ -101,17 +101,31 @@ T localValue(uint64_t i) {
 }
 
 // Runs combineElements over every thread of a block and checks every output element and guard.
-// The op is a wrapping sum, so an element combined with the wrong partner, or twice, shows.
+// An element combined with the wrong partner, in the wrong order, or twice, shows.
+// Where each buffer starts past a 16-byte boundary.
+struct Offsets {
+  size_t received;
+  size_t local;
+  size_t out;
+  size_t out2;
+};
+
 template <class T>
-void checkCombine(uint64_t units, uint32_t threads, size_t offset, bool withReceived, bool withLocal, bool withOut2,
+T combined(T received, T local) {
+  return static_cast<T>(received * 3 + local);  // not symmetric: swapped operands show
+}
+
+template <class T>
+void checkCombine(uint64_t units, uint32_t threads, Offsets offsets, bool withReceived, bool withLocal, bool withOut2,
                   bool inPlace) {
   SCOPED_TRACE(::testing::Message() << "element bytes " << sizeof(T) << ", units " << units << ", threads " << threads
-                                    << ", offset " << offset << ", received " << withReceived << ", local "
-                                    << withLocal << ", out2 " << withOut2 << ", in place " << inPlace);
-  Placed<T> received(units, offset);
-  Placed<T> local(units, offset);
-  Placed<T> out(units, offset);
-  Placed<T> out2(units, offset);
+                                    << ", offsets " << offsets.received << "/" << offsets.local << "/" << offsets.out
+                                    << "/" << offsets.out2 << ", received " << withReceived << ", local " << withLocal
+                                    << ", out2 " << withOut2 << ", in place " << inPlace);
+  Placed<T> received(units, offsets.received);
+  Placed<T> local(units, offsets.local);
+  Placed<T> out(units, offsets.out);
+  Placed<T> out2(units, offsets.out2);
   for (uint64_t i = 0; i < units; ++i) {
     received.set(i, receivedValue<T>(i));
     local.set(i, localValue<T>(i));
@@ -119,14 +133,13 @@ void checkCombine(uint64_t units, uint32_t threads, size_t offset, bool withRece
     out2.set(i, static_cast<T>(0x5a));
   }
   T* outData = inPlace ? local.data() : out.data();
-  const auto sum = [](T a, T b) { return static_cast<T>(a + b); };
   for (uint32_t thread = 0; thread < threads; ++thread) {
     combineElements<T>(withReceived ? received.data() : nullptr, withLocal ? local.data() : nullptr, outData,
-                       withOut2 ? out2.data() : nullptr, units, thread, threads, sum);
+                       withOut2 ? out2.data() : nullptr, units, thread, threads, combined<T>);
   }
   const Placed<T>& result = inPlace ? local : out;
   for (uint64_t i = 0; i < units; ++i) {
-    const T expected = static_cast<T>((withReceived ? receivedValue<T>(i) : T{}) + (withLocal ? localValue<T>(i) : T{}));
+    const T expected = combined<T>(withReceived ? receivedValue<T>(i) : T{}, withLocal ? localValue<T>(i) : T{});
     ASSERT_EQ(result.get(i), expected) << "element " << i;
     if (withOut2) {
       ASSERT_EQ(out2.get(i), expected) << "element " << i << " of out2";
@@ -138,17 +151,27 @@ void checkCombine(uint64_t units, uint32_t threads, size_t offset, bool withRece
   EXPECT_TRUE(out2.guardsIntact());
 }
 
+// All aligned (words); then one buffer (each in turn) or all of them an element or 8 bytes off a
+// boundary, which must move element by element.
+template <class T>
+std::vector<Offsets> layouts() {
+  std::vector<Offsets> all = {{0, 0, 0, 0}};
+  for (size_t shift : {sizeof(T) % 16, size_t{8}}) {
+    all.insert(all.end(), {{shift, 0, 0, 0}, {0, shift, 0, 0}, {0, 0, shift, 0}, {0, 0, 0, shift}, {shift, shift, shift, shift}});
+  }
+  return all;
+}
+
 template <class T>
 void checkCombineShapes() {
   for (uint64_t units : {0ull, 1ull, 15ull, 16ull, 17ull, 255ull, 4099ull, 20000ull}) {
     for (uint32_t threads : {1u, 32u, 512u}) {
-      // Aligned (words), then an offset of one element and of 8 bytes (element by element).
-      for (size_t offset : {size_t{0}, sizeof(T) % 16, size_t{8}}) {
-        checkCombine<T>(units, threads, offset, true, true, false, false);
-        checkCombine<T>(units, threads, offset, true, true, true, false);
-        checkCombine<T>(units, threads, offset, false, true, true, false);
-        checkCombine<T>(units, threads, offset, true, false, false, false);
-        checkCombine<T>(units, threads, offset, true, true, true, true);
+      for (const Offsets& offsets : layouts<T>()) {
+        checkCombine<T>(units, threads, offsets, true, true, false, false);
+        checkCombine<T>(units, threads, offsets, true, true, true, false);
+        checkCombine<T>(units, threads, offsets, false, true, true, false);
+        checkCombine<T>(units, threads, offsets, true, false, false, false);
+        checkCombine<T>(units, threads, offsets, true, true, true, true);
       }
     }
   }
