@@ -6,7 +6,9 @@
 // slot is posted and the slot to send into is free, and leaves the slots' addresses in shared
 // memory; the whole block then moves the piece; after a barrier thread 0 publishes the sent slot
 // (its byte count first, where the connection has a count per slot) and returns the received one
-// (release stores). Only thread 0 reads the work's tables, which live in pinned host memory.
+// (release stores). The work's tables live in pinned host memory: the block reads a lane's
+// steps and their connections into shared memory as the lane starts (kCachedSteps), and only a
+// longer lane's pieces read them, by thread 0.
 
 #include <cstring>
 
@@ -140,10 +142,19 @@ __device__ bool moveLowLatencyPiece(const Piece& piece, uint64_t unitBytes, uint
   return true;
 }
 
+// Steps of a lane that its block reads into shared memory when the lane starts, with their
+// connections: every thread reads one step, so the lane waits once for pinned host memory rather
+// than at every piece (a ring's lanes have 2(n - 1) steps, 17 ranks and fewer fit). Thread 0
+// reads each piece's step and connections of a longer lane.
+constexpr uint32_t kCachedSteps = 32;
+
 template <class Body>
 __device__ void runLanes(const KernelWork& work, const Body& body) {
   // The tables live in pinned host memory: thread 0 reads each entry once, into shared memory.
   __shared__ KernelLane lane;
+  __shared__ KernelStep laneSteps[kCachedSteps];
+  __shared__ KernelConnection laneReceives[kCachedSteps];  // each cached step's connections
+  __shared__ KernelConnection laneSends[kCachedSteps];
   __shared__ KernelStep step;
   __shared__ unsigned long long receivedIndex;
   __shared__ unsigned long long sentIndex;
@@ -168,16 +179,24 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
   for (uint32_t l = 0; l < block.laneCount; ++l) {
     if (threadIdx.x == 0) lane = work.lanes[block.firstLane + l];
     __syncthreads();
+    const bool cached = lane.stepCount <= kCachedSteps;
+    if (cached && threadIdx.x < lane.stepCount) {
+      const KernelStep mine = work.steps[lane.firstStep + threadIdx.x];
+      laneSteps[threadIdx.x] = mine;
+      if (mine.recvConnection >= 0) laneReceives[threadIdx.x] = work.connections[mine.recvConnection];
+      if (mine.sendConnection >= 0) laneSends[threadIdx.x] = work.connections[mine.sendConnection];
+    }
+    __syncthreads();
     for (uint64_t round = 0; round < lane.rounds; ++round) {
       const uint64_t begin = round * work.pieceUnits;
       for (uint32_t s = 0; s < lane.stepCount; ++s) {
         if (threadIdx.x == 0) {
-          step = work.steps[lane.firstStep + s];
+          step = cached ? laneSteps[s] : work.steps[lane.firstStep + s];
           action = begin >= step.count ? 1 : 0;
           receivedSlot = sendSlot = cleanSlot = nullptr;
           sendPosted = sendSize = recvReleased = nullptr;
           if (action == 0 && step.recvConnection >= 0) {
-            const KernelConnection recv = work.connections[step.recvConnection];
+            const KernelConnection recv = cached ? laneReceives[s] : work.connections[step.recvConnection];
             receivedIndex = *reinterpret_cast<volatile unsigned long long*>(recv.released);
             const uint64_t slot = receivedIndex % recv.slotCount;
             if (lowLatency) {
@@ -189,7 +208,7 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
             recvReleased = recv.released;
           }
           if (action == 0 && step.sendConnection >= 0) {
-            const KernelConnection send = work.connections[step.sendConnection];
+            const KernelConnection send = cached ? laneSends[s] : work.connections[step.sendConnection];
             sentIndex = *reinterpret_cast<volatile unsigned long long*>(send.posted);
             if (!waitFree(send, sentIndex, work.abortFlag)) action = 2;
             const uint64_t slot = sentIndex % send.slotCount;
@@ -247,7 +266,7 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
         }
       }
     }
-    __syncthreads();  // every thread is done with `lane` before thread 0 reads the next one
+    __syncthreads();  // every thread is done with `lane` and its steps before the next are read
   }
 }
 
