@@ -144,13 +144,13 @@ __device__ bool moveLowLatencyPiece(const Piece& piece, uint64_t unitBytes, uint
 
 // Steps of a lane that its block reads into shared memory when the lane starts, with their
 // connections: every thread reads one step, so the lane waits once for pinned host memory rather
-// than at every piece (a ring's lanes have 2(n - 1) steps, 17 ranks and fewer fit). Thread 0
-// reads each piece's step and connections of a longer lane.
-constexpr uint32_t kCachedSteps = 32;
+// than at every piece (a ring allreduce's lanes have 2n - 1 steps: 32 ranks and fewer fit, in
+// 11 KiB). Thread 0 reads each piece's step and connections of a longer lane.
+constexpr uint32_t kCachedSteps = 64;
 
 template <class Body>
 __device__ void runLanes(const KernelWork& work, const Body& body) {
-  // The tables live in pinned host memory: thread 0 reads each entry once, into shared memory.
+  // The tables live in pinned host memory: each entry is read once, into shared memory.
   __shared__ KernelLane lane;
   __shared__ KernelStep laneSteps[kCachedSteps];
   __shared__ KernelConnection laneReceives[kCachedSteps];  // each cached step's connections
@@ -158,8 +158,8 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
   __shared__ KernelStep step;
   __shared__ unsigned long long receivedIndex;
   __shared__ unsigned long long sentIndex;
-  // The piece's slots and the counters thread 0 publishes, from the connection table (also in
-  // pinned host memory), so that no other thread reads the table.
+  // The piece's slots and the counters thread 0 publishes, from the step's connections, which
+  // only thread 0 reads once the lane has started.
   __shared__ char* receivedSlot;
   __shared__ char* sendSlot;
   __shared__ unsigned long long* sendPosted;
