@@ -89,8 +89,8 @@ __device__ __forceinline__ void reducePart(const Reducer<Math, kKind>& reducer, 
   using R = Reducer<Math, kKind>;
   constexpr uint64_t kWordElements = sizeof(Word16) / sizeof(Storage);
   // Elements from `tail` on are reduced one at a time; before it, a 16-byte word at a time: the
-  // sum starts as rank 0's words, and each further rank's words are loaded, kWordsInFlight of
-  // them per thread, and added in rank order.
+  // sum starts as rank 0's words, and the further ranks' words are loaded, kWordsInFlight of them
+  // per thread and rank, and added in rank order.
   const uint64_t words = wholeWords ? count / kWordElements : 0;
   const uint64_t tail = words * kWordElements;
   uint64_t begin = 0;
@@ -105,16 +105,33 @@ __device__ __forceinline__ void reducePart(const Reducer<Math, kKind>& reducer, 
     for (int u = 0; u < kCount; ++u) {
       sum[u] = mapWord<Storage>(sum[u], [&](Storage value) { return R::scaleBy(value, multipliers[0]); });
     }
-    for (int r = 1; r < n; ++r) {
-      Word16 in[kCount];
-#pragma unroll
-      for (int u = 0; u < kCount; ++u) in[u] = loadWord(inputs[r], first + u * stride);
+    const auto add = [&](const Word16* in, int r) {
 #pragma unroll
       for (int u = 0; u < kCount; ++u) {
         sum[u] = combineWords<Storage>(sum[u], in[u], [&](Storage partial, Storage value) {
           return Combine<Math, kKind>::apply(partial, R::scaleBy(value, multipliers[r]));
         });
       }
+    };
+    // Two ranks' words at a time while two remain: a thread keeps 2 x kWordsInFlight loads in
+    // flight at any rank count.
+    int r = 1;
+    for (; r + 1 < n; r += 2) {
+      Word16 in[kCount];
+      Word16 next[kCount];
+#pragma unroll
+      for (int u = 0; u < kCount; ++u) {
+        in[u] = loadWord(inputs[r], first + u * stride);
+        next[u] = loadWord(inputs[r + 1], first + u * stride);
+      }
+      add(in, r);
+      add(next, r + 1);
+    }
+    if (r < n) {
+      Word16 in[kCount];
+#pragma unroll
+      for (int u = 0; u < kCount; ++u) in[u] = loadWord(inputs[r], first + u * stride);
+      add(in, r);
     }
     if constexpr (kDivide) {
 #pragma unroll
