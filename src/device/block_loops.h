@@ -131,4 +131,51 @@ WEFT_HOST_DEVICE void combineElements(const Storage* received, const Storage* lo
   }
 }
 
+
+/// One block's share (`thread` of `threads`) of words [begin, end) of n ranks' inputs, reduced
+/// into every rank's output (all 16-byte aligned). Each element of the result is, in rank order,
+/// finish(fold(... fold(fold(Storage{}, x0, 0), x1, 1) ..., x(n-1), n - 1)), where x_r is rank
+/// r's element (`fold` ignores its first operand for rank 0). A thread loads two ranks'
+/// kWordsInFlight words at a time (ranks 0 and 1, then 2 and 3, ...) before folding them in.
+template <class Storage, class Fold, class Finish>
+WEFT_HOST_DEVICE void reduceRankWords(const Storage* const* inputs, Storage* const* outputs, int n, uint64_t begin,
+                                      uint64_t end, uint32_t thread, uint32_t threads, const Fold& fold,
+                                      const Finish& finish) {
+  walkWords(begin, end, thread, threads, [&](uint64_t first, uint64_t stride, auto batch) {
+    constexpr int kCount = decltype(batch)::value;
+    Word16 sum[kCount] = {};
+    for (int r = 0; r < n; r += 2) {
+      const bool pair = r + 1 < n;
+      Word16 in[kCount];
+      Word16 next[kCount];
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+      for (int u = 0; u < kCount; ++u) {
+        in[u] = loadWord(inputs[r], first + u * stride);
+        next[u] = pair ? loadWord(inputs[r + 1], first + u * stride) : Word16{};
+      }
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+      for (int u = 0; u < kCount; ++u) {
+        sum[u] = combineWords<Storage>(sum[u], in[u], [&](Storage partial, Storage x) { return fold(partial, x, r); });
+        if (pair) {
+          sum[u] = combineWords<Storage>(sum[u], next[u], [&](Storage partial, Storage x) { return fold(partial, x, r + 1); });
+        }
+      }
+    }
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+    for (int u = 0; u < kCount; ++u) sum[u] = mapWord<Storage>(sum[u], finish);
+    for (int r = 0; r < n; ++r) {
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+      for (int u = 0; u < kCount; ++u) storeWord(outputs[r], first + u * stride, sum[u]);
+    }
+  });
+}
+
 }  // namespace weft::device

@@ -63,23 +63,10 @@ __device__ inline void evenPart(uint64_t units, uint64_t part, uint64_t parts, u
 
 }  // namespace direct_detail
 
-// Element i of the result from the ranks' elements i (values[r] for r < n): in rank order, each
-// scaled by its own rank's multiplier; divided for the integer average where kDivide.
-template <class Math, RedOpKind kKind, bool kDivide>
-__device__ __forceinline__ typename Math::Storage combineRanks(const Reducer<Math, kKind>& reducer, int n,
-                                                               const typename Math::Storage* values,
-                                                               const typename Math::Storage* multipliers) {
-  using R = Reducer<Math, kKind>;
-  typename Math::Storage sum = R::scaleBy(values[0], multipliers[0]);
-#pragma unroll
-  for (int r = 1; r < kMaxDirectRanks; ++r) {
-    if (r < n) sum = Combine<Math, kKind>::apply(sum, R::scaleBy(values[r], multipliers[r]));
-  }
-  if constexpr (kDivide) return reducer.finish(sum);
-  else return sum;
-}
-
-// This block's part of the elements: `parts` blocks over all ranks split them evenly.
+// This block's part of the elements: `parts` blocks over all ranks split them evenly. Each
+// element of the result is, in rank order, each rank's element scaled by its own multiplier and
+// combined into the partial result (divided for the integer average where kDivide): 16-byte words
+// up to `tail` (reduceRankWords), then one element at a time.
 template <class Math, RedOpKind kKind, bool kDivide>
 __device__ __forceinline__ void reducePart(const Reducer<Math, kKind>& reducer, int n, uint64_t count, bool wholeWords,
                                            uint64_t part, uint64_t parts, const typename Math::Storage* const* inputs,
@@ -87,73 +74,27 @@ __device__ __forceinline__ void reducePart(const Reducer<Math, kKind>& reducer, 
                                            const typename Math::Storage* multipliers) {
   using Storage = typename Math::Storage;
   using R = Reducer<Math, kKind>;
+  const auto fold = [&](Storage partial, Storage x, int r) {
+    const Storage scaled = R::scaleBy(x, multipliers[r]);
+    return r == 0 ? scaled : Combine<Math, kKind>::apply(partial, scaled);
+  };
+  const auto finish = [&](Storage value) {
+    if constexpr (kDivide) return reducer.finish(value);
+    else return value;
+  };
   constexpr uint64_t kWordElements = sizeof(Word16) / sizeof(Storage);
-  // Elements from `tail` on are reduced one at a time; before it, a 16-byte word at a time: the
-  // sum starts as rank 0's words, and the further ranks' words are loaded, kWordsInFlight of them
-  // per thread and rank, and added in rank order.
   const uint64_t words = wholeWords ? count / kWordElements : 0;
   const uint64_t tail = words * kWordElements;
   uint64_t begin = 0;
   uint64_t end = 0;
   direct_detail::evenPart(words, part, parts, &begin, &end);
-  walkWords(begin, end, threadIdx.x, blockDim.x, [&](uint64_t first, uint64_t stride, auto batch) {
-    constexpr int kCount = decltype(batch)::value;
-    Word16 sum[kCount];
-#pragma unroll
-    for (int u = 0; u < kCount; ++u) sum[u] = loadWord(inputs[0], first + u * stride);
-#pragma unroll
-    for (int u = 0; u < kCount; ++u) {
-      sum[u] = mapWord<Storage>(sum[u], [&](Storage value) { return R::scaleBy(value, multipliers[0]); });
-    }
-    const auto add = [&](const Word16* in, int r) {
-#pragma unroll
-      for (int u = 0; u < kCount; ++u) {
-        sum[u] = combineWords<Storage>(sum[u], in[u], [&](Storage partial, Storage value) {
-          return Combine<Math, kKind>::apply(partial, R::scaleBy(value, multipliers[r]));
-        });
-      }
-    };
-    // Two ranks' words at a time while two remain: a thread keeps 2 x kWordsInFlight loads in
-    // flight at any rank count.
-    int r = 1;
-    for (; r + 1 < n; r += 2) {
-      Word16 in[kCount];
-      Word16 next[kCount];
-#pragma unroll
-      for (int u = 0; u < kCount; ++u) {
-        in[u] = loadWord(inputs[r], first + u * stride);
-        next[u] = loadWord(inputs[r + 1], first + u * stride);
-      }
-      add(in, r);
-      add(next, r + 1);
-    }
-    if (r < n) {
-      Word16 in[kCount];
-#pragma unroll
-      for (int u = 0; u < kCount; ++u) in[u] = loadWord(inputs[r], first + u * stride);
-      add(in, r);
-    }
-    if constexpr (kDivide) {
-#pragma unroll
-      for (int u = 0; u < kCount; ++u) {
-        sum[u] = mapWord<Storage>(sum[u], [&](Storage value) { return reducer.finish(value); });
-      }
-    }
-    for (int r = 0; r < n; ++r) {
-#pragma unroll
-      for (int u = 0; u < kCount; ++u) storeWord(outputs[r], first + u * stride, sum[u]);
-    }
-  });
+  reduceRankWords(inputs, outputs, n, begin, end, threadIdx.x, blockDim.x, fold, finish);
   direct_detail::evenPart(count - tail, part, parts, &begin, &end);
   for (uint64_t i = tail + begin + threadIdx.x; i < tail + end; i += blockDim.x) {
-    Storage values[kMaxDirectRanks];
-#pragma unroll
-    for (int r = 0; r < kMaxDirectRanks; ++r) values[r] = r < n ? inputs[r][i] : Storage{};
-    const Storage result = combineRanks<Math, kKind, kDivide>(reducer, n, values, multipliers);
-#pragma unroll
-    for (int r = 0; r < kMaxDirectRanks; ++r) {
-      if (r < n) outputs[r][i] = result;
-    }
+    Storage result{};
+    for (int r = 0; r < n; ++r) result = fold(result, inputs[r][i], r);
+    result = finish(result);
+    for (int r = 0; r < n; ++r) outputs[r][i] = result;
   }
 }
 

@@ -17,8 +17,8 @@
 
 namespace weft::device {
 
-/// The most ranks the direct kernel reduces at once (its per-thread registers hold one 16-byte
-/// word of each rank's input).
+/// The most ranks the direct kernel reduces at once (each block keeps every rank's buffers and
+/// multiplier in shared memory).
 inline constexpr int kMaxDirectRanks = 8;
 
 /// Whether a communicator of `peers` runs its allreduces on GPU buffers directly: 1 to

@@ -150,7 +150,6 @@ constexpr uint32_t kCachedSteps = 64;
 
 template <class Body>
 __device__ void runLanes(const KernelWork& work, const Body& body) {
-  // The tables live in pinned host memory: each entry is read once, into shared memory.
   __shared__ KernelLane lane;
   __shared__ KernelStep laneSteps[kCachedSteps];
   __shared__ KernelConnection laneReceives[kCachedSteps];  // each cached step's connections

@@ -1,9 +1,9 @@
 // The direct allreduce of ranks that are threads of one process on one GPU
-// (src/device/direct_plan.h), where the collective suite does not reach: buffers that are not
-// 16-byte aligned (the element-at-a-time path), each rank scaling its input by its own PreMulSum
-// multiplier, calls of changing sizes interleaved with ring collectives (each call's number is
-// counted on the device), and a captured CUDA graph replayed. Skipped, saying so, where no GPU
-// is present.
+// (src/device/direct_plan.h), where the collective suite does not reach: each rank scaling its
+// input by its own PreMulSum multiplier (in 16-byte words, and element by element in buffers that
+// are not 16-byte aligned), calls of changing sizes interleaved with ring collectives (each call's
+// number is counted on the device), and a captured CUDA graph replayed. Skipped, saying so, where
+// no GPU is present.
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -91,27 +91,37 @@ class DirectAllReduce : public ::testing::Test {
     ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
   }
 
+  // Rank r's input, all r + 1, times its own PreMulSum multiplier r + 1, summed over the ranks.
+  void allReduceScaledByRank() {
+    std::vector<ncclRedOp_t> scaled(kRanks);
+    for (int r = 0; r < kRanks; ++r) {
+      float multiplier = static_cast<float>(r + 1);
+      ASSERT_TRUE(ncclSucceeded(
+          ncclRedOpCreatePreMulSum(&scaled[r], &multiplier, ncclFloat32, ncclScalarHostImmediate, comms_[r])));
+    }
+    ASSERT_NO_FATAL_FAILURE(fill([](int r) { return static_cast<float>(r + 1); }));
+    ASSERT_NO_FATAL_FAILURE(allReduce(kCount, scaled));
+    ASSERT_NO_FATAL_FAILURE(expect(0, 0, 1 + 4 + 9));
+    for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(ncclSucceeded(ncclRedOpDestroy(scaled[r], comms_[r])));
+  }
+
   std::vector<ncclComm_t> comms_;
   std::vector<cudaStream_t> streams_;
   std::vector<float*> allocations_;
   std::vector<size_t> offsets_ = std::vector<size_t>(kRanks, 0);
 };
 
+TEST_F(DirectAllReduce, EachRanksOwnMultiplierIsExact) {
+  harness::DeadlineGuard guard(kDeadline, "direct allreduce with a multiplier per rank");
+  ASSERT_NO_FATAL_FAILURE(allReduceScaledByRank());  // 16-byte words, then the last elements
+}
+
 TEST_F(DirectAllReduce, UnalignedBuffersAndEachRanksOwnMultiplierAreExact) {
   harness::DeadlineGuard guard(kDeadline, "direct allreduce of unaligned buffers");
-  std::vector<ncclRedOp_t> scaled(kRanks);
-  for (int r = 0; r < kRanks; ++r) {
-    float multiplier = static_cast<float>(r + 1);
-    ASSERT_TRUE(ncclSucceeded(
-        ncclRedOpCreatePreMulSum(&scaled[r], &multiplier, ncclFloat32, ncclScalarHostImmediate, comms_[r])));
-  }
   // Only the last rank's buffer is off a 16-byte boundary: every rank's blocks must then take
   // the element-at-a-time path, or some elements would be written twice and others never.
   offsets_.back() = 1;
-  ASSERT_NO_FATAL_FAILURE(fill([](int r) { return static_cast<float>(r + 1); }));
-  ASSERT_NO_FATAL_FAILURE(allReduce(kCount, scaled));
-  ASSERT_NO_FATAL_FAILURE(expect(0, 0, 1 + 4 + 9));  // each rank's r + 1 times its own r + 1
-  for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(ncclSucceeded(ncclRedOpDestroy(scaled[r], comms_[r])));
+  ASSERT_NO_FATAL_FAILURE(allReduceScaledByRank());
 }
 
 TEST_F(DirectAllReduce, CallsOfChangingSizesBetweenRingCollectivesAreExact) {

@@ -69,6 +69,8 @@ class Placed {
   Placed(uint64_t count, size_t offset) : count_(count), bytes_(64 + count * sizeof(T) + 64, kGuard), offset_(offset) {
     base_ = 16 - reinterpret_cast<uintptr_t>(bytes_.data()) % 16 + 16 + offset_;
   }
+  Placed(const Placed&) = delete;  // a copy's bytes would lie elsewhere; a move keeps them
+  Placed(Placed&&) = default;
   T* data() { return reinterpret_cast<T*>(bytes_.data() + base_); }
   T get(uint64_t i) const {
     T value;
@@ -100,8 +102,6 @@ T localValue(uint64_t i) {
   return static_cast<T>(i * 40503u + 3);
 }
 
-// Runs combineElements over every thread of a block and checks every output element and guard.
-// An element combined with the wrong partner, in the wrong order, or twice, shows.
 // Where each buffer starts past a 16-byte boundary.
 struct Offsets {
   size_t received;
@@ -115,6 +115,9 @@ T combined(T received, T local) {
   return static_cast<T>(received * 3 + local);  // not symmetric: swapped operands show
 }
 
+// Runs combineElements over every thread of a block and checks every output element and guard:
+// an element combined with the wrong partner or with its operands swapped shows, and in place one
+// combined twice.
 template <class T>
 void checkCombine(uint64_t units, uint32_t threads, Offsets offsets, bool withReceived, bool withLocal, bool withOut2,
                   bool inPlace) {
@@ -157,6 +160,7 @@ template <class T>
 std::vector<Offsets> layouts() {
   std::vector<Offsets> all = {{0, 0, 0, 0}};
   for (size_t shift : {sizeof(T) % 16, size_t{8}}) {
+    if (shift == 8 && sizeof(T) == 8) continue;  // the element's own size, already taken
     all.insert(all.end(), {{shift, 0, 0, 0}, {0, shift, 0, 0}, {0, 0, shift, 0}, {0, 0, 0, shift}, {shift, shift, shift, shift}});
   }
   return all;
@@ -205,6 +209,65 @@ TEST(CombineElements, WordsTakeElementsInOrder) {
     int32_t value;
     std::memcpy(&value, &doubled.part[e], 4);
     EXPECT_EQ(value, 2 * (e + 1));
+  }
+}
+
+// reduceRankWords on n ranks' buffers of `words` words, over every thread of a block, for the
+// words [begin, end): an order- and rank-sensitive fold shows a rank skipped, taken twice, out of
+// order or with another's index; the words outside [begin, end) must keep their old values.
+template <class T>
+void checkReduceRanks(int n, uint64_t words, uint64_t begin, uint64_t end, uint32_t threads) {
+  SCOPED_TRACE(::testing::Message() << "element bytes " << sizeof(T) << ", ranks " << n << ", words [" << begin << ", "
+                                    << end << ") of " << words << ", threads " << threads);
+  constexpr uint64_t kPerWord = sizeof(Word16) / sizeof(T);
+  const uint64_t count = words * kPerWord;
+  const auto fold = [](T partial, T x, int r) {
+    return r == 0 ? static_cast<T>(x + 1) : static_cast<T>(partial * 3 + x * (r + 2));
+  };
+  const auto finish = [](T value) { return static_cast<T>(value ^ 0x5A); };
+  const auto input = [](int r, uint64_t i) { return static_cast<T>(i * 2654435761u + r * 977u + 5); };
+  const T untouched = static_cast<T>(0x33);
+  std::vector<Placed<T>> ins;
+  std::vector<Placed<T>> outs;
+  for (int r = 0; r < n; ++r) {
+    ins.emplace_back(count, 0);
+    outs.emplace_back(count, 0);
+  }
+  std::vector<const T*> inputs;
+  std::vector<T*> outputs;
+  for (int r = 0; r < n; ++r) {
+    for (uint64_t i = 0; i < count; ++i) {
+      ins[r].set(i, input(r, i));
+      outs[r].set(i, untouched);
+    }
+    inputs.push_back(ins[r].data());
+    outputs.push_back(outs[r].data());
+  }
+  for (uint32_t thread = 0; thread < threads; ++thread) {
+    reduceRankWords<T>(inputs.data(), outputs.data(), n, begin, end, thread, threads, fold, finish);
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    T expected = untouched;
+    if (i / kPerWord >= begin && i / kPerWord < end) {
+      T partial{};
+      for (int r = 0; r < n; ++r) partial = fold(partial, input(r, i), r);
+      expected = finish(partial);
+    }
+    for (int r = 0; r < n; ++r) ASSERT_EQ(outs[r].get(i), expected) << "rank " << r << " element " << i;
+  }
+  for (int r = 0; r < n; ++r) {
+    EXPECT_TRUE(ins[r].guardsIntact());
+    EXPECT_TRUE(outs[r].guardsIntact());
+  }
+}
+
+TEST(ReduceRankWords, EveryRankFoldsInRankOrderIntoEveryOutput) {
+  for (int n = 1; n <= 8; ++n) {
+    for (uint32_t threads : {1u, 32u, 512u}) {
+      checkReduceRanks<uint8_t>(n, 3000, 0, 3000, threads);
+      checkReduceRanks<uint32_t>(n, 3000, 7, 2900, threads);
+      checkReduceRanks<uint64_t>(n, 5, 1, 4, threads);
+    }
   }
 }
 
