@@ -135,8 +135,9 @@ WEFT_HOST_DEVICE void combineElements(const Storage* received, const Storage* lo
 /// One block's share (`thread` of `threads`) of words [begin, end) of n ranks' inputs, reduced
 /// into every rank's output (all 16-byte aligned). Each element of the result is, in rank order,
 /// finish(fold(... fold(fold(Storage{}, x0, 0), x1, 1) ..., x(n-1), n - 1)), where x_r is rank
-/// r's element (`fold` ignores its first operand for rank 0). A thread loads two ranks'
-/// kWordsInFlight words at a time (ranks 0 and 1, then 2 and 3, ...) before folding them in.
+/// r's element (`fold` ignores its first operand for rank 0). A thread loads its words of two
+/// ranks at a time (ranks 0 and 1, then 2 and 3, ...; the last of an odd count alone) before
+/// folding them in.
 template <class Storage, class Fold, class Finish>
 WEFT_HOST_DEVICE void reduceRankWords(const Storage* const* inputs, Storage* const* outputs, int n, uint64_t begin,
                                       uint64_t end, uint32_t thread, uint32_t threads, const Fold& fold,
@@ -161,7 +162,8 @@ WEFT_HOST_DEVICE void reduceRankWords(const Storage* const* inputs, Storage* con
       for (int u = 0; u < kCount; ++u) {
         sum[u] = combineWords<Storage>(sum[u], in[u], [&](Storage partial, Storage x) { return fold(partial, x, r); });
         if (pair) {
-          sum[u] = combineWords<Storage>(sum[u], next[u], [&](Storage partial, Storage x) { return fold(partial, x, r + 1); });
+          sum[u] = combineWords<Storage>(sum[u], next[u],
+                                         [&](Storage partial, Storage x) { return fold(partial, x, r + 1); });
         }
       }
     }

@@ -91,8 +91,11 @@ __device__ __forceinline__ void reducePart(const Reducer<Math, kKind>& reducer, 
   reduceRankWords(inputs, outputs, n, begin, end, threadIdx.x, blockDim.x, fold, finish);
   direct_detail::evenPart(count - tail, part, parts, &begin, &end);
   for (uint64_t i = tail + begin + threadIdx.x; i < tail + end; i += blockDim.x) {
+    Storage x[kMaxDirectRanks];  // every rank's element loaded before any is folded
+#pragma unroll
+    for (int r = 0; r < kMaxDirectRanks; ++r) x[r] = r < n ? inputs[r][i] : Storage{};
     Storage result{};
-    for (int r = 0; r < n; ++r) result = fold(result, inputs[r][i], r);
+    for (int r = 0; r < n; ++r) result = fold(result, x[r], r);
     result = finish(result);
     for (int r = 0; r < n; ++r) outputs[r][i] = result;
   }

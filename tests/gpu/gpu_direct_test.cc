@@ -91,7 +91,8 @@ class DirectAllReduce : public ::testing::Test {
     ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
   }
 
-  // Rank r's input, all r + 1, times its own PreMulSum multiplier r + 1, summed over the ranks.
+  // Rank r's input, all r + 2, times its own PreMulSum multiplier r + 1, summed over the ranks:
+  // any other pairing of inputs and multipliers gives less.
   void allReduceScaledByRank() {
     std::vector<ncclRedOp_t> scaled(kRanks);
     for (int r = 0; r < kRanks; ++r) {
@@ -99,9 +100,9 @@ class DirectAllReduce : public ::testing::Test {
       ASSERT_TRUE(ncclSucceeded(
           ncclRedOpCreatePreMulSum(&scaled[r], &multiplier, ncclFloat32, ncclScalarHostImmediate, comms_[r])));
     }
-    ASSERT_NO_FATAL_FAILURE(fill([](int r) { return static_cast<float>(r + 1); }));
+    ASSERT_NO_FATAL_FAILURE(fill([](int r) { return static_cast<float>(r + 2); }));
     ASSERT_NO_FATAL_FAILURE(allReduce(kCount, scaled));
-    ASSERT_NO_FATAL_FAILURE(expect(0, 0, 1 + 4 + 9));
+    ASSERT_NO_FATAL_FAILURE(expect(0, 0, 2 * 1 + 3 * 2 + 4 * 3));
     for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(ncclSucceeded(ncclRedOpDestroy(scaled[r], comms_[r])));
   }
 

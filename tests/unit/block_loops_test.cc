@@ -213,12 +213,13 @@ TEST(CombineElements, WordsTakeElementsInOrder) {
 }
 
 // reduceRankWords on n ranks' buffers of `words` words, over every thread of a block, for the
-// words [begin, end): an order- and rank-sensitive fold shows a rank skipped, taken twice, out of
-// order or with another's index; the words outside [begin, end) must keep their old values.
+// words [begin, end), into separate outputs or in place: an order- and rank-sensitive fold shows a
+// rank skipped, taken twice, out of order or with another's index; the words outside [begin, end)
+// must keep their old values.
 template <class T>
-void checkReduceRanks(int n, uint64_t words, uint64_t begin, uint64_t end, uint32_t threads) {
+void checkReduceRanks(int n, uint64_t words, uint64_t begin, uint64_t end, uint32_t threads, bool inPlace) {
   SCOPED_TRACE(::testing::Message() << "element bytes " << sizeof(T) << ", ranks " << n << ", words [" << begin << ", "
-                                    << end << ") of " << words << ", threads " << threads);
+                                    << end << ") of " << words << ", threads " << threads << ", in place " << inPlace);
   constexpr uint64_t kPerWord = sizeof(Word16) / sizeof(T);
   const uint64_t count = words * kPerWord;
   const auto fold = [](T partial, T x, int r) {
@@ -241,19 +242,20 @@ void checkReduceRanks(int n, uint64_t words, uint64_t begin, uint64_t end, uint3
       outs[r].set(i, untouched);
     }
     inputs.push_back(ins[r].data());
-    outputs.push_back(outs[r].data());
+    outputs.push_back(inPlace ? ins[r].data() : outs[r].data());
   }
   for (uint32_t thread = 0; thread < threads; ++thread) {
     reduceRankWords<T>(inputs.data(), outputs.data(), n, begin, end, thread, threads, fold, finish);
   }
   for (uint64_t i = 0; i < count; ++i) {
-    T expected = untouched;
-    if (i / kPerWord >= begin && i / kPerWord < end) {
-      T partial{};
-      for (int r = 0; r < n; ++r) partial = fold(partial, input(r, i), r);
-      expected = finish(partial);
+    const bool inside = i / kPerWord >= begin && i / kPerWord < end;
+    T reduced{};
+    for (int r = 0; r < n; ++r) reduced = fold(reduced, input(r, i), r);
+    reduced = finish(reduced);
+    for (int r = 0; r < n; ++r) {
+      const T expected = inside ? reduced : inPlace ? input(r, i) : untouched;
+      ASSERT_EQ((inPlace ? ins[r] : outs[r]).get(i), expected) << "rank " << r << " element " << i;
     }
-    for (int r = 0; r < n; ++r) ASSERT_EQ(outs[r].get(i), expected) << "rank " << r << " element " << i;
   }
   for (int r = 0; r < n; ++r) {
     EXPECT_TRUE(ins[r].guardsIntact());
@@ -264,9 +266,12 @@ void checkReduceRanks(int n, uint64_t words, uint64_t begin, uint64_t end, uint3
 TEST(ReduceRankWords, EveryRankFoldsInRankOrderIntoEveryOutput) {
   for (int n = 1; n <= 8; ++n) {
     for (uint32_t threads : {1u, 32u, 512u}) {
-      checkReduceRanks<uint8_t>(n, 3000, 0, 3000, threads);
-      checkReduceRanks<uint32_t>(n, 3000, 7, 2900, threads);
-      checkReduceRanks<uint64_t>(n, 5, 1, 4, threads);
+      for (bool inPlace : {false, true}) {
+        checkReduceRanks<uint8_t>(n, 3000, 3, 2990, threads, inPlace);
+        checkReduceRanks<uint32_t>(n, 3000, 0, 3000, threads, inPlace);
+        checkReduceRanks<uint64_t>(n, 5000, 1, 4990, threads, inPlace);
+        checkReduceRanks<uint64_t>(n, 5, 1, 4, threads, inPlace);
+      }
     }
   }
 }
