@@ -95,7 +95,10 @@ __device__ __forceinline__ void reducePart(const Reducer<Math, kKind>& reducer, 
 #pragma unroll
     for (int r = 0; r < kMaxDirectRanks; ++r) x[r] = r < n ? inputs[r][i] : Storage{};
     Storage result{};
-    for (int r = 0; r < n; ++r) result = fold(result, x[r], r);
+#pragma unroll
+    for (int r = 0; r < kMaxDirectRanks; ++r) {
+      if (r < n) result = fold(result, x[r], r);  // unrolled, so that `x` stays in registers
+    }
     result = finish(result);
     for (int r = 0; r < n; ++r) outputs[r][i] = result;
   }
