@@ -1,11 +1,10 @@
 #pragma once
 // How the threads of one block walk a piece of memory so that each keeps several loads in flight.
 //
-// A block's memory throughput is the bytes its threads have in flight divided by the memory's
-// latency. A loop that loads one element per thread per iteration keeps 512 threads x 4 bytes
-// in flight: a few GB/s per block on an H200, where a block should move 100 GB/s and more. So
-// the kernels load 16-byte words (`Word16`), kWordsInFlight of them per thread and operand
-// before they use any. A thread's words are `threads` apart, so that at each load the block's
+// A block's memory throughput is at most the bytes its threads have in flight divided by the
+// memory's latency. A loop that loads one 4-byte element per thread per iteration keeps only
+// 2 KiB per operand in flight in a block of 512 threads. So the kernels load 16-byte words
+// (`Word16`), kWordsInFlight of them per thread and operand before they use any. A thread's words are `threads` apart, so that at each load the block's
 // threads read consecutive words. This header is plain C++ as well, so that host tests check
 // the walk and the element loop on the CPU.
 
@@ -15,8 +14,10 @@
 
 #if defined(__CUDACC__)
 #define WEFT_HOST_DEVICE __host__ __device__ __forceinline__
+#define WEFT_UNROLL _Pragma("unroll")
 #else
 #define WEFT_HOST_DEVICE inline
+#define WEFT_UNROLL
 #endif
 
 namespace weft::device {
@@ -76,9 +77,7 @@ WEFT_HOST_DEVICE Word16 combineWords(const Word16& received, const Word16& local
   Storage out[kElements];
   std::memcpy(in, &received, sizeof(Word16));
   std::memcpy(mine, &local, sizeof(Word16));
-#if defined(__CUDACC__)
-#pragma unroll
-#endif
+  WEFT_UNROLL
   for (int e = 0; e < kElements; ++e) out[e] = combine(in[e], mine[e]);
   Word16 result;
   std::memcpy(&result, out, sizeof(Word16));
@@ -108,16 +107,12 @@ WEFT_HOST_DEVICE void combineElements(const Storage* received, const Storage* lo
     constexpr int kCount = decltype(batch)::value;
     Word16 in[kCount];
     Word16 mine[kCount];
-#if defined(__CUDACC__)
-#pragma unroll
-#endif
+    WEFT_UNROLL
     for (int u = 0; u < kCount; ++u) {
       in[u] = received != nullptr ? loadWord(received, first + u * stride) : Word16{};
       mine[u] = local != nullptr ? loadWord(local, first + u * stride) : Word16{};
     }
-#if defined(__CUDACC__)
-#pragma unroll
-#endif
+    WEFT_UNROLL
     for (int u = 0; u < kCount; ++u) {
       const Word16 result = combineWords<Storage>(in[u], mine[u], combine);
       storeWord(out, first + u * stride, result);
@@ -130,7 +125,6 @@ WEFT_HOST_DEVICE void combineElements(const Storage* received, const Storage* lo
     if (out2 != nullptr) out2[i] = result;
   }
 }
-
 
 /// One block's share (`thread` of `threads`) of words [begin, end) of n ranks' inputs, reduced
 /// into every rank's output (all 16-byte aligned). Each element of the result is, in rank order,
@@ -149,16 +143,12 @@ WEFT_HOST_DEVICE void reduceRankWords(const Storage* const* inputs, Storage* con
       const bool pair = r + 1 < n;
       Word16 in[kCount];
       Word16 next[kCount];
-#if defined(__CUDACC__)
-#pragma unroll
-#endif
+      WEFT_UNROLL
       for (int u = 0; u < kCount; ++u) {
         in[u] = loadWord(inputs[r], first + u * stride);
         next[u] = pair ? loadWord(inputs[r + 1], first + u * stride) : Word16{};
       }
-#if defined(__CUDACC__)
-#pragma unroll
-#endif
+      WEFT_UNROLL
       for (int u = 0; u < kCount; ++u) {
         sum[u] = combineWords<Storage>(sum[u], in[u], [&](Storage partial, Storage x) { return fold(partial, x, r); });
         if (pair) {
@@ -167,14 +157,10 @@ WEFT_HOST_DEVICE void reduceRankWords(const Storage* const* inputs, Storage* con
         }
       }
     }
-#if defined(__CUDACC__)
-#pragma unroll
-#endif
+    WEFT_UNROLL
     for (int u = 0; u < kCount; ++u) sum[u] = mapWord<Storage>(sum[u], finish);
     for (int r = 0; r < n; ++r) {
-#if defined(__CUDACC__)
-#pragma unroll
-#endif
+      WEFT_UNROLL
       for (int u = 0; u < kCount; ++u) storeWord(outputs[r], first + u * stride, sum[u]);
     }
   });
