@@ -3,7 +3,7 @@
 #
 #   scripts/gpu_check.sh pack            here (any machine with nvcc): builds the CUDA build into
 #                                        build-cuda/ and packs what the check runs into
-#                                        .gpu-bundle/ (stripped, about 10 MB)
+#                                        .gpu-bundle/ (stripped, about 20 MB)
 #   scripts/gpu_check.sh run [OUTDIR]    on the GPU machine, from the repository root: runs the
 #                                        packed binaries and writes OUTDIR/gpu_check.log
 #                                        (default build-cuda/gpu_check)
