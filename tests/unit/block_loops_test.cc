@@ -66,9 +66,10 @@ template <class T>
 class Placed {
  public:
   static constexpr unsigned char kGuard = 0xA5;
-  Placed(uint64_t count, size_t offset) : count_(count), bytes_(64 + count * sizeof(T) + 64, kGuard), offset_(offset) {
-    base_ = 16 - reinterpret_cast<uintptr_t>(bytes_.data()) % 16 + 16 + offset_;
-  }
+  Placed(uint64_t count, size_t offset)
+      : count_(count),
+        bytes_(64 + count * sizeof(T) + 64, kGuard),
+        base_(16 - reinterpret_cast<uintptr_t>(bytes_.data()) % 16 + 16 + offset) {}
   Placed(const Placed&) = delete;  // a copy's bytes would lie elsewhere; a move keeps them
   Placed(Placed&&) = default;
   T* data() { return reinterpret_cast<T*>(bytes_.data() + base_); }
@@ -89,8 +90,7 @@ class Placed {
  private:
   uint64_t count_;
   std::vector<unsigned char> bytes_;
-  size_t offset_;
-  size_t base_ = 0;
+  size_t base_;  // where the data starts in bytes_: `offset` past a 16-byte boundary
 };
 
 template <class T>
