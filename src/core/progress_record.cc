@@ -79,6 +79,121 @@ int parseSignal(const std::string& name) {
   return 0;
 }
 
+const char* activityName(BlockActivity activity) {
+  switch (activity) {
+    case BlockActivity::kNone: return "never ran";
+    case BlockActivity::kRunning: return "running";
+    case BlockActivity::kDone: return "done";
+    case BlockActivity::kReceiving:
+    case BlockActivity::kSending:
+    case BlockActivity::kReceivingLine:
+    case BlockActivity::kArriving:
+    case BlockActivity::kFinishing:
+    case BlockActivity::kAtBarrier: return "waiting";
+  }
+  return "in an unknown state";
+}
+
+// A block's record as read now, field by field (its GPU may be writing it).
+GpuBlockProgress snapshotOf(const GpuBlockProgress& record) {
+  const volatile GpuBlockProgress& live = record;
+  GpuBlockProgress copy;
+  copy.kernel = live.kernel;
+  copy.activity = live.activity;
+  copy.peer = live.peer;
+  copy.channel = live.channel;
+  copy.lane = live.lane;
+  copy.step = live.step;
+  copy.steps = live.steps;
+  copy.piece = live.piece;
+  copy.seen = live.seen;
+  copy.wanted = live.wanted;
+  return copy;
+}
+
+// The blocks of the record's latest kernel that have a record, and that kernel's number.
+int recordedBlocks(const ProgressRecord& record, const GpuBlockProgress** blocks, uint64_t* kernel) {
+  *blocks = record.blocks.load(std::memory_order_acquire);
+  *kernel = record.kernel.load(std::memory_order_relaxed);
+  if (*blocks == nullptr || *kernel == 0) return 0;
+  const int launched = record.kernelBlocks.load(std::memory_order_relaxed);
+  const int records = record.blockRecords.load(std::memory_order_relaxed);
+  return launched < records ? launched : records;
+}
+
+// "lane 0 step 2/3 piece 0: waiting to receive from rank 1 on channel 0 (1 piece posted, needs 2)".
+void describeWait(const GpuBlockProgress& block, LineWriter& line) {
+  const auto activity = static_cast<BlockActivity>(block.activity);
+  if (activity == BlockActivity::kReceiving || activity == BlockActivity::kSending ||
+      activity == BlockActivity::kReceivingLine) {
+    line.text("lane ").number(block.lane).text(" step ").number(block.step + 1).text("/").number(block.steps);
+    line.text(" piece ").number(block.piece).text(": ");
+  }
+  switch (activity) {
+    case BlockActivity::kReceiving: line.text("waiting to receive from rank "); break;
+    case BlockActivity::kSending: line.text("waiting for a free slot to send to rank "); break;
+    case BlockActivity::kReceivingLine: line.text("waiting for an LL line from rank "); break;
+    case BlockActivity::kArriving: line.text("direct allreduce: waiting for rank "); break;
+    case BlockActivity::kFinishing: line.text("direct allreduce: waiting for rank "); break;
+    case BlockActivity::kAtBarrier: line.text("NVLS allreduce: waiting at the barrier of the team's blocks"); break;
+    default: line.text(activityName(activity)); return;
+  }
+  if (activity == BlockActivity::kAtBarrier) {
+    line.text(" (").number(block.seen).text(" arrivals, needs ").number(block.wanted).text(")");
+    return;
+  }
+  line.signedNumber(block.peer);
+  if (activity == BlockActivity::kArriving || activity == BlockActivity::kFinishing) {
+    line.text(activity == BlockActivity::kArriving ? " to publish its buffers for call " : " to finish call ");
+    line.number(block.wanted).text(" (it is at call ").number(block.seen).text(")");
+    return;
+  }
+  line.text(" on channel ").signedNumber(block.channel).text(" (");
+  if (activity == BlockActivity::kReceiving) line.number(block.seen).text(" pieces posted, needs ");
+  else if (activity == BlockActivity::kSending) line.number(block.seen).text(" pieces released, needs ");
+  else line.text("flag ").number(block.seen).text(", needs ");
+  line.number(block.wanted).text(")");
+}
+
+// The line of block `b` of the latest kernel; false (writing nothing) where it is done with it.
+bool formatBlock(const GpuBlockProgress& block, int b, uint64_t kernel, LineWriter& line) {
+  const uint64_t its = block.kernel;
+  const auto activity = static_cast<BlockActivity>(block.activity);
+  if (its == kernel && activity == BlockActivity::kDone) return false;
+  line.text("GPU block ").number(static_cast<uint64_t>(b));
+  if (its != kernel) {
+    line.text(": not in kernel ").number(kernel).text(" yet (last: ");
+    if (its == 0) return line.text("none)"), true;
+    line.text("kernel ").number(its).text(", ");  // a graph's replay numbers its kernels as at capture
+    describeWait(block, line);
+    line.text(")");
+    return true;
+  }
+  line.text(" of kernel ").number(kernel).text(": ");
+  describeWait(block, line);
+  return true;
+}
+
+// "GPU kernel 7, 4 blocks: 3 done, 1 waiting".
+void formatKernel(const GpuBlockProgress* blocks, int count, uint64_t kernel, LineWriter& line) {
+  int done = 0;
+  int waiting = 0;
+  int running = 0;
+  for (int b = 0; b < count; ++b) {
+    const GpuBlockProgress block = snapshotOf(blocks[b]);
+    if (block.kernel != kernel) continue;
+    const auto activity = static_cast<BlockActivity>(block.activity);
+    if (activity == BlockActivity::kDone) ++done;
+    else if (activity == BlockActivity::kRunning) ++running;
+    else ++waiting;
+  }
+  line.text("GPU kernel ").number(kernel).text(", ").number(static_cast<uint64_t>(count));
+  line.text(count == 1 ? " block: " : " blocks: ");
+  line.number(static_cast<uint64_t>(done)).text(" done, ").number(static_cast<uint64_t>(waiting)).text(" waiting, ");
+  line.number(static_cast<uint64_t>(running)).text(" running, ");
+  line.number(static_cast<uint64_t>(count - done - waiting - running)).text(" not started");
+}
+
 }  // namespace
 
 ProgressRecord* acquireProgressRecord(uint64_t commHash, int rank, int nranks) {
@@ -90,6 +205,10 @@ ProgressRecord* acquireProgressRecord(uint64_t commHash, int rank, int nranks) {
     record.nranks.store(nranks, std::memory_order_relaxed);
     record.state.store(static_cast<int>(ProgressState::kIdle), std::memory_order_relaxed);
     record.sequence.store(0, std::memory_order_relaxed);
+    record.kernel.store(0, std::memory_order_relaxed);
+    record.kernelBlocks.store(0, std::memory_order_relaxed);
+    record.blockRecords.store(0, std::memory_order_relaxed);
+    record.blocks.store(nullptr, std::memory_order_release);
     return &record;
   }
   return nullptr;
@@ -102,6 +221,16 @@ void recordCall(ProgressRecord* record, ProgressState state, int collective, int
   record->type.store(type, std::memory_order_relaxed);
   record->count.store(count, std::memory_order_relaxed);
   record->sequence.store(sequence, std::memory_order_relaxed);
+}
+
+void attachGpuBlocks(ProgressRecord* record, const GpuBlockProgress* blocks, int records) {
+  record->blockRecords.store(blocks != nullptr ? records : 0, std::memory_order_relaxed);
+  record->blocks.store(blocks, std::memory_order_release);
+}
+
+void recordKernel(ProgressRecord* record, uint64_t kernel, int blocks) {
+  record->kernelBlocks.store(blocks, std::memory_order_relaxed);
+  record->kernel.store(kernel, std::memory_order_relaxed);
 }
 
 void releaseProgressRecord(ProgressRecord* record) {
@@ -141,8 +270,48 @@ std::string describeProgress(const ProgressRecord& record) {
   return std::string(buffer, length);
 }
 
+namespace {
+
+// Calls emit(text, length) for each of formatGpuBlocks' lines, each starting with `prefix` and
+// ending with '\n'.
+template <class Emit>
+void forEachGpuLine(const ProgressRecord& record, const char* prefix, Emit emit) {
+  const GpuBlockProgress* blocks = nullptr;
+  uint64_t kernel = 0;
+  const int count = recordedBlocks(record, &blocks, &kernel);
+  if (count == 0) return;
+  for (int b = -1; b < count; ++b) {  // -1: the kernel's line
+    char text[320];
+    LineWriter line(text, sizeof(text) - 1);
+    line.text(prefix);
+    if (b < 0) formatKernel(blocks, count, kernel, line);
+    else if (!formatBlock(snapshotOf(blocks[b]), b, kernel, line)) continue;
+    size_t length = line.length();
+    text[length++] = '\n';
+    emit(text, length);
+  }
+}
+
+}  // namespace
+
+size_t formatGpuBlocks(const ProgressRecord& record, char* buffer, size_t capacity) {
+  LineWriter out(buffer, capacity);
+  forEachGpuLine(record, "", [&out](char* text, size_t length) {
+    text[length] = '\0';
+    out.text(text);
+  });
+  return out.length();
+}
+
+std::string describeGpuBlocks(const ProgressRecord& record) {
+  std::string text(64 * 1024, '\0');
+  text.resize(formatGpuBlocks(record, text.data(), text.size()));
+  return text;
+}
+
 void dumpProgress(int fd) {
   char line[320];
+  char prefixText[64];
   LineWriter header(line, sizeof(line));
   header.text("weft pid ").number(static_cast<uint64_t>(getpid())).text(": progress of this process's communicators\n");
   ssize_t written = write(fd, line, header.length());
@@ -154,6 +323,13 @@ void dumpProgress(int fd) {
     length += formatProgress(record, line + length, sizeof(line) - length - 1);
     line[length++] = '\n';
     written = write(fd, line, length);
+    if (static_cast<ProgressState>(record.state.load(std::memory_order_relaxed)) == ProgressState::kLaunched) {
+      LineWriter gpuPrefix(prefixText, sizeof(prefixText));
+      gpuPrefix.text("weft pid ").number(static_cast<uint64_t>(getpid())).text(":   ");
+      forEachGpuLine(record, prefixText, [fd, &written](const char* text, size_t length) {
+        written = write(fd, text, length);
+      });
+    }
   }
   (void)written;  // nothing useful to do about a failed write to stderr in a signal handler
 }

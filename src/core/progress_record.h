@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "src/core/gpu_block_progress.h"
+
 namespace weft::core {
 
 /// kLaunched: the call's kernel was enqueued on its GPU stream; a kernel's own progress is not
@@ -39,11 +41,23 @@ struct ProgressRecord {
   std::atomic<uint64_t> piece{0};
   std::atomic<int> peer{-1};
   std::atomic<int> direction{0};  // WaitDirection
+  // The GPU path: the communicator's latest kernel, its blocks, and the records its blocks write
+  // (pinned host memory that is never freed, so a handler may read them while the communicator goes
+  // away; null where it has none).
+  std::atomic<uint64_t> kernel{0};
+  std::atomic<int> kernelBlocks{0};
+  std::atomic<const GpuBlockProgress*> blocks{nullptr};
+  std::atomic<int> blockRecords{0};
 };
 
 /// Stores a call's state, collective, type, element count and sequence number in `record`.
 void recordCall(ProgressRecord* record, ProgressState state, int collective, int type, uint64_t count,
                 uint64_t sequence);
+
+/// Where the communicator's GPU blocks record what they do: `records` of them, or none (null).
+void attachGpuBlocks(ProgressRecord* record, const GpuBlockProgress* blocks, int records);
+/// The communicator's latest GPU kernel, just enqueued: its number and its blocks.
+void recordKernel(ProgressRecord* record, uint64_t kernel, int blocks);
 
 /// Takes a free record of the pool for a communicator. Null when the pool is exhausted (thousands
 /// of live communicators): the communicator then works without hang reports.
@@ -57,7 +71,17 @@ void releaseProgressRecord(ProgressRecord* record);
 size_t formatProgress(const ProgressRecord& record, char* buffer, size_t capacity);
 std::string describeProgress(const ProgressRecord& record);
 
-/// Writes one line per live communicator of this process to `fd`. Async-signal-safe.
+/// The communicator's latest GPU kernel, where its blocks' records are attached: "GPU kernel 7, 4
+/// blocks: 3 done, 1 waiting", then a line per block that is not done with it ("GPU block 2 of
+/// kernel 7: lane 0 step 2/3 piece 0: waiting to receive from rank 1 on channel 0 (1 piece
+/// posted, needs 2)", or "GPU block 3: not in kernel 7 yet (last: kernel 6, done)"). Lines end
+/// with '\n'; nothing where no kernel was launched. Async-signal-safe: writes into `buffer`
+/// (always NUL-terminated; lines past its end are cut) and returns the length.
+size_t formatGpuBlocks(const ProgressRecord& record, char* buffer, size_t capacity);
+std::string describeGpuBlocks(const ProgressRecord& record);
+
+/// Writes one line per live communicator of this process to `fd`, followed by formatGpuBlocks'
+/// lines where its last call was launched on the GPU. Async-signal-safe.
 void dumpProgress(int fd);
 
 /// Installs the handler of WEFT_DUMP_SIGNAL (USR1, USR2, or a number; unset: none) the first time

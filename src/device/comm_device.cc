@@ -123,6 +123,10 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   // The tables' buffers now, before any kernel of a launch: an allocation between two ranks' kernels
   // of one launch could keep them from running at once (setup_at_init.h).
   WEFT_RETURN_IF_ERROR(resources->workPool_.reserve());
+  WEFT_RETURN_IF_ERROR(acquireBlockProgress(comm.gpuBlocksPerRank(), &resources->blockProgress_));
+  if (comm.progress() != nullptr) {
+    core::attachGpuBlocks(comm.progress(), resources->blockProgress_.host, resources->blockProgress_.capacity);
+  }
   joinLocalClique(comm.cliqueId(), resources->device_, resources.get());
   *out = std::move(resources);
   return Status::ok();
@@ -155,8 +159,17 @@ CommDevice::~CommDevice() {
   }
   connections_.reset();
   if (directBoards_ != nullptr) releaseDirectBoards(comm_.cliqueId(), device_);
+  if (comm_.progress() != nullptr) core::attachGpuBlocks(comm_.progress(), nullptr, 0);
+  releaseBlockProgress(blockProgress_);
   if (abortFlagHost_ != nullptr) (void)cudaFreeHost(const_cast<int*>(abortFlagHost_));
   (void)cudaGetLastError();
+}
+
+void CommDevice::markKernel(KernelWork* work, int blocks) {
+  work->kernel = ++kernels_;
+  work->blockProgress = blockProgress_.device;
+  work->blockProgressCount = static_cast<uint32_t>(blockProgress_.capacity);
+  if (comm_.progress() != nullptr) core::recordKernel(comm_.progress(), kernels_, blocks);
 }
 
 void CommDevice::abort() {

@@ -13,6 +13,7 @@
 #include "src/base/wait.h"
 #include "src/core/communicator.h"
 #include "src/core/connection_table.h"
+#include "src/device/block_progress_pool.h"
 #include "src/device/captured_graphs.h"
 #include "src/device/kernel_work.h"
 #include "src/device/local_clique.h"
@@ -113,6 +114,9 @@ class CommDevice final : public core::Communicator::DeviceResources,
   /// The same, where the caller already asked `stream` its capture (streamCapture): a launch asks
   /// once, for this and recordLaunch.
   Status orderAfterPrevious(cudaStream_t stream, const StreamCapture& capture);
+  /// Numbers the kernel about to be enqueued with `blocks` blocks, tells `work` where its blocks
+  /// record what they do, and leaves both in the communicator's progress record (hang reports).
+  void markKernel(KernelWork* work, int blocks);
   /// Records the launch just enqueued on `stream` (in `capture`) as this communicator's latest; a
   /// captured one becomes the latest each time its graph is launched.
   Status recordLaunch(cudaStream_t stream, const StreamCapture& capture);
@@ -137,6 +141,8 @@ class CommDevice final : public core::Communicator::DeviceResources,
   WorkPool workPool_;
   CapturedGraphs capturedGraphs_;
   DirectBoard* directBoards_ = nullptr;
+  BlockProgressArray blockProgress_;
+  uint64_t kernels_ = 0;  // kernels enqueued or captured so far
   int multiprocessors_ = 0;
   bool oneHost_ = true;
 };

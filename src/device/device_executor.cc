@@ -159,6 +159,7 @@ class LaunchBuilder {
       WEFT_RETURN_IF_ERROR(device_.capturedGraphs().keep(record, kept));
       WEFT_RETURN_IF_ERROR(cudaStatus(cudaLaunchHostFunc(stream, tellProxies, kept.get()), "cudaLaunchHostFunc"));
     }
+    device_.markKernel(&work, static_cast<int>(tables.blocks.size()));
     WEFT_RETURN_IF_ERROR(launchStepKernel(work, static_cast<int>(tables.blocks.size()), reduction, stream));
     if (capture.active) return device_.recordLaunch(stream, capture);
     expectations.tell();
@@ -207,6 +208,8 @@ class LaunchBuilder {
     connection.slotCount = static_cast<uint64_t>(end->slotCount);
     connection.llSlots = end->llSlots;
     connection.llSlotBytes = end->llSlotBytes;
+    connection.peer = peer;
+    connection.channel = channel;
     connections_.push_back(connection);
     proxies_.push_back(end->proxy);
     return Status::ok();
@@ -340,6 +343,7 @@ Status enqueueWhole(CommDevice& device, const core::Op& op, KernelWork& work, in
   StreamCapture capture;
   WEFT_RETURN_IF_ERROR(streamCapture(stream, &capture));
   WEFT_RETURN_IF_ERROR(device.orderAfterPrevious(stream, capture));
+  device.markKernel(&work, blocks);
   WEFT_RETURN_IF_ERROR(launchStepKernel(work, blocks, &op.reduction, stream));
   return device.recordLaunch(stream, capture);
 }

@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "src/device/block_loops.h"
+#include "src/device/block_progress.cuh"
 #include "src/device/device_reduce.cuh"
 #include "src/device/direct_plan.h"
 #include "src/device/kernel_work.h"
@@ -39,18 +40,25 @@ __device__ inline void storeReleaseGpu(unsigned long long* address, unsigned lon
 }
 
 // Thread 0 only: waits until every rank's `arrived` (or `finished`) has reached `call`. False if
-// the communicator was aborted.
+// the communicator was aborted. A long wait is recorded for hang reports.
 __device__ inline bool waitForEveryRank(const KernelDirect& direct, bool finished, unsigned long long call,
-                                        const volatile int* abortFlag) {
+                                        const volatile int* abortFlag, const BlockProgressWriter& progress) {
+  const core::BlockActivity activity = finished ? core::BlockActivity::kFinishing : core::BlockActivity::kArriving;
   for (int r = 0; r < direct.nranks; ++r) {
     const DirectBoard& board = direct.boards[r];
     const unsigned long long* counter = finished ? &board.finished : &board.arrived;
-    for (int polls = 0; loadAcquireGpu(counter) < call; ++polls) {
+    bool recorded = false;
+    for (int polls = 0;; ++polls) {
+      const unsigned long long reached = loadAcquireGpu(counter);
+      if (reached >= call) break;
       if (polls == kPollsPerAbortCheck) {
         if (abortFlag != nullptr && *abortFlag != 0) return false;
+        if (!recorded) progress.waiting(activity, r, -1, WaitSite{}, reached, call);
+        recorded = true;
         polls = 0;
       }
     }
+    if (recorded) progress.running();
   }
   return true;
 }
@@ -106,7 +114,8 @@ __device__ __forceinline__ void reducePart(const Reducer<Math, kKind>& reducer, 
 
 /// Runs the launch's direct allreduce (work.direct.boards is set) in this block.
 template <class Math, RedOpKind kKind>
-__device__ void runDirectAllReduce(const KernelWork& work, const Reducer<Math, kKind>& reducer) {
+__device__ void runDirectAllReduce(const KernelWork& work, const BlockProgressWriter& progress,
+                                   const Reducer<Math, kKind>& reducer) {
   using Storage = typename Math::Storage;
   using namespace direct_detail;
   const KernelDirect& direct = work.direct;
@@ -131,7 +140,7 @@ __device__ void runDirectAllReduce(const KernelWork& work, const Reducer<Math, k
       mine.scalar = scalar;
       storeReleaseGpu(&mine.arrived, call);
     }
-    proceed = waitForEveryRank(direct, false, call, work.abortFlag);
+    proceed = waitForEveryRank(direct, false, call, work.abortFlag, progress);
     uintptr_t alignment = 0;
     count = direct.count;
     for (int r = 0; r < n && proceed; ++r) {
@@ -166,7 +175,7 @@ __device__ void runDirectAllReduce(const KernelWork& work, const Reducer<Math, k
     mine.finishedBlocks = 0;
     storeReleaseGpu(&mine.finished, call);
   }
-  if (blockIdx.x == 0) (void)waitForEveryRank(direct, true, call, work.abortFlag);
+  if (blockIdx.x == 0) (void)waitForEveryRank(direct, true, call, work.abortFlag, progress);
 }
 
 }  // namespace weft::device

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "src/core/gpu_block_progress.h"
+
 namespace weft::device {
 
 /// Polls of a counter or an LL line between two looks at the abort flag (which lives in pinned
@@ -66,6 +68,8 @@ struct KernelConnection {
   uint64_t slotCount = 0;
   char* llSlots = nullptr;  // the LL slots (slotCount of llSlotBytes), or null
   uint64_t llSlotBytes = 0;
+  int32_t peer = -1;     // the rank at the other end, for hang reports
+  int32_t channel = -1;
 };
 
 /// A rank's board for the direct allreduce (src/device/direct_plan.h), in device memory: the
@@ -121,6 +125,12 @@ struct KernelWork {
   const void* scalarAt = nullptr;  // where PreMulSum's multiplier is read as the kernel runs, else `scalar`
   KernelDirect direct;
   KernelNvls nvls;
+  /// Where each block records what it does, for hang reports (blocks from blockProgressCount on
+  /// record nothing), and this kernel's number on its communicator.
+  core::GpuBlockProgress* blockProgress = nullptr;
+  uint32_t blockProgressCount = 0;
+  uint32_t reserved2 = 0;
+  uint64_t kernel = 0;
 };
 
 }  // namespace weft::device

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 
+#include "src/device/block_progress.cuh"
 #include "src/device/device_reduce.cuh"
 #include "src/device/kernel_work.h"
 #include "src/device/nvls_plan.h"
@@ -139,7 +140,8 @@ __device__ __forceinline__ void fenceAliases() { WEFT_NVLS_ASM("fence.proxy.alia
 
 // The whole block: waits until block `block` of every rank has arrived here. False if the
 // communicator was aborted.
-__device__ inline bool barrier(const KernelNvls& nvls, int block, const volatile int* abortFlag) {
+__device__ inline bool barrier(const KernelNvls& nvls, int block, const volatile int* abortFlag,
+                               const BlockProgressWriter& progress) {
   __shared__ bool proceed;
   fenceAliases();
   __syncthreads();
@@ -151,6 +153,7 @@ __device__ inline bool barrier(const KernelNvls& nvls, int block, const volatile
     const unsigned int target = *passed + static_cast<unsigned int>(nvls.nranks);
     WEFT_NVLS_ASM("multimem.red.release.sys.global.add.u32 [%0], %1;" ::"l"(nvls.multicast + line), "r"(1u) : "memory");
     proceed = true;
+    bool recorded = false;
     for (int polls = 0;; ++polls) {
       unsigned int now;
       asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(now) : "l"(arrived) : "memory");
@@ -160,9 +163,12 @@ __device__ inline bool barrier(const KernelNvls& nvls, int block, const volatile
           proceed = false;
           break;
         }
+        if (!recorded) progress.waiting(core::BlockActivity::kAtBarrier, -1, -1, WaitSite{}, now, target);
+        recorded = true;
         polls = 0;
       }
     }
+    if (recorded && proceed) progress.running();
     *passed = target;
   }
   __syncthreads();
@@ -190,7 +196,7 @@ __device__ inline void copyBytes(char* to, const char* from, uint64_t bytes, boo
 
 /// Runs the launch's NVLS allreduce (work.nvls.unicast is set) in this block.
 template <class Arithmetic>
-__device__ void runNvlsAllReduce(const KernelWork& work) {
+__device__ void runNvlsAllReduce(const KernelWork& work, const BlockProgressWriter& progress) {
   using namespace nvls_detail;
   const KernelNvls& nvls = work.nvls;
   const int block = static_cast<int>(blockIdx.x);
@@ -202,12 +208,12 @@ __device__ void runNvlsAllReduce(const KernelWork& work) {
     const NvlsPiece piece = nvlsPiece(nvls.bytes, pieceBytes, nvls.blocks, block, round);
     const uint64_t bytes = piece.end - piece.begin;
     copyBytes(area, nvls.sendbuff + piece.begin, bytes, false);
-    if (!barrier(nvls, block, work.abortFlag)) return;
+    if (!barrier(nvls, block, work.abortFlag, progress)) return;
     const algorithms::ElementRange words = nvlsRankWords(bytes, nvls.rank, nvls.nranks);
     for (uint64_t w = words.offset + threadIdx.x; w < words.offset + words.count; w += blockDim.x) {
       storeEverywhere(everyArea + 16 * w, Arithmetic::loadReduce(everyArea + 16 * w));
     }
-    if (!barrier(nvls, block, work.abortFlag)) return;
+    if (!barrier(nvls, block, work.abortFlag, progress)) return;
     copyBytes(nvls.recvbuff + piece.begin, area, bytes, true);
     __syncthreads();  // every thread has read the area before any refills it
   }

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "src/device/block_loops.h"
+#include "src/device/block_progress.cuh"
 #include "src/device/device_reduce.cuh"
 #include "src/device/direct_allreduce.cuh"
 #include "src/device/nvls_allreduce.cuh"
@@ -37,29 +38,55 @@ __device__ void storeRelease(unsigned long long* address, unsigned long long val
 __device__ bool aborted(const volatile int* flag) { return flag != nullptr && *flag != 0; }
 
 // Thread 0 only. Waits until the connection holds a posted slot beyond `consumed`. False if the
-// communicator was aborted.
+// communicator was aborted. A long wait is recorded for hang reports.
 __device__ bool waitPosted(const KernelConnection& connection, unsigned long long consumed,
-                           const volatile int* abortFlag) {
-  for (int polls = 0; loadAcquire(connection.posted) <= consumed; ++polls) {
+                           const volatile int* abortFlag, const BlockProgressWriter& progress, const WaitSite& site) {
+  bool recorded = false;
+  for (int polls = 0;; ++polls) {
+    const unsigned long long posted = loadAcquire(connection.posted);
+    if (posted > consumed) break;
     if (polls == kPollsPerAbortCheck) {
       if (aborted(abortFlag)) return false;
+      if (!recorded) {
+        progress.waiting(core::BlockActivity::kReceiving, connection.peer, connection.channel, site, posted,
+                         consumed + 1);
+      }
+      recorded = true;
       polls = 0;
     }
   }
+  if (recorded) progress.running();
   return true;
 }
 
 // Thread 0 only. Waits until the slot after `posted` is free (the receiver released enough).
 __device__ bool waitFree(const KernelConnection& connection, unsigned long long posted,
-                         const volatile int* abortFlag) {
-  for (int polls = 0; posted - loadAcquire(connection.released) >= connection.slotCount; ++polls) {
+                         const volatile int* abortFlag, const BlockProgressWriter& progress, const WaitSite& site) {
+  bool recorded = false;
+  for (int polls = 0;; ++polls) {
+    const unsigned long long released = loadAcquire(connection.released);
+    if (posted - released < connection.slotCount) break;
     if (polls == kPollsPerAbortCheck) {
       if (aborted(abortFlag)) return false;
+      if (!recorded) {
+        progress.waiting(core::BlockActivity::kSending, connection.peer, connection.channel, site, released,
+                         posted - connection.slotCount + 1);
+      }
+      recorded = true;
       polls = 0;
     }
   }
+  if (recorded) progress.running();
   return true;
 }
+
+// Where an LL piece's lines come from, for the record of a long wait.
+struct LineSource {
+  const BlockProgressWriter& progress;
+  WaitSite site;
+  int32_t peer;
+  int32_t channel;
+};
 
 // The `valid` (1 to 8) bytes at `address` as the low bytes of a word; one load where aligned.
 __device__ uint64_t loadBytes(const char* address, uint64_t valid) {
@@ -78,8 +105,11 @@ __device__ void storeBytes(char* address, uint64_t word, uint64_t valid) {
 }
 
 // Waits until the LL line at `line` carries `flag` in both halves and returns its 8 data bytes.
-// False if the communicator was aborted.
-__device__ bool readLine(const char* line, uint32_t flag, const volatile int* abortFlag, uint64_t* data) {
+// False if the communicator was aborted. Thread 0 records a long wait for hang reports (`from`:
+// the connection's peer and channel).
+__device__ bool readLine(const char* line, uint32_t flag, const volatile int* abortFlag, uint64_t* data,
+                         const LineSource& from) {
+  bool recorded = false;
   for (int polls = 0;; ++polls) {
     uint32_t low, flag1, high, flag2;
     asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -88,10 +118,15 @@ __device__ bool readLine(const char* line, uint32_t flag, const volatile int* ab
                  : "memory");
     if (flag1 == flag && flag2 == flag) {
       *data = static_cast<uint64_t>(low) | (static_cast<uint64_t>(high) << 32);
+      if (recorded) from.progress.running();
       return true;
     }
     if (polls == kPollsPerAbortCheck) {
       if (aborted(abortFlag)) return false;
+      if (!recorded && threadIdx.x == 0) {
+        from.progress.waiting(core::BlockActivity::kReceivingLine, from.peer, from.channel, from.site, flag1, flag);
+        recorded = true;
+      }
       polls = 0;
     }
   }
@@ -123,7 +158,7 @@ struct Piece {
 // (flag `sendFlag`). False if the communicator was aborted.
 template <class Body>
 __device__ bool moveLowLatencyPiece(const Piece& piece, uint64_t unitBytes, uint32_t receiveFlag, uint32_t sendFlag,
-                                    const volatile int* abortFlag, const Body& body) {
+                                    const volatile int* abortFlag, const LineSource& from, const Body& body) {
   const uint64_t bytes = piece.units * unitBytes;
   const uint64_t words = (bytes + kLowLatencyLineData - 1) / kLowLatencyLineData;
   for (uint64_t w = threadIdx.x; w < words; w += blockDim.x) {
@@ -131,7 +166,7 @@ __device__ bool moveLowLatencyPiece(const Piece& piece, uint64_t unitBytes, uint
     const uint64_t valid = min(kLowLatencyLineData, bytes - offset);
     uint64_t received = 0;
     if (piece.received != nullptr &&
-        !readLine(piece.received + w * kLowLatencyLineBytes, receiveFlag, abortFlag, &received)) {
+        !readLine(piece.received + w * kLowLatencyLineBytes, receiveFlag, abortFlag, &received, from)) {
       return false;
     }
     const uint64_t local = piece.src != nullptr ? loadBytes(piece.src + offset, valid) : 0;
@@ -149,7 +184,7 @@ __device__ bool moveLowLatencyPiece(const Piece& piece, uint64_t unitBytes, uint
 constexpr uint32_t kCachedSteps = 64;
 
 template <class Body>
-__device__ void runLanes(const KernelWork& work, const Body& body) {
+__device__ void runLanes(const KernelWork& work, const BlockProgressWriter& progress, const Body& body) {
   __shared__ KernelLane lane;
   __shared__ KernelStep laneSteps[kCachedSteps];
   __shared__ KernelConnection laneReceives[kCachedSteps];  // each cached step's connections
@@ -166,6 +201,8 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
   __shared__ unsigned long long* recvReleased;
   __shared__ char* cleanSlot;  // the LL slot whose lines this piece refreshes (kLowLatencyCleanMask)
   __shared__ uint64_t cleanLines;
+  __shared__ int32_t receivedPeer;  // the received slot's connection, for the record of a long LL wait
+  __shared__ int32_t receivedChannel;
   __shared__ int action;  // 0: run the piece, 1: no piece of this step in this round, 2: aborted
   __shared__ bool abortedInPiece;  // set (never cleared) by a thread whose LL wait saw the abort
   __shared__ KernelBlock block;
@@ -189,6 +226,11 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
     for (uint64_t round = 0; round < lane.rounds; ++round) {
       const uint64_t begin = round * work.pieceUnits;
       for (uint32_t s = 0; s < lane.stepCount; ++s) {
+        WaitSite site;
+        site.lane = l;
+        site.step = s;
+        site.steps = lane.stepCount;
+        site.piece = round;
         if (threadIdx.x == 0) {
           step = cached ? laneSteps[s] : work.steps[lane.firstStep + s];
           action = begin >= step.count ? 1 : 0;
@@ -201,15 +243,17 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
             if (lowLatency) {
               receivedSlot = recv.llSlots + slot * recv.llSlotBytes;  // each line says when it is there
             } else {
-              if (!waitPosted(recv, receivedIndex, work.abortFlag)) action = 2;
+              if (!waitPosted(recv, receivedIndex, work.abortFlag, progress, site)) action = 2;
               receivedSlot = recv.slots + slot * recv.slotBytes;
             }
             recvReleased = recv.released;
+            receivedPeer = recv.peer;
+            receivedChannel = recv.channel;
           }
           if (action == 0 && step.sendConnection >= 0) {
             const KernelConnection send = cached ? laneSends[s] : work.connections[step.sendConnection];
             sentIndex = *reinterpret_cast<volatile unsigned long long*>(send.posted);
-            if (!waitFree(send, sentIndex, work.abortFlag)) action = 2;
+            if (!waitFree(send, sentIndex, work.abortFlag, progress, site)) action = 2;
             const uint64_t slot = sentIndex % send.slotCount;
             sendSlot = lowLatency ? send.llSlots + slot * send.llSlotBytes : send.slots + slot * send.slotBytes;
             sendPosted = send.posted;
@@ -238,8 +282,9 @@ __device__ void runLanes(const KernelWork& work, const Body& body) {
         piece.finalize = step.finalize != 0;
         const uint32_t sendFlag = static_cast<uint32_t>(sentIndex + 1);
         if (lowLatency) {
+          const LineSource from{progress, site, receivedPeer, receivedChannel};
           const bool moved = moveLowLatencyPiece(piece, work.unitBytes, static_cast<uint32_t>(receivedIndex + 1),
-                                                 sendFlag, work.abortFlag, body);
+                                                 sendFlag, work.abortFlag, from, body);
           if (!moved) abortedInPiece = true;
         } else {
           body(piece);
@@ -334,22 +379,30 @@ struct CopyBody {
 };
 
 template <class Body>
-__global__ void __launch_bounds__(kThreads, 1) stepKernel(KernelWork work, Body body) {
+__device__ void runWork(const KernelWork& work, const BlockProgressWriter& progress, Body& body) {
   if constexpr (Body::kReduces) {
     // ncclScalarDevice: the multiplier as it is when the kernel runs (each replay of a graph too).
     if (work.scalarAt != nullptr) memcpy(&body.reducer.scalar, work.scalarAt, sizeof(body.reducer.scalar));
     if (work.direct.boards != nullptr) {
-      runDirectAllReduce(work, body.reducer);
+      runDirectAllReduce(work, progress, body.reducer);
       return;
     }
     if constexpr (Body::Nvls::kSupported) {
       if (work.nvls.unicast != nullptr) {
-        runNvlsAllReduce<typename Body::Nvls>(work);
+        runNvlsAllReduce<typename Body::Nvls>(work, progress);
         return;
       }
     }
   }
-  runLanes(work, body);
+  runLanes(work, progress, body);
+}
+
+template <class Body>
+__global__ void __launch_bounds__(kThreads, 1) stepKernel(KernelWork work, Body body) {
+  const BlockProgressWriter progress(work);
+  if (threadIdx.x == 0) progress.started();
+  runWork(work, progress, body);
+  if (threadIdx.x == 0) progress.done();
 }
 
 // Enqueues the kernel for `Body`; with no `work`, only loads its code onto the current device.

@@ -2,18 +2,22 @@
 // returns at once; it runs after the stream's earlier work and before its later work; a group
 // launches at ncclGroupEnd; ranks of one communicator need streams of their own; a call cannot
 // mix GPU and host buffers; ncclMemAlloc gives device memory; ncclCommAbort ends a kernel that
-// waits for a peer that never comes, and aborting that peer ends it too; a parent and its split
-// run at once.
+// waits for a peer that never comes, and aborting that peer ends it too, and meanwhile the
+// WEFT_DUMP_SIGNAL report names what the kernel waits for; a parent and its split run at once.
 // Ranks are communicators of this process (ncclCommInitAll on one GPU), driven from the test's
 // thread (from a thread per rank where said). Skipped, saying so, where no GPU is present.
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -30,6 +34,29 @@ namespace {
 using harness::ncclSucceeded;
 
 constexpr std::chrono::seconds kDeadline{60};
+
+// What the WEFT_DUMP_SIGNAL handler (USR1, installed by a communicator's init) prints, taken from
+// this process's stderr while it runs.
+std::string progressDump() {
+  struct sigaction current = {};
+  if (sigaction(SIGUSR1, nullptr, &current) != 0 || current.sa_handler == SIG_DFL) {
+    return "no handler for SIGUSR1: WEFT_DUMP_SIGNAL was not installed";  // raising it would end the process
+  }
+  FILE* file = tmpfile();  // not a pipe: the handler must never block on a full one
+  if (file == nullptr) return "tmpfile failed";
+  fflush(stderr);
+  const int saved = dup(STDERR_FILENO);
+  dup2(fileno(file), STDERR_FILENO);
+  raise(SIGUSR1);
+  dup2(saved, STDERR_FILENO);
+  close(saved);
+  std::string dump;
+  rewind(file);
+  char chunk[4096];
+  for (size_t got; (got = fread(chunk, 1, sizeof(chunk), file)) > 0;) dump.append(chunk, got);
+  fclose(file);
+  return dump;
+}
 
 // `n` communicators of one clique on GPU 0, each with its own non-blocking stream and a
 // device buffer of `count` floats.
@@ -112,17 +139,26 @@ class OneGpuClique : public ::testing::Test {
 
   // One call of both ranks (a first call needs every rank where it makes the connections, as in
   // NCCL; here they are made at init, setup_at_init.h), then rank `caller` calls alone: its
-  // kernel waits for the other rank, which never calls, until rank `aborted` is aborted, which
-  // must end it within 10 s. Where the aborted rank is the one waited for, freeing its GPU memory
-  // waits for every kernel on the GPU, so its abort must end the caller's kernel too, and the
-  // caller's communicator must then report the remote error.
-  void abortWhileALoneCallWaits(int caller, int aborted) {
+  // kernel waits for the other rank, which never calls, and the progress dump says so
+  // (`waitsFor`, in the caller's lines) until rank `aborted` is aborted, which must end it within
+  // 10 s. Where the aborted rank is the one waited for, freeing its GPU memory waits for every
+  // kernel on the GPU, so its abort must end the caller's kernel too, and the caller's
+  // communicator must then report the remote error. Start the clique under dumpSignal_.
+  void abortWhileALoneCallWaits(int caller, int aborted, const std::string& waitsFor) {
     ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
     for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaStreamSynchronize(stream));
     ASSERT_TRUE(ncclSucceeded(ncclAllReduce(buffers_[caller], buffers_[caller], count_, ncclFloat32, ncclSum,
                                             comms_[caller], streams_[caller])));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     EXPECT_EQ(cudaStreamQuery(streams_[caller]), cudaErrorNotReady);
+    const std::string dump = progressDump();
+    const std::string callerLine = "rank " + std::to_string(caller) + "/2 comm 0x";
+    const size_t callerAt = dump.find(callerLine);
+    const size_t waitAt = dump.find(waitsFor, callerAt == std::string::npos ? 0 : callerAt);
+    EXPECT_NE(callerAt, std::string::npos) << dump;
+    // The caller's GPU lines follow its own line, before the next communicator's.
+    EXPECT_NE(waitAt, std::string::npos) << dump;
+    EXPECT_GT(dump.find(" comm 0x", callerAt + callerLine.size()), waitAt) << dump;
     const auto abortedAt = std::chrono::steady_clock::now();
     EXPECT_EQ(ncclCommAbort(comms_[aborted]), ncclSuccess);
     comms_[aborted] = nullptr;
@@ -136,6 +172,8 @@ class OneGpuClique : public ::testing::Test {
     comms_[caller] = nullptr;
   }
 
+  // The progress dump's handler is installed by the first init that sees it asked for.
+  harness::ScopedEnv dumpSignal_{"WEFT_DUMP_SIGNAL", "USR1"};
   std::vector<ncclComm_t> comms_;
   std::vector<cudaStream_t> streams_;
   std::vector<float*> buffers_;
@@ -398,7 +436,8 @@ TEST_F(OneGpuClique, AbortEndsAKernelWaitingForAPeer) {
   SKIP_WITHOUT_GPU();
   harness::DeadlineGuard guard(kDeadline, "abort of a kernel waiting for a peer");
   ASSERT_NO_FATAL_FAILURE(start(2, 1 << 20));  // ranks of one process: the direct kernel
-  ASSERT_NO_FATAL_FAILURE(abortWhileALoneCallWaits(0, 0));
+  ASSERT_NO_FATAL_FAILURE(
+      abortWhileALoneCallWaits(0, 0, "direct allreduce: waiting for rank 1 to publish its buffers for call 2"));
 }
 
 TEST_F(OneGpuClique, AbortEndsALowLatencyKernelWaitingForAPeer) {
@@ -406,14 +445,15 @@ TEST_F(OneGpuClique, AbortEndsALowLatencyKernelWaitingForAPeer) {
   harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");
   harness::DeadlineGuard guard(kDeadline, "abort of an LL kernel waiting for a peer");
   ASSERT_NO_FATAL_FAILURE(start(2, 1024));  // 4 KiB: LL pieces, each receiving thread polls its lines
-  ASSERT_NO_FATAL_FAILURE(abortWhileALoneCallWaits(0, 0));
+  ASSERT_NO_FATAL_FAILURE(abortWhileALoneCallWaits(0, 0, "waiting for an LL line from rank 1 on channel "));
 }
 
 TEST_F(OneGpuClique, AbortingTheRankAPeerWaitsForEndsThePeersKernel) {
   SKIP_WITHOUT_GPU();
   harness::DeadlineGuard guard(kDeadline, "abort of the rank a peer's kernel waits for");
   ASSERT_NO_FATAL_FAILURE(start(2, 1 << 20));
-  ASSERT_NO_FATAL_FAILURE(abortWhileALoneCallWaits(1, 0));
+  ASSERT_NO_FATAL_FAILURE(
+      abortWhileALoneCallWaits(1, 0, "direct allreduce: waiting for rank 0 to publish its buffers for call 2"));
 }
 
 TEST_F(OneGpuClique, AbortingTheRankARingKernelWaitsForEndsIt) {
@@ -421,7 +461,7 @@ TEST_F(OneGpuClique, AbortingTheRankARingKernelWaitsForEndsIt) {
   harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");
   harness::DeadlineGuard guard(kDeadline, "abort of the rank a peer's ring kernel waits for");
   ASSERT_NO_FATAL_FAILURE(start(2, 1 << 20));
-  ASSERT_NO_FATAL_FAILURE(abortWhileALoneCallWaits(1, 0));
+  ASSERT_NO_FATAL_FAILURE(abortWhileALoneCallWaits(1, 0, "waiting to receive from rank 0 on channel "));
 }
 
 }  // namespace

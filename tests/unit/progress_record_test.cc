@@ -1,6 +1,10 @@
 #include "src/core/progress_record.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
 
 #include "algorithms/collective.h"
 #include "algorithms/datatype.h"
@@ -19,6 +23,136 @@ TEST(ProgressRecord, ALaunchOnTheGpuIsReportedAsTheLastCallLaunched) {
              static_cast<int>(algorithms::DataType::kFloat32), 1024, 17);
   EXPECT_EQ(describeProgress(*record), "rank 1/4 comm 0xabc: no call in progress (last: AllReduce #17)");
   releaseProgressRecord(record);
+}
+
+
+// A block's record in the middle of one of its waits.
+GpuBlockProgress waitingBlock(uint64_t kernel, BlockActivity activity, int peer, int channel, uint64_t seen,
+                              uint64_t wanted) {
+  GpuBlockProgress block;
+  block.kernel = kernel;
+  block.activity = static_cast<uint32_t>(activity);
+  block.peer = peer;
+  block.channel = channel;
+  block.lane = 1;
+  block.step = 2;
+  block.steps = 5;
+  block.piece = 9;
+  block.seen = seen;
+  block.wanted = wanted;
+  return block;
+}
+
+GpuBlockProgress blockIn(uint64_t kernel, BlockActivity activity) {
+  GpuBlockProgress block;
+  block.kernel = kernel;
+  block.activity = static_cast<uint32_t>(activity);
+  return block;
+}
+
+// What dumpProgress writes.
+std::string dumpText() {
+  int pipeEnds[2];
+  if (pipe(pipeEnds) != 0) return "pipe failed";
+  dumpProgress(pipeEnds[1]);  // a few lines: less than the pipe holds
+  close(pipeEnds[1]);
+  std::string dump;
+  char chunk[4096];
+  for (ssize_t got; (got = read(pipeEnds[0], chunk, sizeof(chunk))) > 0;) dump.append(chunk, static_cast<size_t>(got));
+  close(pipeEnds[0]);
+  return dump;
+}
+
+class GpuBlocksReport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    record_ = acquireProgressRecord(0x5f, 0, 2);
+    ASSERT_NE(record_, nullptr);
+  }
+  void TearDown() override { releaseProgressRecord(record_); }
+
+  ProgressRecord* record_ = nullptr;
+};
+
+TEST_F(GpuBlocksReport, NamesEveryBlockNotDoneWithTheLatestKernelAndWhatItWaitsFor) {
+  std::vector<GpuBlockProgress> blocks = {
+      blockIn(7, BlockActivity::kDone),
+      waitingBlock(7, BlockActivity::kReceiving, 1, 0, 4, 5),
+      blockIn(6, BlockActivity::kDone),
+      waitingBlock(7, BlockActivity::kSending, 3, 1, 12, 13),
+      blockIn(7, BlockActivity::kRunning),
+      blockIn(0, BlockActivity::kNone),
+      waitingBlock(5, BlockActivity::kSending, 0, 0, 2, 3),  // a replayed graph's kernel, numbered at capture
+      waitingBlock(7, BlockActivity::kReceiving, 2, 0, 0, 1),  // a record past the kernel's blocks
+  };
+  attachGpuBlocks(record_, blocks.data(), static_cast<int>(blocks.size()));
+  recordKernel(record_, 7, 7);
+  EXPECT_EQ(describeGpuBlocks(*record_),
+            "GPU kernel 7, 7 blocks: 1 done, 2 waiting, 1 running, 3 not started\n"
+            "GPU block 1 of kernel 7: lane 1 step 3/5 piece 9: waiting to receive from rank 1 on channel 0 (4 "
+            "pieces posted, needs 5)\n"
+            "GPU block 2: not in kernel 7 yet (last: kernel 6, done)\n"
+            "GPU block 3 of kernel 7: lane 1 step 3/5 piece 9: waiting for a free slot to send to rank 3 on channel "
+            "1 (12 pieces released, needs 13)\n"
+            "GPU block 4 of kernel 7: running\n"
+            "GPU block 5: not in kernel 7 yet (last: none)\n"
+            "GPU block 6: not in kernel 7 yet (last: kernel 5, lane 1 step 3/5 piece 9: waiting for a free slot to "
+            "send to rank 0 on channel 0 (2 pieces released, needs 3))\n");
+}
+
+TEST_F(GpuBlocksReport, SaysWhatLowLatencyDirectAndNvlsWaitsAreFor) {
+  std::vector<GpuBlockProgress> blocks = {
+      waitingBlock(3, BlockActivity::kReceivingLine, 1, 2, 8, 9),
+      waitingBlock(3, BlockActivity::kArriving, 2, -1, 10, 11),
+      waitingBlock(3, BlockActivity::kFinishing, 0, -1, 10, 11),
+      waitingBlock(3, BlockActivity::kAtBarrier, -1, -1, 40, 42),
+  };
+  attachGpuBlocks(record_, blocks.data(), static_cast<int>(blocks.size()));
+  recordKernel(record_, 3, 4);
+  EXPECT_EQ(describeGpuBlocks(*record_),
+            "GPU kernel 3, 4 blocks: 0 done, 4 waiting, 0 running, 0 not started\n"
+            "GPU block 0 of kernel 3: lane 1 step 3/5 piece 9: waiting for an LL line from rank 1 on channel 2 "
+            "(flag 8, needs 9)\n"
+            "GPU block 1 of kernel 3: direct allreduce: waiting for rank 2 to publish its buffers for call 11 (it "
+            "is at call 10)\n"
+            "GPU block 2 of kernel 3: direct allreduce: waiting for rank 0 to finish call 11 (it is at call 10)\n"
+            "GPU block 3 of kernel 3: NVLS allreduce: waiting at the barrier of the team's blocks (40 arrivals, "
+            "needs 42)\n");
+}
+
+TEST_F(GpuBlocksReport, SaysNothingWithoutRecordsOrAKernel) {
+  EXPECT_EQ(describeGpuBlocks(*record_), "");  // the host path attaches none
+  std::vector<GpuBlockProgress> blocks(2);
+  attachGpuBlocks(record_, blocks.data(), 2);
+  EXPECT_EQ(describeGpuBlocks(*record_), "");  // no kernel launched yet
+  recordKernel(record_, 1, 2);
+  EXPECT_EQ(describeGpuBlocks(*record_),
+            "GPU kernel 1, 2 blocks: 0 done, 0 waiting, 0 running, 2 not started\n"
+            "GPU block 0: not in kernel 1 yet (last: none)\n"
+            "GPU block 1: not in kernel 1 yet (last: none)\n");
+  attachGpuBlocks(record_, nullptr, 0);  // as a communicator's GPU resources go away
+  EXPECT_EQ(describeGpuBlocks(*record_), "");
+}
+
+TEST_F(GpuBlocksReport, TheDumpPrintsTheBlocksUnderTheirCommunicatorsLine) {
+  std::vector<GpuBlockProgress> blocks = {waitingBlock(2, BlockActivity::kReceiving, 1, 0, 0, 1)};
+  attachGpuBlocks(record_, blocks.data(), 1);
+  recordKernel(record_, 2, 1);
+  recordCall(record_, ProgressState::kLaunched, static_cast<int>(algorithms::Collective::kAllReduce),
+             static_cast<int>(algorithms::DataType::kFloat32), 64, 2);
+  std::string dump = dumpText();
+  const std::string pid = "weft pid " + std::to_string(getpid()) + ": ";
+  EXPECT_NE(dump.find(pid + "rank 0/2 comm 0x5f: AllReduce #2 (64 x float): the last call launched on the GPU\n" +
+                      pid + "  GPU kernel 2, 1 block: 0 done, 1 waiting, 0 running, 0 not started\n" + pid +
+                      "  GPU block 0 of kernel 2: lane 1 step 3/5 piece 9: waiting to receive from rank 1 on channel 0 "
+                      "(0 pieces posted, needs 1)\n"),
+            std::string::npos)
+      << dump;
+  // The host path's records print no GPU lines.
+  recordCall(record_, ProgressState::kRunning, static_cast<int>(algorithms::Collective::kAllReduce),
+             static_cast<int>(algorithms::DataType::kFloat32), 64, 3);
+  dump = dumpText();
+  EXPECT_EQ(dump.find("GPU kernel"), std::string::npos) << dump;
 }
 
 }  // namespace

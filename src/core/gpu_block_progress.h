@@ -1,0 +1,43 @@
+#pragma once
+// What each thread block of a communicator's GPU kernels is doing, for hang reports: the answer to
+// "what is this rank's kernel waiting for?". A block's thread 0 writes its record into pinned
+// host memory (src/device/block_progress.cuh) when the block starts a kernel, when one of its
+// waits has polled kPollsPerAbortCheck times without what it waits for, when that wait ends, and
+// when the block is done; progress_record.h prints the records. A wait that succeeds sooner
+// writes nothing, so moving data costs nothing more.
+//
+// Plain C++: the kernels, the GPU executor and the host's reports share it.
+
+#include <cstdint>
+
+namespace weft::core {
+
+/// What a block does (GpuBlockProgress::activity).
+enum class BlockActivity : uint32_t {
+  kNone = 0,       // no kernel of this communicator has run in this block yet
+  kRunning = 1,    // in its kernel, not waiting (or no longer)
+  kDone = 2,       // done with its kernel, or gave up on an abort
+  kReceiving = 3,  // waits for a piece from `peer`: `seen` pieces posted, piece `wanted` needed
+  kSending = 4,    // waits for a free slot towards `peer`: `seen` pieces released, `wanted` needed
+  kReceivingLine = 5,  // LL: waits for a line from `peer` to carry flag `wanted` (it holds `seen`)
+  kArriving = 6,   // the direct allreduce: waits for rank `peer` to publish call `wanted` (it is at `seen`)
+  kFinishing = 7,  // the direct allreduce: waits for rank `peer` to finish call `wanted` (it is at `seen`)
+  kAtBarrier = 8,  // the NVLS allreduce: waits for the team's blocks (`seen` arrivals, `wanted` needed)
+};
+
+/// One block's record. Fields are written one at a time while the host may read them: a report
+/// taken mid-write may mix two moments, never anything else.
+struct GpuBlockProgress {
+  uint64_t kernel = 0;    // the communicator's kernel (1, 2, ...; a graph's replay: at capture)
+  uint32_t activity = 0;  // BlockActivity
+  int32_t peer = -1;      // the rank waited for, or -1
+  int32_t channel = -1;   // the connection's channel, or -1
+  uint32_t lane = 0;      // within the kernel's lanes for this block
+  uint32_t step = 0;      // within the lane
+  uint32_t steps = 0;
+  uint64_t piece = 0;     // the round of the lane's steps
+  uint64_t seen = 0;
+  uint64_t wanted = 0;
+};
+
+}  // namespace weft::core
