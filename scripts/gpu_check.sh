@@ -20,7 +20,8 @@
 #      one process for the whole suite, a new one after a hang (20 s; what the hung test waits for
 #      is printed first, WEFT_DUMP_SIGNAL) or a crash
 #   3. the speed of allreduce on one GPU against its memory bound (gpu_allreduce_bench): the
-#      direct kernel, which ranks as threads of one process take
+#      direct kernel, which ranks as threads of one process take (a bench past its limit prints
+#      what its kernels wait for before it is killed, as a hung test does)
 #   4. whether CUDA IPC works across processes here, asked without Weft (cuda_ipc_probe)
 #   5. PyTorch: the nccl symbols libtorch_cuda.so imports against Weft's exports, then, unless
 #      some are missing, tests/gpu/torch_client.py with Weft's libnccl.so.2 in place of torch's
@@ -82,6 +83,8 @@ wanted() {
 }
 
 # step NAME SECONDS COMMAND...: runs COMMAND under a limit cut to the time left, logs its result.
+# At the limit COMMAND gets $step_signal (default TERM; USR1 makes Weft's binaries print what they
+# wait for, WEFT_DUMP_SIGNAL) and, 5 s later, KILL.
 step() {
   local name=$1 limit=$2
   shift 2
@@ -97,7 +100,7 @@ step() {
   echo "=== $name (limit ${limit}s): $*"
   steps_run=$((steps_run + 1))
   local start=$SECONDS
-  timeout --kill-after=5 "$limit" "$@"
+  timeout --signal="${step_signal:-TERM}" --kill-after=5 "$limit" "$@"
   local status=$?
   echo "=== $name: exit $status after $((SECONDS - start)) s"
   [ "$status" -eq 0 ] || failures+=("$name (exit $status)")
@@ -177,7 +180,7 @@ run() {
   if [ ${#failures[@]} -eq 0 ]; then
     # GpuAcrossHosts forks ranks that use CUDA: it runs with the processes tests (step 6).
     suite "2. GPU suite, ranks as threads" "$out/threads.log" '-*processes*:GpuAcrossHosts.*' 80
-    WEFT_GPU_DIRECT=1 step "3. allreduce speed on one GPU, direct kernel" 20 "${lib_env[@]}" \
+    step_signal=USR1 WEFT_GPU_DIRECT=1 step "3. allreduce speed on one GPU, direct kernel" 20 "${lib_env[@]}" \
       "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
 
     local ipc=yes
@@ -226,7 +229,7 @@ run() {
     step "7. host suite on a GPU machine (part)" 10 "${lib_env[@]}" "$bundle/weft_multirank_tests" \
       --gtest_filter='Collectives/ExactCollective.MatchesReference/*_2ranks_shm:Groups*' --gtest_brief=1
 
-    WEFT_GPU_DIRECT=0 WEFT_GPU_CHANNELS=32 step "8. allreduce speed through the ring, WEFT_GPU_CHANNELS=32" 15 \
+    step_signal=USR1 WEFT_GPU_DIRECT=0 WEFT_GPU_CHANNELS=32 step "8. allreduce speed through the ring, WEFT_GPU_CHANNELS=32" 15 \
       "${lib_env[@]}" "$bundle/gpu_allreduce_bench" --max-bytes 256M --iters 10
   fi
   kill "$monitor" 2>/dev/null
