@@ -8,18 +8,24 @@
 //
 // Plain C++: the kernels, the GPU executor and the host's reports share it.
 
+#include <cstddef>
 #include <cstdint>
 
 namespace weft::core {
+
+/// Records per communicator: blocks of a kernel from this one on record nothing (a kernel has at
+/// most one block per multiprocessor, less spares, halved: residency.h).
+inline constexpr size_t kRecordedBlocks = 128;
 
 /// What a block does (GpuBlockProgress::activity).
 enum class BlockActivity : uint32_t {
   kNone = 0,       // no kernel of this communicator has run in this block yet
   kRunning = 1,    // in its kernel, not waiting (or no longer)
   kDone = 2,       // done with its kernel, or gave up on an abort
-  kReceiving = 3,  // waits for a piece from `peer`: `seen` pieces posted, piece `wanted` needed
-  kSending = 4,    // waits for a free slot towards `peer`: `seen` pieces released, `wanted` needed
-  kReceivingLine = 5,  // LL: waits for a line from `peer` to carry flag `wanted` (it holds `seen`)
+  kReceiving = 3,  // waits for a piece from `peer`: its `posted` counter is `seen`, needs `wanted`
+  kSending = 4,    // waits for a free slot towards `peer`: its `released` counter is `seen`, needs `wanted`
+  kReceivingLine = 5,  // LL: waits for a line from `peer` to carry flag `wanted` (it holds `seen`;
+                       // thread 0's first line: a block whose other threads wait shows as running)
   kArriving = 6,   // the direct allreduce: waits for rank `peer` to publish call `wanted` (it is at `seen`)
   kFinishing = 7,  // the direct allreduce: waits for rank `peer` to finish call `wanted` (it is at `seen`)
   kAtBarrier = 8,  // the NVLS allreduce: waits for the team's blocks (`seen` arrivals, `wanted` needed)

@@ -79,21 +79,6 @@ int parseSignal(const std::string& name) {
   return 0;
 }
 
-const char* activityName(BlockActivity activity) {
-  switch (activity) {
-    case BlockActivity::kNone: return "never ran";
-    case BlockActivity::kRunning: return "running";
-    case BlockActivity::kDone: return "done";
-    case BlockActivity::kReceiving:
-    case BlockActivity::kSending:
-    case BlockActivity::kReceivingLine:
-    case BlockActivity::kArriving:
-    case BlockActivity::kFinishing:
-    case BlockActivity::kAtBarrier: return "waiting";
-  }
-  return "in an unknown state";
-}
-
 // A block's record as read now, field by field (its GPU may be writing it).
 GpuBlockProgress snapshotOf(const GpuBlockProgress& record) {
   const volatile GpuBlockProgress& live = record;
@@ -117,11 +102,11 @@ int recordedBlocks(const ProgressRecord& record, const GpuBlockProgress** blocks
   *kernel = record.kernel.load(std::memory_order_relaxed);
   if (*blocks == nullptr || *kernel == 0) return 0;
   const int launched = record.kernelBlocks.load(std::memory_order_relaxed);
-  const int records = record.blockRecords.load(std::memory_order_relaxed);
-  return launched < records ? launched : records;
+  return launched < static_cast<int>(kRecordedBlocks) ? launched : static_cast<int>(kRecordedBlocks);
 }
 
-// "lane 0 step 2/3 piece 0: waiting to receive from rank 1 on channel 0 (1 piece posted, needs 2)".
+// "lane 0 step 2/3 piece 0: waiting to receive from rank 1 on channel 0 (posted 1, needs 2)", or
+// "running", "done".
 void describeWait(const GpuBlockProgress& block, LineWriter& line) {
   const auto activity = static_cast<BlockActivity>(block.activity);
   if (activity == BlockActivity::kReceiving || activity == BlockActivity::kSending ||
@@ -133,10 +118,12 @@ void describeWait(const GpuBlockProgress& block, LineWriter& line) {
     case BlockActivity::kReceiving: line.text("waiting to receive from rank "); break;
     case BlockActivity::kSending: line.text("waiting for a free slot to send to rank "); break;
     case BlockActivity::kReceivingLine: line.text("waiting for an LL line from rank "); break;
-    case BlockActivity::kArriving: line.text("direct allreduce: waiting for rank "); break;
+    case BlockActivity::kArriving:
     case BlockActivity::kFinishing: line.text("direct allreduce: waiting for rank "); break;
     case BlockActivity::kAtBarrier: line.text("NVLS allreduce: waiting at the barrier of the team's blocks"); break;
-    default: line.text(activityName(activity)); return;
+    case BlockActivity::kRunning: line.text("running"); return;
+    case BlockActivity::kDone: line.text("done"); return;
+    default: line.text("in no known state"); return;
   }
   if (activity == BlockActivity::kAtBarrier) {
     line.text(" (").number(block.seen).text(" arrivals, needs ").number(block.wanted).text(")");
@@ -149,17 +136,17 @@ void describeWait(const GpuBlockProgress& block, LineWriter& line) {
     return;
   }
   line.text(" on channel ").signedNumber(block.channel).text(" (");
-  if (activity == BlockActivity::kReceiving) line.number(block.seen).text(" pieces posted, needs ");
-  else if (activity == BlockActivity::kSending) line.number(block.seen).text(" pieces released, needs ");
-  else line.text("flag ").number(block.seen).text(", needs ");
+  if (activity == BlockActivity::kReceiving) line.text("posted ");
+  else if (activity == BlockActivity::kSending) line.text("released ");
+  else line.text("flag ");
+  line.number(block.seen).text(", needs ");
   line.number(block.wanted).text(")");
 }
 
 // The line of block `b` of the latest kernel; false (writing nothing) where it is done with it.
 bool formatBlock(const GpuBlockProgress& block, int b, uint64_t kernel, LineWriter& line) {
   const uint64_t its = block.kernel;
-  const auto activity = static_cast<BlockActivity>(block.activity);
-  if (its == kernel && activity == BlockActivity::kDone) return false;
+  if (its == kernel && static_cast<BlockActivity>(block.activity) == BlockActivity::kDone) return false;
   line.text("GPU block ").number(static_cast<uint64_t>(b));
   if (its != kernel) {
     line.text(": not in kernel ").number(kernel).text(" yet (last: ");
@@ -207,7 +194,6 @@ ProgressRecord* acquireProgressRecord(uint64_t commHash, int rank, int nranks) {
     record.sequence.store(0, std::memory_order_relaxed);
     record.kernel.store(0, std::memory_order_relaxed);
     record.kernelBlocks.store(0, std::memory_order_relaxed);
-    record.blockRecords.store(0, std::memory_order_relaxed);
     record.blocks.store(nullptr, std::memory_order_release);
     return &record;
   }
@@ -223,8 +209,7 @@ void recordCall(ProgressRecord* record, ProgressState state, int collective, int
   record->sequence.store(sequence, std::memory_order_relaxed);
 }
 
-void attachGpuBlocks(ProgressRecord* record, const GpuBlockProgress* blocks, int records) {
-  record->blockRecords.store(blocks != nullptr ? records : 0, std::memory_order_relaxed);
+void attachGpuBlocks(ProgressRecord* record, const GpuBlockProgress* blocks) {
   record->blocks.store(blocks, std::memory_order_release);
 }
 
@@ -311,7 +296,8 @@ std::string describeGpuBlocks(const ProgressRecord& record) {
 
 void dumpProgress(int fd) {
   char line[320];
-  char prefixText[64];
+  char gpuPrefix[64];
+  LineWriter(gpuPrefix, sizeof(gpuPrefix)).text("weft pid ").number(static_cast<uint64_t>(getpid())).text(":   ");
   LineWriter header(line, sizeof(line));
   header.text("weft pid ").number(static_cast<uint64_t>(getpid())).text(": progress of this process's communicators\n");
   ssize_t written = write(fd, line, header.length());
@@ -324,9 +310,7 @@ void dumpProgress(int fd) {
     line[length++] = '\n';
     written = write(fd, line, length);
     if (static_cast<ProgressState>(record.state.load(std::memory_order_relaxed)) == ProgressState::kLaunched) {
-      LineWriter gpuPrefix(prefixText, sizeof(prefixText));
-      gpuPrefix.text("weft pid ").number(static_cast<uint64_t>(getpid())).text(":   ");
-      forEachGpuLine(record, prefixText, [fd, &written](const char* text, size_t length) {
+      forEachGpuLine(record, gpuPrefix, [fd, &written](const char* text, size_t length) {
         written = write(fd, text, length);
       });
     }

@@ -41,21 +41,21 @@ struct ProgressRecord {
   std::atomic<uint64_t> piece{0};
   std::atomic<int> peer{-1};
   std::atomic<int> direction{0};  // WaitDirection
-  // The GPU path: the communicator's latest kernel, its blocks, and the records its blocks write
-  // (pinned host memory that is never freed, so a handler may read them while the communicator goes
-  // away; null where it has none).
+  // The GPU path: the communicator's latest kernel enqueued (not captured), its blocks, and the
+  // kRecordedBlocks records its blocks write (host memory that is never freed, so a handler may
+  // read them while the communicator goes away; null where it has none).
   std::atomic<uint64_t> kernel{0};
   std::atomic<int> kernelBlocks{0};
   std::atomic<const GpuBlockProgress*> blocks{nullptr};
-  std::atomic<int> blockRecords{0};
 };
 
 /// Stores a call's state, collective, type, element count and sequence number in `record`.
 void recordCall(ProgressRecord* record, ProgressState state, int collective, int type, uint64_t count,
                 uint64_t sequence);
 
-/// Where the communicator's GPU blocks record what they do: `records` of them, or none (null).
-void attachGpuBlocks(ProgressRecord* record, const GpuBlockProgress* blocks, int records);
+/// Where the communicator's GPU blocks record what they do (kRecordedBlocks records), or nowhere
+/// (null).
+void attachGpuBlocks(ProgressRecord* record, const GpuBlockProgress* blocks);
 /// The communicator's latest GPU kernel, just enqueued: its number and its blocks.
 void recordKernel(ProgressRecord* record, uint64_t kernel, int blocks);
 
@@ -72,9 +72,10 @@ size_t formatProgress(const ProgressRecord& record, char* buffer, size_t capacit
 std::string describeProgress(const ProgressRecord& record);
 
 /// The communicator's latest GPU kernel, where its blocks' records are attached: "GPU kernel 7, 4
-/// blocks: 3 done, 1 waiting", then a line per block that is not done with it ("GPU block 2 of
-/// kernel 7: lane 0 step 2/3 piece 0: waiting to receive from rank 1 on channel 0 (1 piece
-/// posted, needs 2)", or "GPU block 3: not in kernel 7 yet (last: kernel 6, done)"). Lines end
+/// blocks: 2 done, 1 waiting, 0 running, 1 not started", then a line per block that is not done
+/// with it ("GPU block 2 of kernel 7: lane 0 step 2/3 piece 0: waiting to receive from rank 1 on
+/// channel 0 (posted 1, needs 2)", or "GPU block 3: not in kernel 7 yet (last: kernel 6, done)";
+/// a replayed graph's kernels carry their numbers at capture). Lines end
 /// with '\n'; nothing where no kernel was launched. Async-signal-safe: writes into `buffer`
 /// (always NUL-terminated; lines past its end are cut) and returns the length.
 size_t formatGpuBlocks(const ProgressRecord& record, char* buffer, size_t capacity);

@@ -1,6 +1,6 @@
 #pragma once
 // The kernel's side of the blocks' progress records (src/core/gpu_block_progress.h): thread 0 of
-// a block writes its block's record in pinned host memory when the block starts and ends a kernel,
+// a block writes its block's record in mapped host memory when the block starts and ends a kernel,
 // and around a wait that has polled kPollsPerAbortCheck times without what it waits for. Plain
 // volatile stores, posted to host memory: the block never waits for them.
 
@@ -23,9 +23,8 @@ struct WaitSite {
 class BlockProgressWriter {
  public:
   __device__ explicit BlockProgressWriter(const KernelWork& work)
-      : record_(work.blockProgress != nullptr && blockIdx.x < work.blockProgressCount
-                    ? work.blockProgress + blockIdx.x
-                    : nullptr),
+      : record_(work.blockProgress != nullptr && blockIdx.x < core::kRecordedBlocks ? work.blockProgress + blockIdx.x
+                                                                                   : nullptr),
         kernel_(work.kernel) {}
 
   __device__ void started() const {
@@ -61,6 +60,27 @@ class BlockProgressWriter {
 
   volatile core::GpuBlockProgress* record_;
   uint64_t kernel_;
+};
+
+/// One wait of thread 0, recorded the first time it looks at the abort flag in vain (note) and
+/// cleared when it ends (end), where it was recorded.
+class RecordedWait {
+ public:
+  __device__ explicit RecordedWait(const BlockProgressWriter& progress) : progress_(progress) {}
+
+  __device__ void note(core::BlockActivity activity, int32_t peer, int32_t channel, const WaitSite& site,
+                       uint64_t seen, uint64_t wanted) {
+    if (!recorded_) progress_.waiting(activity, peer, channel, site, seen, wanted);
+    recorded_ = true;
+  }
+
+  __device__ void end() const {
+    if (recorded_) progress_.running();
+  }
+
+ private:
+  const BlockProgressWriter& progress_;
+  bool recorded_ = false;
 };
 
 }  // namespace weft::device

@@ -123,9 +123,11 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   // The tables' buffers now, before any kernel of a launch: an allocation between two ranks' kernels
   // of one launch could keep them from running at once (setup_at_init.h).
   WEFT_RETURN_IF_ERROR(resources->workPool_.reserve());
-  WEFT_RETURN_IF_ERROR(acquireBlockProgress(comm.gpuBlocksPerRank(), &resources->blockProgress_));
-  if (comm.progress() != nullptr) {
-    core::attachGpuBlocks(comm.progress(), resources->blockProgress_.host, resources->blockProgress_.capacity);
+  if (const Status recorded = acquireBlockProgress(&resources->blockProgress_); !recorded.isOk()) {
+    WEFT_WARN("rank %d: %s; its hang reports will not say what its GPU kernels wait for", comm.rank(),
+              recorded.message().c_str());
+  } else if (comm.progress() != nullptr) {
+    core::attachGpuBlocks(comm.progress(), resources->blockProgress_.host);
   }
   joinLocalClique(comm.cliqueId(), resources->device_, resources.get());
   *out = std::move(resources);
@@ -159,17 +161,16 @@ CommDevice::~CommDevice() {
   }
   connections_.reset();
   if (directBoards_ != nullptr) releaseDirectBoards(comm_.cliqueId(), device_);
-  if (comm_.progress() != nullptr) core::attachGpuBlocks(comm_.progress(), nullptr, 0);
+  if (comm_.progress() != nullptr) core::attachGpuBlocks(comm_.progress(), nullptr);
   releaseBlockProgress(blockProgress_);
   if (abortFlagHost_ != nullptr) (void)cudaFreeHost(const_cast<int*>(abortFlagHost_));
   (void)cudaGetLastError();
 }
 
-void CommDevice::markKernel(KernelWork* work, int blocks) {
+void CommDevice::markKernel(KernelWork* work, int blocks, const StreamCapture& capture) {
   work->kernel = ++kernels_;
   work->blockProgress = blockProgress_.device;
-  work->blockProgressCount = static_cast<uint32_t>(blockProgress_.capacity);
-  if (comm_.progress() != nullptr) core::recordKernel(comm_.progress(), kernels_, blocks);
+  if (!capture.active && comm_.progress() != nullptr) core::recordKernel(comm_.progress(), kernels_, blocks);
 }
 
 void CommDevice::abort() {

@@ -114,9 +114,11 @@ class CommDevice final : public core::Communicator::DeviceResources,
   /// The same, where the caller already asked `stream` its capture (streamCapture): a launch asks
   /// once, for this and recordLaunch.
   Status orderAfterPrevious(cudaStream_t stream, const StreamCapture& capture);
-  /// Numbers the kernel about to be enqueued with `blocks` blocks, tells `work` where its blocks
-  /// record what they do, and leaves both in the communicator's progress record (hang reports).
-  void markKernel(KernelWork* work, int blocks);
+  /// Numbers the kernel about to be enqueued with `blocks` blocks on a stream in `capture`, tells
+  /// `work` where its blocks record what they do, and, unless it is captured into a graph (whose
+  /// replays carry the number it has now), leaves both in the communicator's progress record as
+  /// its latest kernel (hang reports).
+  void markKernel(KernelWork* work, int blocks, const StreamCapture& capture);
   /// Records the launch just enqueued on `stream` (in `capture`) as this communicator's latest; a
   /// captured one becomes the latest each time its graph is launched.
   Status recordLaunch(cudaStream_t stream, const StreamCapture& capture);
@@ -142,7 +144,7 @@ class CommDevice final : public core::Communicator::DeviceResources,
   CapturedGraphs capturedGraphs_;
   DirectBoard* directBoards_ = nullptr;
   BlockProgressArray blockProgress_;
-  uint64_t kernels_ = 0;  // kernels enqueued or captured so far
+  uint64_t kernels_ = 0;  // kernels enqueued or captured so far: the last one's number
   int multiprocessors_ = 0;
   bool oneHost_ = true;
 };

@@ -159,7 +159,7 @@ class LaunchBuilder {
       WEFT_RETURN_IF_ERROR(device_.capturedGraphs().keep(record, kept));
       WEFT_RETURN_IF_ERROR(cudaStatus(cudaLaunchHostFunc(stream, tellProxies, kept.get()), "cudaLaunchHostFunc"));
     }
-    device_.markKernel(&work, static_cast<int>(tables.blocks.size()));
+    device_.markKernel(&work, static_cast<int>(tables.blocks.size()), capture);
     WEFT_RETURN_IF_ERROR(launchStepKernel(work, static_cast<int>(tables.blocks.size()), reduction, stream));
     if (capture.active) return device_.recordLaunch(stream, capture);
     expectations.tell();
@@ -343,7 +343,7 @@ Status enqueueWhole(CommDevice& device, const core::Op& op, KernelWork& work, in
   StreamCapture capture;
   WEFT_RETURN_IF_ERROR(streamCapture(stream, &capture));
   WEFT_RETURN_IF_ERROR(device.orderAfterPrevious(stream, capture));
-  device.markKernel(&work, blocks);
+  device.markKernel(&work, blocks, capture);
   WEFT_RETURN_IF_ERROR(launchStepKernel(work, blocks, &op.reduction, stream));
   return device.recordLaunch(stream, capture);
 }

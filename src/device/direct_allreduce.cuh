@@ -47,18 +47,17 @@ __device__ inline bool waitForEveryRank(const KernelDirect& direct, bool finishe
   for (int r = 0; r < direct.nranks; ++r) {
     const DirectBoard& board = direct.boards[r];
     const unsigned long long* counter = finished ? &board.finished : &board.arrived;
-    bool recorded = false;
+    RecordedWait wait(progress);
     for (int polls = 0;; ++polls) {
       const unsigned long long reached = loadAcquireGpu(counter);
       if (reached >= call) break;
       if (polls == kPollsPerAbortCheck) {
         if (abortFlag != nullptr && *abortFlag != 0) return false;
-        if (!recorded) progress.waiting(activity, r, -1, WaitSite{}, reached, call);
-        recorded = true;
+        wait.note(activity, r, -1, WaitSite{}, reached, call);
         polls = 0;
       }
     }
-    if (recorded) progress.running();
+    wait.end();
   }
   return true;
 }

@@ -125,11 +125,9 @@ struct KernelWork {
   const void* scalarAt = nullptr;  // where PreMulSum's multiplier is read as the kernel runs, else `scalar`
   KernelDirect direct;
   KernelNvls nvls;
-  /// Where each block records what it does, for hang reports (blocks from blockProgressCount on
-  /// record nothing), and this kernel's number on its communicator.
+  /// Where each block records what it does, for hang reports (core::kRecordedBlocks records; null:
+  /// nowhere), and this kernel's number on its communicator.
   core::GpuBlockProgress* blockProgress = nullptr;
-  uint32_t blockProgressCount = 0;
-  uint32_t reserved2 = 0;
   uint64_t kernel = 0;
 };
 

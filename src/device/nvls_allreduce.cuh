@@ -153,7 +153,7 @@ __device__ inline bool barrier(const KernelNvls& nvls, int block, const volatile
     const unsigned int target = *passed + static_cast<unsigned int>(nvls.nranks);
     WEFT_NVLS_ASM("multimem.red.release.sys.global.add.u32 [%0], %1;" ::"l"(nvls.multicast + line), "r"(1u) : "memory");
     proceed = true;
-    bool recorded = false;
+    RecordedWait wait(progress);
     for (int polls = 0;; ++polls) {
       unsigned int now;
       asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(now) : "l"(arrived) : "memory");
@@ -163,12 +163,11 @@ __device__ inline bool barrier(const KernelNvls& nvls, int block, const volatile
           proceed = false;
           break;
         }
-        if (!recorded) progress.waiting(core::BlockActivity::kAtBarrier, -1, -1, WaitSite{}, now, target);
-        recorded = true;
+        wait.note(core::BlockActivity::kAtBarrier, -1, -1, WaitSite{}, now, target);
         polls = 0;
       }
     }
-    if (recorded && proceed) progress.running();
+    if (proceed) wait.end();
     *passed = target;
   }
   __syncthreads();

@@ -41,42 +41,35 @@ __device__ bool aborted(const volatile int* flag) { return flag != nullptr && *f
 // communicator was aborted. A long wait is recorded for hang reports.
 __device__ bool waitPosted(const KernelConnection& connection, unsigned long long consumed,
                            const volatile int* abortFlag, const BlockProgressWriter& progress, const WaitSite& site) {
-  bool recorded = false;
+  RecordedWait wait(progress);
   for (int polls = 0;; ++polls) {
     const unsigned long long posted = loadAcquire(connection.posted);
     if (posted > consumed) break;
     if (polls == kPollsPerAbortCheck) {
       if (aborted(abortFlag)) return false;
-      if (!recorded) {
-        progress.waiting(core::BlockActivity::kReceiving, connection.peer, connection.channel, site, posted,
-                         consumed + 1);
-      }
-      recorded = true;
+      wait.note(core::BlockActivity::kReceiving, connection.peer, connection.channel, site, posted, consumed + 1);
       polls = 0;
     }
   }
-  if (recorded) progress.running();
+  wait.end();
   return true;
 }
 
 // Thread 0 only. Waits until the slot after `posted` is free (the receiver released enough).
 __device__ bool waitFree(const KernelConnection& connection, unsigned long long posted,
                          const volatile int* abortFlag, const BlockProgressWriter& progress, const WaitSite& site) {
-  bool recorded = false;
+  RecordedWait wait(progress);
   for (int polls = 0;; ++polls) {
     const unsigned long long released = loadAcquire(connection.released);
     if (posted - released < connection.slotCount) break;
     if (polls == kPollsPerAbortCheck) {
       if (aborted(abortFlag)) return false;
-      if (!recorded) {
-        progress.waiting(core::BlockActivity::kSending, connection.peer, connection.channel, site, released,
-                         posted - connection.slotCount + 1);
-      }
-      recorded = true;
+      wait.note(core::BlockActivity::kSending, connection.peer, connection.channel, site, released,
+                posted - connection.slotCount + 1);
       polls = 0;
     }
   }
-  if (recorded) progress.running();
+  wait.end();
   return true;
 }
 
@@ -109,7 +102,7 @@ __device__ void storeBytes(char* address, uint64_t word, uint64_t valid) {
 // the connection's peer and channel).
 __device__ bool readLine(const char* line, uint32_t flag, const volatile int* abortFlag, uint64_t* data,
                          const LineSource& from) {
-  bool recorded = false;
+  RecordedWait wait(from.progress);
   for (int polls = 0;; ++polls) {
     uint32_t low, flag1, high, flag2;
     asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -118,15 +111,12 @@ __device__ bool readLine(const char* line, uint32_t flag, const volatile int* ab
                  : "memory");
     if (flag1 == flag && flag2 == flag) {
       *data = static_cast<uint64_t>(low) | (static_cast<uint64_t>(high) << 32);
-      if (recorded) from.progress.running();
+      wait.end();
       return true;
     }
     if (polls == kPollsPerAbortCheck) {
       if (aborted(abortFlag)) return false;
-      if (!recorded && threadIdx.x == 0) {
-        from.progress.waiting(core::BlockActivity::kReceivingLine, from.peer, from.channel, from.site, flag1, flag);
-        recorded = true;
-      }
+      if (threadIdx.x == 0) wait.note(core::BlockActivity::kReceivingLine, from.peer, from.channel, from.site, flag1, flag);
       polls = 0;
     }
   }
@@ -180,7 +170,7 @@ __device__ bool moveLowLatencyPiece(const Piece& piece, uint64_t unitBytes, uint
 // Steps of a lane that its block reads into shared memory when the lane starts, with their
 // connections: every thread reads one step, so the lane waits once for pinned host memory rather
 // than at every piece (a ring allreduce's lanes have 2n - 1 steps: 32 ranks and fewer fit, in
-// 11 KiB). Thread 0 reads each piece's step and connections of a longer lane.
+// under 12 KiB). Thread 0 reads each piece's step and connections of a longer lane.
 constexpr uint32_t kCachedSteps = 64;
 
 template <class Body>

@@ -46,8 +46,12 @@ std::string progressDump() {
   if (file == nullptr) return "tmpfile failed";
   fflush(stderr);
   const int saved = dup(STDERR_FILENO);
-  dup2(fileno(file), STDERR_FILENO);
-  raise(SIGUSR1);
+  if (saved < 0 || dup2(fileno(file), STDERR_FILENO) < 0) {
+    if (saved >= 0) close(saved);
+    fclose(file);
+    return "could not redirect stderr";
+  }
+  raise(SIGUSR1);  // the handler runs in this thread before raise returns
   dup2(saved, STDERR_FILENO);
   close(saved);
   std::string dump;

@@ -69,13 +69,24 @@ class GpuBlocksReport : public ::testing::Test {
     record_ = acquireProgressRecord(0x5f, 0, 2);
     ASSERT_NE(record_, nullptr);
   }
-  void TearDown() override { releaseProgressRecord(record_); }
+  void TearDown() override {
+    attachGpuBlocks(record_, nullptr);  // before blocks_ goes
+    releaseProgressRecord(record_);
+  }
+
+  // Attaches kRecordedBlocks records, the first of them `first`, the rest never used.
+  void attach(const std::vector<GpuBlockProgress>& first) {
+    blocks_.assign(kRecordedBlocks, GpuBlockProgress{});
+    std::copy(first.begin(), first.end(), blocks_.begin());
+    attachGpuBlocks(record_, blocks_.data());
+  }
 
   ProgressRecord* record_ = nullptr;
+  std::vector<GpuBlockProgress> blocks_;
 };
 
 TEST_F(GpuBlocksReport, NamesEveryBlockNotDoneWithTheLatestKernelAndWhatItWaitsFor) {
-  std::vector<GpuBlockProgress> blocks = {
+  attach({
       blockIn(7, BlockActivity::kDone),
       waitingBlock(7, BlockActivity::kReceiving, 1, 0, 4, 5),
       blockIn(6, BlockActivity::kDone),
@@ -84,30 +95,28 @@ TEST_F(GpuBlocksReport, NamesEveryBlockNotDoneWithTheLatestKernelAndWhatItWaitsF
       blockIn(0, BlockActivity::kNone),
       waitingBlock(5, BlockActivity::kSending, 0, 0, 2, 3),  // a replayed graph's kernel, numbered at capture
       waitingBlock(7, BlockActivity::kReceiving, 2, 0, 0, 1),  // a record past the kernel's blocks
-  };
-  attachGpuBlocks(record_, blocks.data(), static_cast<int>(blocks.size()));
+  });
   recordKernel(record_, 7, 7);
   EXPECT_EQ(describeGpuBlocks(*record_),
             "GPU kernel 7, 7 blocks: 1 done, 2 waiting, 1 running, 3 not started\n"
-            "GPU block 1 of kernel 7: lane 1 step 3/5 piece 9: waiting to receive from rank 1 on channel 0 (4 "
-            "pieces posted, needs 5)\n"
+            "GPU block 1 of kernel 7: lane 1 step 3/5 piece 9: waiting to receive from rank 1 on channel 0 (posted 4, "
+            "needs 5)\n"
             "GPU block 2: not in kernel 7 yet (last: kernel 6, done)\n"
             "GPU block 3 of kernel 7: lane 1 step 3/5 piece 9: waiting for a free slot to send to rank 3 on channel "
-            "1 (12 pieces released, needs 13)\n"
+            "1 (released 12, needs 13)\n"
             "GPU block 4 of kernel 7: running\n"
             "GPU block 5: not in kernel 7 yet (last: none)\n"
             "GPU block 6: not in kernel 7 yet (last: kernel 5, lane 1 step 3/5 piece 9: waiting for a free slot to "
-            "send to rank 0 on channel 0 (2 pieces released, needs 3))\n");
+            "send to rank 0 on channel 0 (released 2, needs 3))\n");
 }
 
 TEST_F(GpuBlocksReport, SaysWhatLowLatencyDirectAndNvlsWaitsAreFor) {
-  std::vector<GpuBlockProgress> blocks = {
+  attach({
       waitingBlock(3, BlockActivity::kReceivingLine, 1, 2, 8, 9),
       waitingBlock(3, BlockActivity::kArriving, 2, -1, 10, 11),
       waitingBlock(3, BlockActivity::kFinishing, 0, -1, 10, 11),
       waitingBlock(3, BlockActivity::kAtBarrier, -1, -1, 40, 42),
-  };
-  attachGpuBlocks(record_, blocks.data(), static_cast<int>(blocks.size()));
+  });
   recordKernel(record_, 3, 4);
   EXPECT_EQ(describeGpuBlocks(*record_),
             "GPU kernel 3, 4 blocks: 0 done, 4 waiting, 0 running, 0 not started\n"
@@ -122,21 +131,24 @@ TEST_F(GpuBlocksReport, SaysWhatLowLatencyDirectAndNvlsWaitsAreFor) {
 
 TEST_F(GpuBlocksReport, SaysNothingWithoutRecordsOrAKernel) {
   EXPECT_EQ(describeGpuBlocks(*record_), "");  // the host path attaches none
-  std::vector<GpuBlockProgress> blocks(2);
-  attachGpuBlocks(record_, blocks.data(), 2);
+  attach({});
   EXPECT_EQ(describeGpuBlocks(*record_), "");  // no kernel launched yet
   recordKernel(record_, 1, 2);
   EXPECT_EQ(describeGpuBlocks(*record_),
             "GPU kernel 1, 2 blocks: 0 done, 0 waiting, 0 running, 2 not started\n"
             "GPU block 0: not in kernel 1 yet (last: none)\n"
             "GPU block 1: not in kernel 1 yet (last: none)\n");
-  attachGpuBlocks(record_, nullptr, 0);  // as a communicator's GPU resources go away
+  recordKernel(record_, 2, static_cast<int>(kRecordedBlocks) + 10);  // blocks past the records: not reported
+  const std::string many = describeGpuBlocks(*record_);
+  EXPECT_EQ(many.substr(0, many.find('\n')),
+            "GPU kernel 2, " + std::to_string(kRecordedBlocks) + " blocks: 0 done, 0 waiting, 0 running, " +
+                std::to_string(kRecordedBlocks) + " not started");
+  attachGpuBlocks(record_, nullptr);  // as a communicator's GPU resources go away
   EXPECT_EQ(describeGpuBlocks(*record_), "");
 }
 
 TEST_F(GpuBlocksReport, TheDumpPrintsTheBlocksUnderTheirCommunicatorsLine) {
-  std::vector<GpuBlockProgress> blocks = {waitingBlock(2, BlockActivity::kReceiving, 1, 0, 0, 1)};
-  attachGpuBlocks(record_, blocks.data(), 1);
+  attach({waitingBlock(2, BlockActivity::kReceiving, 1, 0, 0, 1)});
   recordKernel(record_, 2, 1);
   recordCall(record_, ProgressState::kLaunched, static_cast<int>(algorithms::Collective::kAllReduce),
              static_cast<int>(algorithms::DataType::kFloat32), 64, 2);
@@ -145,7 +157,7 @@ TEST_F(GpuBlocksReport, TheDumpPrintsTheBlocksUnderTheirCommunicatorsLine) {
   EXPECT_NE(dump.find(pid + "rank 0/2 comm 0x5f: AllReduce #2 (64 x float): the last call launched on the GPU\n" +
                       pid + "  GPU kernel 2, 1 block: 0 done, 1 waiting, 0 running, 0 not started\n" + pid +
                       "  GPU block 0 of kernel 2: lane 1 step 3/5 piece 9: waiting to receive from rank 1 on channel 0 "
-                      "(0 pieces posted, needs 1)\n"),
+                      "(posted 0, needs 1)\n"),
             std::string::npos)
       << dump;
   // The host path's records print no GPU lines.
