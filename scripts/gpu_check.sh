@@ -17,8 +17,9 @@
 #   2. the GPU suite with ranks as threads of one process (every collective, type and op at
 #      1 to 4 ranks on one GPU, 8 for the direct allreduce; LL and Simple; the direct allreduce;
 #      CUDA graph capture and replay; stream semantics; abort), through scripts/gtest_runner.py:
-#      one process for the whole suite, a new one after a hang (20 s; what the hung test waits for
-#      is printed first, WEFT_DUMP_SIGNAL) or a crash
+#      one process for the whole suite, a new one after a hang (20 s; what each of the hung
+#      test's threads is in, and what its communicators and their GPU blocks wait for,
+#      WEFT_DUMP_SIGNAL, are printed first) or a crash
 #   3. the speed of allreduce on one GPU against its memory bound (gpu_allreduce_bench): the
 #      direct kernel, which ranks as threads of one process take (a bench past its limit prints
 #      what its kernels wait for before it is killed, as a hung test does)

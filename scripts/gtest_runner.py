@@ -13,7 +13,8 @@ One process for many tests is what makes this worth having on a GPU: each proces
 start once, where a process per test pays it for every test.
 
 Prints one line per test (ok, FAILED, skipped, HUNG, CRASHED, with its seconds), the last lines
-of each failure's output, and a summary line:
+of each failure's output (for a hang, then every thread of its processes: its state, the system
+call it is in and its kernel wait channel), and a summary line:
     NAME: P passed, F failed, S skipped, H hung, C crashed, N not run (time) in T s
 --log FILE keeps every line the binary printed. Exits 0 only when every selected test passed or
 skipped and every process ended cleanly.
@@ -21,6 +22,7 @@ skipped and every process ended cleanly.
 
 import argparse
 import os
+import platform
 import select
 import signal
 import subprocess
@@ -29,6 +31,10 @@ import time
 
 RUN, OK, FAILED, SKIPPED = "[ RUN      ] ", "[       OK ] ", "[  FAILED  ] ", "[  SKIPPED ] "
 FAILURE_LINES = 40
+# x86-64 numbers of the system calls a waiting thread is usually in.
+SYSCALLS = {0: "read", 1: "write", 7: "poll", 16: "ioctl", 23: "select", 24: "sched_yield", 34: "pause",
+            35: "nanosleep", 61: "wait4", 202: "futex", 230: "clock_nanosleep", 232: "epoll_wait",
+            270: "pselect6", 271: "ppoll", 281: "epoll_pwait"}
 
 
 def list_tests(binary, test_filter):
@@ -56,11 +62,11 @@ class Run:
         self.results = {}
         self.process_errors = []
 
-    def record(self, name, outcome, seconds, output=()):
+    def record(self, name, outcome, seconds, output=(), threads=()):
         self.results[name] = outcome
         print(f"{outcome:8} {seconds:6.1f} s  {name}", flush=True)
         if outcome not in ("ok", "skipped"):
-            for line in list(output)[-FAILURE_LINES:]:
+            for line in list(output)[-FAILURE_LINES:] + list(threads):
                 print("    | " + line, flush=True)
 
     def count(self, outcome):
@@ -74,6 +80,38 @@ def marked(line, prefix, name):
     return at >= 0 and line[at + len(prefix):].split(maxsplit=1)[0].rstrip(",") == name
 
 
+def read(path):
+    try:
+        with open(path) as file:
+            return file.read().strip()
+    except OSError:
+        return ""
+
+
+def group_threads(group):
+    """A line per thread of every process in process group `group`: what it is doing now."""
+    names = SYSCALLS if platform.machine() == "x86_64" else {}
+    lines = []
+    for pid in sorted((int(entry) for entry in os.listdir("/proc") if entry.isdigit())):
+        stat = read(f"/proc/{pid}/stat")
+        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ...
+        if len(fields) < 3 or int(fields[2]) != group:
+            continue
+        try:
+            tids = sorted(int(entry) for entry in os.listdir(f"/proc/{pid}/task") if entry.isdigit())
+        except OSError:  # it has just ended
+            continue
+        for tid in tids:
+            task = f"/proc/{pid}/task/{tid}"
+            state = read(f"{task}/stat")
+            state = state[state.rfind(")") + 2:].split()[:1] or ["?"]
+            call = read(f"{task}/syscall").split()[:1] or ["?"]
+            call = names.get(int(call[0]), call[0]) if call[0].lstrip("-").isdigit() else call[0]
+            lines.append(f"thread {tid} of {pid} ({read(task + '/comm')}): state {state[0]}, system call {call}, "
+                         f"waits in {read(task + '/wchan') or '-'}")
+    return lines
+
+
 def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
     """Runs names in one process until it ends, a test outlasts per_test, or deadline passes.
     Before killing a hung test's process, sends it dump_signal (if given) and keeps 2 s of what
@@ -85,6 +123,7 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
     quiet_since, failed_here = time.monotonic(), False
 
     def stop(outcome):
+        threads = group_threads(process.pid) if outcome == "HUNG" else []
         if outcome == "HUNG" and dump_signal is not None:
             os.killpg(process.pid, dump_signal)
             until, tail = time.monotonic() + 2, b""
@@ -99,7 +138,7 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
         if current is not None:
-            run.record(current, outcome, time.monotonic() - started, output)
+            run.record(current, outcome, time.monotonic() - started, output, threads)
 
     while True:
         now = time.monotonic()
