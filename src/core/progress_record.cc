@@ -288,6 +288,17 @@ size_t formatGpuBlocks(const ProgressRecord& record, char* buffer, size_t capaci
   return out.length();
 }
 
+bool gpuBlocksUnfinished(const ProgressRecord& record) {
+  const GpuBlockProgress* blocks = nullptr;
+  uint64_t kernel = 0;
+  const int count = recordedBlocks(record, &blocks, &kernel);
+  for (int b = 0; b < count; ++b) {
+    const GpuBlockProgress block = snapshotOf(blocks[b]);
+    if (block.kernel != kernel || static_cast<BlockActivity>(block.activity) != BlockActivity::kDone) return true;
+  }
+  return false;
+}
+
 std::string describeGpuBlocks(const ProgressRecord& record) {
   std::string text(64 * 1024, '\0');
   text.resize(formatGpuBlocks(record, text.data(), text.size()));

@@ -80,6 +80,8 @@ std::string describeProgress(const ProgressRecord& record);
 /// (always NUL-terminated; lines past its end are cut) and returns the length.
 size_t formatGpuBlocks(const ProgressRecord& record, char* buffer, size_t capacity);
 std::string describeGpuBlocks(const ProgressRecord& record);
+/// Whether a block of the communicator's latest GPU kernel is not done with it, as its record says.
+bool gpuBlocksUnfinished(const ProgressRecord& record);
 
 /// Writes one line per live communicator of this process to `fd`, followed by formatGpuBlocks'
 /// lines where its last call was launched on the GPU. Async-signal-safe.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <mutex>
 #include <set>
+#include <sstream>
+#include <string>
 
 #include "src/base/log.h"
 #include "src/core/gpu_peer_access.h"
@@ -174,7 +176,16 @@ void CommDevice::markKernel(KernelWork* work, int blocks, const StreamCapture& c
 }
 
 void CommDevice::abort() {
-  if (abortFlagHost_ != nullptr) *abortFlagHost_ = 1;
+  if (abortFlagHost_ == nullptr) return;
+  // Where the abort ends kernels that are stuck (a watchdog's abort, say), what they waited for.
+  const core::ProgressRecord* progress = comm_.progress();
+  if (*abortFlagHost_ == 0 && progress != nullptr && core::gpuBlocksUnfinished(*progress)) {
+    std::istringstream lines(core::describeGpuBlocks(*progress));
+    for (std::string line; std::getline(lines, line);) {
+      WEFT_WARN("rank %d: aborted before its GPU kernel was done: %s", comm_.rank(), line.c_str());
+    }
+  }
+  *abortFlagHost_ = 1;
 }
 
 Status CommDevice::drain() {

@@ -129,6 +129,18 @@ TEST_F(GpuBlocksReport, SaysWhatLowLatencyDirectAndNvlsWaitsAreFor) {
             "needs 42)\n");
 }
 
+TEST_F(GpuBlocksReport, AKernelIsUnfinishedUntilEachOfItsBlocksIsDoneWithIt) {
+  EXPECT_FALSE(gpuBlocksUnfinished(*record_));  // no records
+  attach({blockIn(4, BlockActivity::kDone), blockIn(4, BlockActivity::kDone), blockIn(3, BlockActivity::kRunning)});
+  EXPECT_FALSE(gpuBlocksUnfinished(*record_));  // no kernel
+  recordKernel(record_, 4, 2);
+  EXPECT_FALSE(gpuBlocksUnfinished(*record_));  // block 2 is not one of kernel 4's
+  recordKernel(record_, 4, 3);
+  EXPECT_TRUE(gpuBlocksUnfinished(*record_));  // block 2 has not started it
+  recordKernel(record_, 5, 2);
+  EXPECT_TRUE(gpuBlocksUnfinished(*record_));  // none has started it
+}
+
 TEST_F(GpuBlocksReport, SaysNothingWithoutRecordsOrAKernel) {
   EXPECT_EQ(describeGpuBlocks(*record_), "");  // the host path attaches none
   attach({});
