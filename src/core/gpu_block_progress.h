@@ -1,6 +1,6 @@
 #pragma once
 // What each thread block of a communicator's GPU kernels is doing, for hang reports: the answer to
-// "what is this rank's kernel waiting for?". A block's thread 0 writes its record into pinned
+// "what is this rank's kernel waiting for?". A block's thread 0 writes its record into mapped
 // host memory (src/device/block_progress.cuh) when the block starts a kernel, when one of its
 // waits has polled kPollsPerAbortCheck times without what it waits for, when that wait ends, and
 // when the block is done; progress_record.h prints the records. A wait that succeeds sooner

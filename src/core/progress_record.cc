@@ -161,7 +161,7 @@ bool formatBlock(const GpuBlockProgress& block, int b, uint64_t kernel, LineWrit
   return true;
 }
 
-// "GPU kernel 7, 4 blocks: 3 done, 1 waiting".
+// "GPU kernel 7, 4 blocks: 2 done, 1 waiting, 0 running, 1 not started".
 void formatKernel(const GpuBlockProgress* blocks, int count, uint64_t kernel, LineWriter& line) {
   int done = 0;
   int waiting = 0;

@@ -15,8 +15,9 @@
 
 namespace weft::core {
 
-/// kLaunched: the call's kernel was enqueued on its GPU stream; a kernel's own progress is not
-/// recorded, but a rank whose last launch is behind its peers' shows which call it never made.
+/// kLaunched: the call's kernel was enqueued on its GPU stream (a rank whose last launch is behind
+/// its peers' shows which call it never made); its blocks' own progress is in GpuBlockProgress
+/// records (formatGpuBlocks).
 enum class ProgressState : int { kIdle = 0, kRunning = 1, kWaiting = 2, kLaunched = 3 };
 enum class WaitDirection : int {
   kNone = 0,     // no connection in particular (its sends are being delivered)
@@ -75,9 +76,9 @@ std::string describeProgress(const ProgressRecord& record);
 /// blocks: 2 done, 1 waiting, 0 running, 1 not started", then a line per block that is not done
 /// with it ("GPU block 2 of kernel 7: lane 0 step 2/3 piece 0: waiting to receive from rank 1 on
 /// channel 0 (posted 1, needs 2)", or "GPU block 3: not in kernel 7 yet (last: kernel 6, done)";
-/// a replayed graph's kernels carry their numbers at capture). Lines end
-/// with '\n'; nothing where no kernel was launched. Async-signal-safe: writes into `buffer`
-/// (always NUL-terminated; lines past its end are cut) and returns the length.
+/// a replayed graph's kernels carry their numbers at capture). Lines end with '\n'; nothing where
+/// no kernel was launched. Async-signal-safe: writes into `buffer` (always NUL-terminated; lines
+/// past its end are cut) and returns the length.
 size_t formatGpuBlocks(const ProgressRecord& record, char* buffer, size_t capacity);
 std::string describeGpuBlocks(const ProgressRecord& record);
 /// Whether a block of the communicator's latest GPU kernel is not done with it, as its record says.
