@@ -21,8 +21,9 @@
 #      test's threads is in, and what its communicators and their GPU blocks wait for,
 #      WEFT_DUMP_SIGNAL, are printed first) or a crash
 #   3. the speed of allreduce on one GPU against its memory bound (gpu_allreduce_bench): the
-#      direct kernel, which ranks as threads of one process take (a bench past its limit prints
-#      what its kernels wait for before it is killed, as a hung test does)
+#      direct kernel, which ranks as threads of one process take (a bench past its limit, once it
+#      has a communicator, prints what its kernels wait for before it is killed, as a hung test
+#      does)
 #   4. whether CUDA IPC works across processes here, asked without Weft (cuda_ipc_probe)
 #   5. PyTorch: the nccl symbols libtorch_cuda.so imports against Weft's exports, then, unless
 #      some are missing, tests/gpu/torch_client.py with Weft's libnccl.so.2 in place of torch's

@@ -82,7 +82,7 @@ def marked(line, prefix, name):
 
 def read(path):
     try:
-        with open(path) as file:
+        with open(path, errors="replace") as file:  # a name cut at 15 bytes may split a character
             return file.read().strip()
     except OSError:
         return ""
@@ -123,7 +123,12 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
     quiet_since, failed_here = time.monotonic(), False
 
     def stop(outcome):
-        threads = group_threads(process.pid) if outcome == "HUNG" else []
+        threads = []
+        if outcome == "HUNG":
+            try:
+                threads = group_threads(process.pid)
+            except Exception as error:  # the kill below must happen whatever /proc holds
+                threads = [f"(its threads could not be listed: {error!r})"]
         if outcome == "HUNG" and dump_signal is not None:
             os.killpg(process.pid, dump_signal)
             until, tail = time.monotonic() + 2, b""

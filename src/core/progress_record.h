@@ -89,8 +89,8 @@ bool gpuBlocksUnfinished(const ProgressRecord& record);
 void dumpProgress(int fd);
 
 /// Installs the handler of WEFT_DUMP_SIGNAL (USR1, USR2, or a number; unset: none) the first time
-/// it is called with the knob set: the handler dumps every communicator's progress to stderr and then calls the handler that was
-/// installed before it, if any.
+/// it is called with the knob set: the handler dumps every communicator's progress to stderr and
+/// then calls the handler that was installed before it, if any.
 void installDumpSignalHandler();
 
 }  // namespace weft::core

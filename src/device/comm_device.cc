@@ -169,17 +169,25 @@ CommDevice::~CommDevice() {
   (void)cudaGetLastError();
 }
 
-void CommDevice::markKernel(KernelWork* work, int blocks, const StreamCapture& capture) {
+void CommDevice::markKernel(KernelWork* work) {
   work->kernel = ++kernels_;
   work->blockProgress = blockProgress_.device;
-  if (!capture.active && comm_.progress() != nullptr) core::recordKernel(comm_.progress(), kernels_, blocks);
+}
+
+void CommDevice::publishKernel(const KernelWork& work, int blocks, const StreamCapture& capture) {
+  if (!capture.active && comm_.progress() != nullptr) core::recordKernel(comm_.progress(), work.kernel, blocks);
 }
 
 void CommDevice::abort() {
   if (abortFlagHost_ == nullptr) return;
-  // Where the abort ends kernels that are stuck (a watchdog's abort, say), what they waited for.
+  // Where the abort ends kernels that are stuck (a watchdog's abort, say), what they waited for. A
+  // replayed graph's kernels carry other numbers than the latest enqueued: the launch event
+  // (which replays record too) says whether any kernel still runs.
   const core::ProgressRecord* progress = comm_.progress();
-  if (*abortFlagHost_ == 0 && progress != nullptr && core::gpuBlocksUnfinished(*progress)) {
+  RelaxedCapture relaxed;  // another thread may be capturing a graph: this query is not part of it
+  if (*abortFlagHost_ == 0 && progress != nullptr && lastLaunch_ != nullptr &&
+      log::enabled(log::Level::kWarn, log::kAll) && cudaEventQuery(lastLaunch_) == cudaErrorNotReady &&
+      core::gpuBlocksUnfinished(*progress)) {
     std::istringstream lines(core::describeGpuBlocks(*progress));
     for (std::string line; std::getline(lines, line);) {
       WEFT_WARN("rank %d: aborted before its GPU kernel was done: %s", comm_.rank(), line.c_str());

@@ -114,11 +114,13 @@ class CommDevice final : public core::Communicator::DeviceResources,
   /// The same, where the caller already asked `stream` its capture (streamCapture): a launch asks
   /// once, for this and recordLaunch.
   Status orderAfterPrevious(cudaStream_t stream, const StreamCapture& capture);
-  /// Numbers the kernel about to be enqueued with `blocks` blocks on a stream in `capture`, tells
-  /// `work` where its blocks record what they do, and, unless it is captured into a graph (whose
-  /// replays carry the number it has now), leaves both in the communicator's progress record as
-  /// its latest kernel (hang reports).
-  void markKernel(KernelWork* work, int blocks, const StreamCapture& capture);
+  /// Numbers the kernel about to be enqueued and tells `work` where its blocks record what they do
+  /// (hang reports).
+  void markKernel(KernelWork* work);
+  /// The kernel just enqueued (markKernel's `work`) with `blocks` blocks on a stream in `capture`
+  /// becomes the communicator's latest in its progress record, unless it is captured into a graph
+  /// (whose replays carry the number it had at capture).
+  void publishKernel(const KernelWork& work, int blocks, const StreamCapture& capture);
   /// Records the launch just enqueued on `stream` (in `capture`) as this communicator's latest; a
   /// captured one becomes the latest each time its graph is launched.
   Status recordLaunch(cudaStream_t stream, const StreamCapture& capture);

@@ -159,8 +159,9 @@ class LaunchBuilder {
       WEFT_RETURN_IF_ERROR(device_.capturedGraphs().keep(record, kept));
       WEFT_RETURN_IF_ERROR(cudaStatus(cudaLaunchHostFunc(stream, tellProxies, kept.get()), "cudaLaunchHostFunc"));
     }
-    device_.markKernel(&work, static_cast<int>(tables.blocks.size()), capture);
+    device_.markKernel(&work);
     WEFT_RETURN_IF_ERROR(launchStepKernel(work, static_cast<int>(tables.blocks.size()), reduction, stream));
+    device_.publishKernel(work, static_cast<int>(tables.blocks.size()), capture);
     if (capture.active) return device_.recordLaunch(stream, capture);
     expectations.tell();
     WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(buffer->done, stream), "cudaEventRecord"));
@@ -343,8 +344,9 @@ Status enqueueWhole(CommDevice& device, const core::Op& op, KernelWork& work, in
   StreamCapture capture;
   WEFT_RETURN_IF_ERROR(streamCapture(stream, &capture));
   WEFT_RETURN_IF_ERROR(device.orderAfterPrevious(stream, capture));
-  device.markKernel(&work, blocks, capture);
+  device.markKernel(&work);
   WEFT_RETURN_IF_ERROR(launchStepKernel(work, blocks, &op.reduction, stream));
+  device.publishKernel(work, blocks, capture);
   return device.recordLaunch(stream, capture);
 }
 
