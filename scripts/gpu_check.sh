@@ -29,8 +29,9 @@
 #      some are missing, tests/gpu/torch_client.py with Weft's libnccl.so.2 in place of torch's
 #      (2 ranks on the GPU; 1 if step 4 found no CUDA IPC)
 #   6. the processes tests (their gtest process never touches CUDA; it forks the ranks): if the
-#      probe passed, all of them; if not, it says so and runs only GPU buffers between two hosts
-#      simulated with NCCL_HOSTID, one rank each (the network proxy, no CUDA IPC needed)
+#      probe passed, all of them (with a peer process that dies while a kernel waits for it); if
+#      not, it says so and runs only GPU buffers between two hosts simulated with NCCL_HOSTID, one
+#      rank each (the network proxy, no CUDA IPC needed), a lost host among them
 #   7. part of the host suite, with the CUDA build on a GPU machine (host buffers must still take
 #      the host path)
 #   8. the allreduce speed through the ring with WEFT_GPU_CHANNELS=32 (4 ranks get 16: half the GPU)
@@ -180,8 +181,8 @@ run() {
   local monitor=$!
 
   if [ ${#failures[@]} -eq 0 ]; then
-    # GpuAcrossHosts forks ranks that use CUDA: it runs with the processes tests (step 6).
-    suite "2. GPU suite, ranks as threads" "$out/threads.log" '-*processes*:GpuAcrossHosts.*' 80
+    # GpuLostPeer forks ranks that use CUDA: it runs with the processes tests (step 6).
+    suite "2. GPU suite, ranks as threads" "$out/threads.log" '-*processes*:GpuLostPeer.*' 80
     step_signal=USR1 WEFT_GPU_DIRECT=1 step "3. allreduce speed on one GPU, direct kernel" 20 "${lib_env[@]}" \
       "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
 
@@ -224,8 +225,8 @@ run() {
       fi
     fi
 
-    local processes='*processes*:GpuAcrossHosts.*'
-    [ "$ipc" = yes ] || processes='*2ranks_processes*hosts:GpuAcrossHosts.*'
+    local processes='*processes*:GpuLostPeer.*'
+    [ "$ipc" = yes ] || processes='*2ranks_processes*hosts:GpuLostPeer.ALostHost*'
     suite "6. GPU suite, ranks as processes" "$out/processes.log" "$processes" 60
 
     step "7. host suite on a GPU machine (part)" 10 "${lib_env[@]}" "$bundle/weft_multirank_tests" \

@@ -35,7 +35,6 @@ constexpr uint32_t kSplitTag = 0x20000;
 constexpr uint32_t kShrinkTag = 0x20001;
 // How long a wait goes on after this rank learned that a peer died: enough for data the dead
 // rank sent before it died to arrive through the other ranks, short enough to fail promptly.
-constexpr std::chrono::seconds kDeadPeerGrace{1};
 
 // Settings every rank must share; rank 0's win.
 struct SharedSettings {
@@ -231,7 +230,7 @@ Communicator::Communicator(int nranks, int rank, const CommOptions& options)
     if (watch_ != nullptr && watch_->peerFailed() && !onlyExcludedRanksDied()) {
       std::chrono::steady_clock::time_point learnedAt;
       Status failure = watch_->failure(&learnedAt);
-      if (std::chrono::steady_clock::now() - learnedAt >= kDeadPeerGrace) return failure;
+      if (std::chrono::steady_clock::now() - learnedAt >= PeerWatch::kDeathGrace) return failure;
     }
     return Status::ok();
   };
@@ -240,8 +239,19 @@ Communicator::Communicator(int nranks, int rank, const CommOptions& options)
 }
 
 Communicator::~Communicator() {
-  device_.reset();  // waits for this communicator's kernels, which use the connections
+  std::unique_ptr<DeviceResources> device;
+  {
+    std::lock_guard<std::mutex> lock(deviceMutex_);  // the watch thread's endDeviceKernels reads it
+    device = std::move(device_);
+  }
+  device.reset();  // waits for this communicator's kernels, which use the connections
+  watch_.reset();  // its thread calls endDeviceKernels, which uses this object
   releaseProgressRecord(progress_);
+}
+
+void Communicator::endDeviceKernels(const Status& failure) {
+  std::lock_guard<std::mutex> lock(deviceMutex_);
+  if (device_ != nullptr) device_->endKernels(failure);
 }
 
 void Communicator::requestAbort() {
@@ -258,6 +268,7 @@ Status Communicator::deviceResources(const std::function<Status(std::unique_ptr<
     WEFT_RETURN_IF_ERROR(make(&made));
     device_ = std::move(made);
     if (abortRequested()) device_->abort();
+    else if (watch_ != nullptr && watch_->peerFailed()) device_->endKernels(watch_->failure(nullptr));
   }
   *out = device_.get();
   return Status::ok();
@@ -429,7 +440,8 @@ Status Communicator::init(const UniqueId& id) {
   waitContext_.spinLimit = spinLimitForMachine();
   log::setLogDevice(localRank_);
   commHash_ = hashBytes(id.bytes.data(), id.bytes.size(), static_cast<uint64_t>(nranks_));
-  WEFT_RETURN_IF_ERROR(PeerWatch::start(*bootstrap_, peers_, commHash_, waitContext_, &watch_));
+  WEFT_RETURN_IF_ERROR(PeerWatch::start(*bootstrap_, peers_, commHash_, waitContext_,
+                                        [this](const Status& failure) { endDeviceKernels(failure); }, &watch_));
   installDumpSignalHandler();
   progress_ = acquireProgressRecord(commHash_, rank_, nranks_);
 

@@ -165,6 +165,9 @@ class Communicator {
     virtual ~DeviceResources() = default;
     /// Makes running kernels of this communicator give up. Any thread.
     virtual void abort() = 0;
+    /// The same where the communicator cannot go on (a peer is lost): also records `why` as its
+    /// asynchronous error. Any thread.
+    virtual void endKernels(const Status& why) = 0;
     /// Waits until the kernels enqueued so far have ended and everything they sent has left this
     /// rank (a network proxy may still hold pieces after its kernel ended). Fails, through the
     /// communicator's wait context, on abort or a dead peer.
@@ -243,6 +246,9 @@ class Communicator {
   CommOptions options_;
   /// During a shrink: whether every dead rank is one the shrink excludes.
   bool onlyExcludedRanksDied() const;
+  /// The peer watch's handler of a lost peer: the GPU kernels, if any, give up with `failure` (a
+  /// kernel waiting for a dead rank would wait for ever).
+  void endDeviceKernels(const Status& failure);
   /// The wait context's spin limit for the ranks on this machine (see WaitContext::spinLimit).
   int spinLimitForMachine() const;
   /// Sets rings_ (`hostChannels` of them) and gpuRings_ (`gpuChannels`): hostRingOrder when no rank

@@ -6,6 +6,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -143,10 +144,11 @@ PeerWatch::PeerWatch(const std::vector<PeerInfo>& peers, int rank)
     : peers_(peers), rank_(rank), knownDead_(new std::atomic<bool>[peers.size()]()) {}
 
 Status PeerWatch::start(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, uint64_t commHash,
-                        const WaitContext& context, std::unique_ptr<PeerWatch>* out) {
+                        const WaitContext& context, DeathHandler onDeath, std::unique_ptr<PeerWatch>* out) {
   const int rank = bootstrap.rank();
   const int nranks = bootstrap.nranks();
   std::unique_ptr<PeerWatch> watch(new PeerWatch(peers, rank));
+  watch->onDeath_ = std::move(onDeath);
   if (nranks == 1) {
     *out = std::move(watch);
     return Status::ok();
@@ -229,12 +231,21 @@ void PeerWatch::run() {
     for (Neighbour& neighbour : neighbours_) {
       if (!neighbour.departed && neighbour.pidfd >= 0) fds.push_back({neighbour.pidfd, POLLIN, 0});
     }
-    if (poll(fds.data(), fds.size(), -1) < 0) {
+    int timeoutMs = -1;
+    if (deathHandlerPending_) {
+      const auto left = deathHandlerDue_ - std::chrono::steady_clock::now();
+      timeoutMs = static_cast<int>(std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(left).count()));
+    }
+    if (poll(fds.data(), fds.size(), timeoutMs) < 0) {
       if (errno == EINTR) continue;
       WEFT_WARN("rank %d: the peer watch stopped: poll failed: %s", rank_, strerror(errno));
       return;
     }
     if (fds[0].revents != 0) return;
+    if (deathHandlerPending_ && std::chrono::steady_clock::now() >= deathHandlerDue_) {
+      deathHandlerPending_ = false;
+      onDeath_(failure(nullptr));
+    }
     for (size_t i = 1; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       for (Neighbour& neighbour : neighbours_) {
@@ -289,11 +300,13 @@ void PeerWatch::reportDeath(int deadRank, uint32_t cause, const std::string& sou
                               "cannot complete collectives any more: abort it with ncclCommAbort",
                               deadRank, dead.hostname, dead.pid, how.c_str());
   WEFT_WARN("rank %d: %s", rank_, status.message().c_str());
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(failureMutex_);
     if (failure_.isOk()) {
       failure_ = status;
       learnedAt_ = std::chrono::steady_clock::now();
+      first = true;
     }
   }
   failed_.store(true, std::memory_order_relaxed);
@@ -302,6 +315,10 @@ void PeerWatch::reportDeath(int deadRank, uint32_t cause, const std::string& sou
     if (neighbour.departed) continue;
     ssize_t sent = send(neighbour.socket.fd(), &notice, sizeof(notice), MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)sent;  // a neighbour that cannot take it is gone, and reported by its own neighbours
+  }
+  if (first && onDeath_) {
+    deathHandlerPending_ = true;
+    deathHandlerDue_ = std::chrono::steady_clock::now() + kDeathGrace;
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -31,12 +32,20 @@ namespace weft::core {
 
 class PeerWatch {
  public:
+  /// How long after it learns of a death a rank still waits for data: what the dead rank sent
+  /// before dying may still be on its way through live ranks.
+  static constexpr std::chrono::milliseconds kDeathGrace{1000};
+
+  /// Called on the watch thread with the failure, once, kDeathGrace after the first dead peer is
+  /// known (unless the watch is destroyed first).
+  using DeathHandler = std::function<void(const Status& failure)>;
+
   /// Connects this rank to its neighbours' watches and starts the watch thread. Collective: every
   /// rank of the bootstrap calls it after the peers' descriptions were exchanged. `commHash`
   /// authenticates the connections (it is derived from the id, secret included). Waits through
-  /// `context`.
+  /// `context`. `onDeath` (may be empty) must stay callable until the watch is destroyed.
   static Status start(Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, uint64_t commHash,
-                      const WaitContext& context, std::unique_ptr<PeerWatch>* out);
+                      const WaitContext& context, DeathHandler onDeath, std::unique_ptr<PeerWatch>* out);
 
   /// Stops the thread and closes the connections. Unless sayGoodbye() was called first, the
   /// neighbours report this rank as gone (as after ncclCommAbort or a crash).
@@ -69,6 +78,9 @@ class PeerWatch {
   int stopFd_ = -1;  // eventfd that ends the thread
   std::vector<Neighbour> neighbours_;
   std::unique_ptr<std::atomic<bool>[]> knownDead_;  // written by the watch thread only
+  DeathHandler onDeath_;
+  bool deathHandlerPending_ = false;  // the watch thread's: onDeath_ is due at deathHandlerDue_
+  std::chrono::steady_clock::time_point deathHandlerDue_;
   std::thread thread_;
 
   std::atomic<bool> failed_{false};

@@ -141,8 +141,8 @@ CommDevice::~CommDevice() {
   if (abortFlagHost_ != nullptr && *abortFlagHost_ != 0) {
     const int ended = endLocalPeers(
         comm_.cliqueId(), device_, this,
-        remoteError("rank %d of this communicator, a thread of this process on the same GPU, was aborted: abort "
-                    "or destroy this communicator too",
+        remoteError("rank %d of this communicator, a thread of this process on the same GPU, was aborted or "
+                    "lost a peer: abort or destroy this communicator too",
                     comm_.rank()));
     if (ended > 0) {
       WEFT_INFO(log::kInit, "rank %d aborted: the kernels of %d rank(s) sharing its GPU in this process give up, "
@@ -152,7 +152,14 @@ CommDevice::~CommDevice() {
   ScopedDevice device(device_);
   RelaxedCapture relaxed;  // another thread may be capturing a graph: what follows is not part of it
   if (lastLaunch_ != nullptr) {
-    (void)cudaEventSynchronize(lastLaunch_);
+    // A kernel waiting for a peer that dies meanwhile (or, under WEFT_TIMEOUT, for a call its peers
+    // never make) would hold this wait for ever: once the wait context says the communicator
+    // cannot go on, its kernels give up.
+    const auto ended = [this] { return cudaEventQuery(lastLaunch_) != cudaErrorNotReady; };
+    if (!waitUntil(comm_.waitContext(), ended).isOk()) {
+      abort();
+      (void)waitUntil(WaitContext{}, ended);
+    }
     (void)cudaEventDestroy(lastLaunch_);
   }
   // What the kernels posted to other hosts may still be with the proxy: let it leave, unless the
@@ -184,6 +191,7 @@ void CommDevice::abort() {
   // replayed graph's kernels carry other numbers than the latest enqueued: the launch event
   // (which replays record too) says whether any kernel still runs.
   const core::ProgressRecord* progress = comm_.progress();
+  ScopedDevice device(device_);  // a proxy's or the peer watch's thread may have no device, or another
   RelaxedCapture relaxed;  // another thread may be capturing a graph: this query is not part of it
   if (*abortFlagHost_ == 0 && progress != nullptr && lastLaunch_ != nullptr &&
       log::enabled(log::Level::kWarn, log::kAll) && cudaEventQuery(lastLaunch_) == cudaErrorNotReady &&

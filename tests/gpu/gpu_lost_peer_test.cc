@@ -1,6 +1,8 @@
-// GPU buffers between hosts (simulated with NCCL_HOSTID, ranks as processes sharing one GPU): the
-// network proxy carries the kernels' slots over sockets. When the other host is lost mid-call,
-// the waiting kernel must end and the communicator report the error, never hang.
+// A peer lost while a kernel waits for it, ranks as processes sharing one GPU: the waiting kernel
+// must end and the communicator report the error, never hang. On another host (simulated with
+// NCCL_HOSTID, the network proxy carrying the kernels' slots over sockets), the proxy sees the
+// socket close (and the peer watch too); on this host (CUDA IPC), only the peer watch, which sees
+// the process end.
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -36,6 +38,7 @@ enum Outcome : int {
   kNoAsyncError = 13,
   kKernelStillRunning = 14,
   kAbortFailed = 15,
+  kStreamFailed = 16,
 };
 
 struct Rank {
@@ -44,10 +47,10 @@ struct Rank {
   ncclComm_t comm = nullptr;
 };
 
-// Joins the communicator as host `rank` and makes one allreduce with the peer (which makes the
-// connections). kReported when both went well.
-int joinAndCallOnce(const ncclUniqueId& id, int rank, Rank* self) {
-  setenv("NCCL_HOSTID", ("weft-gpu-host-" + std::to_string(rank)).c_str(), 1);
+// Joins the communicator as `rank` (on a host of its own where `ownHost`) and makes one allreduce
+// with the peer (which makes the connections). kReported when both went well.
+int joinAndCallOnce(const ncclUniqueId& id, int rank, bool ownHost, Rank* self) {
+  if (ownHost) setenv("NCCL_HOSTID", ("weft-gpu-host-" + std::to_string(rank)).c_str(), 1);
   if (cudaSetDevice(0) != cudaSuccess || cudaMalloc(&self->buffer, kCount * sizeof(float)) != cudaSuccess ||
       cudaStreamCreateWithFlags(&self->stream, cudaStreamNonBlocking) != cudaSuccess ||
       ncclCommInitRank(&self->comm, 2, id, rank) != ncclSuccess) {
@@ -63,9 +66,9 @@ int joinAndCallOnce(const ncclUniqueId& id, int rank, Rank* self) {
 
 // Rank 0: enqueues a second allreduce (its kernel waits for rank 1), tells rank 1 to go, and
 // expects the error to arrive and the kernel to end.
-int survivor(const ncclUniqueId& id, int goFd) {
+int survivor(const ncclUniqueId& id, bool ownHost, int goFd) {
   Rank self;
-  if (int outcome = joinAndCallOnce(id, 0, &self); outcome != kReported) return outcome;
+  if (int outcome = joinAndCallOnce(id, 0, ownHost, &self); outcome != kReported) return outcome;
   const ncclResult_t enqueued =
       ncclAllReduce(self.buffer, self.buffer, kCount, ncclFloat32, ncclSum, self.comm, self.stream);
   const char go = 1;
@@ -76,34 +79,38 @@ int survivor(const ncclUniqueId& id, int goFd) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     (void)ncclCommGetAsyncError(self.comm, &asyncError);
   }
-  if (asyncError == ncclSuccess || asyncError == ncclInProgress) return kNoAsyncError;
+  if (asyncError != ncclRemoteError) return kNoAsyncError;
   while (cudaStreamQuery(self.stream) == cudaErrorNotReady && Clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (cudaStreamQuery(self.stream) == cudaErrorNotReady) return kKernelStillRunning;
+  const cudaError_t stream = cudaStreamQuery(self.stream);
+  if (stream == cudaErrorNotReady) return kKernelStillRunning;
+  if (stream != cudaSuccess) return kStreamFailed;
   if (ncclCommAbort(self.comm) != ncclSuccess) return kAbortFailed;
   return kReported;
 }
 
-TEST(GpuAcrossHosts, ALostHostEndsTheWaitingKernelWithAnAsyncError) {
-  SKIP_WITHOUT_GPU();
+// Rank 1 makes one call with rank 0 and leaves (no destroy, no second call) once rank 0's second
+// call is enqueued; rank 0 must see its kernel end and the error reported (survivor).
+void loseAPeerWhileItsKernelWaits(bool ownHost) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   int go[2];
   ASSERT_EQ(pipe(go), 0);
-  const std::vector<pid_t> ranks = reliability::forkKillableRanks(2, id, [&go](int rank, const ncclUniqueId& id) {
-    if (rank == 0) {
-      close(go[0]);
-      return survivor(id, go[1]);
-    }
-    close(go[1]);
-    Rank self;
-    if (int outcome = joinAndCallOnce(id, 1, &self); outcome != kReported) return outcome;
-    char signal = 0;
-    (void)read(go[0], &signal, 1);  // rank 0's second call is enqueued (or rank 0 is gone)
-    _exit(0);  // the host is lost: no destroy, no second call
-    return 0;
-  });
+  const std::vector<pid_t> ranks =
+      reliability::forkKillableRanks(2, id, [&go, ownHost](int rank, const ncclUniqueId& id) {
+        if (rank == 0) {
+          close(go[0]);
+          return survivor(id, ownHost, go[1]);
+        }
+        close(go[1]);
+        Rank self;
+        if (int outcome = joinAndCallOnce(id, 1, ownHost, &self); outcome != kReported) return outcome;
+        char signal = 0;
+        (void)read(go[0], &signal, 1);  // rank 0's second call is enqueued (or rank 0 is gone)
+        _exit(0);  // the peer is lost: no destroy, no second call
+        return 0;
+      });
   close(go[0]);
   close(go[1]);
   ASSERT_EQ(ranks.size(), 2u);
@@ -112,8 +119,19 @@ TEST(GpuAcrossHosts, ALostHostEndsTheWaitingKernelWithAnAsyncError) {
   EXPECT_TRUE(WIFEXITED(lost) && WEXITSTATUS(lost) == 0) << "the lost rank's first call failed: status " << lost;
   ASSERT_TRUE(WIFEXITED(survived)) << "the surviving rank died: status " << survived;
   EXPECT_EQ(WEXITSTATUS(survived), kReported)
-      << "10: setup failed, 11: the first call failed, 12: the second call was refused, 13: no async error within "
-         "the limit, 14: the kernel still ran, 15: abort failed";
+      << "10: setup failed, 11: the first call failed, 12: the second call was refused, 13: no ncclRemoteError "
+         "within the limit, 14: the kernel still ran, 15: abort failed, 16: the stream failed";
+}
+
+TEST(GpuLostPeer, ALostHostEndsTheWaitingKernelWithAnAsyncError) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_NO_FATAL_FAILURE(loseAPeerWhileItsKernelWaits(true));
+}
+
+// Needs CUDA IPC between processes.
+TEST(GpuLostPeer, ADeadProcessOnThisHostEndsTheWaitingKernelWithAnAsyncError) {
+  SKIP_WITHOUT_GPU();
+  ASSERT_NO_FATAL_FAILURE(loseAPeerWhileItsKernelWaits(false));
 }
 
 }  // namespace
