@@ -33,8 +33,6 @@ using algorithms::kMaxChannels;
 constexpr int kOversubscribedSpinLimit = 32;
 constexpr uint32_t kSplitTag = 0x20000;
 constexpr uint32_t kShrinkTag = 0x20001;
-// How long a wait goes on after this rank learned that a peer died: enough for data the dead
-// rank sent before it died to arrive through the other ranks, short enough to fail promptly.
 
 // Settings every rank must share; rank 0's win.
 struct SharedSettings {
