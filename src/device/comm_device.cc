@@ -138,6 +138,23 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
 
 CommDevice::~CommDevice() {
   leaveLocalClique(this);
+  ScopedDevice device(device_);
+  RelaxedCapture relaxed;  // another thread may be capturing a graph: what follows is not part of it
+  if (lastLaunch_ != nullptr) {
+    // A kernel waiting for a peer that dies meanwhile would hold this wait for ever: once the wait
+    // context says the communicator cannot go on (aborted, or a peer dead), its kernels give up.
+    // Not on WEFT_TIMEOUT: a kernel that is still running is not a kernel that makes no progress.
+    WaitContext context = comm_.waitContext();
+    context.timeoutSeconds = 0;
+    const auto ended = [this] { return cudaEventQuery(lastLaunch_) != cudaErrorNotReady; };
+    if (!waitUntil(context, ended).isOk()) {
+      abort();
+      (void)waitUntil(WaitContext{}, ended);
+    }
+    (void)cudaEventDestroy(lastLaunch_);
+  }
+  // Once this rank's kernels gave up, so must those of its clique's ranks on its GPU in this process
+  // that may wait for them: freeing its memory below waits for every kernel on the GPU.
   if (abortFlagHost_ != nullptr && *abortFlagHost_ != 0) {
     const int ended = endLocalPeers(
         comm_.cliqueId(), device_, this,
@@ -148,19 +165,6 @@ CommDevice::~CommDevice() {
       WEFT_INFO(log::kInit, "rank %d aborted: the kernels of %d rank(s) sharing its GPU in this process give up, "
                 "since freeing its memory waits for them", comm_.rank(), ended);
     }
-  }
-  ScopedDevice device(device_);
-  RelaxedCapture relaxed;  // another thread may be capturing a graph: what follows is not part of it
-  if (lastLaunch_ != nullptr) {
-    // A kernel waiting for a peer that dies meanwhile (or, under WEFT_TIMEOUT, for a call its peers
-    // never make) would hold this wait for ever: once the wait context says the communicator
-    // cannot go on, its kernels give up.
-    const auto ended = [this] { return cudaEventQuery(lastLaunch_) != cudaErrorNotReady; };
-    if (!waitUntil(comm_.waitContext(), ended).isOk()) {
-      abort();
-      (void)waitUntil(WaitContext{}, ended);
-    }
-    (void)cudaEventDestroy(lastLaunch_);
   }
   // What the kernels posted to other hosts may still be with the proxy: let it leave, unless the
   // communicator was aborted (then nobody waits for it).
@@ -207,7 +211,7 @@ void CommDevice::abort() {
 Status CommDevice::drain() {
   const WaitContext& context = comm_.waitContext();
   RelaxedCapture relaxed;  // another thread may be capturing a graph: these waits are not part of it
-  if (launched_) {
+  if (launched_.load(std::memory_order_relaxed)) {
     ScopedDevice device(device_);
     WEFT_RETURN_IF_ERROR(device.status());
     cudaError_t state = cudaErrorNotReady;
@@ -237,7 +241,9 @@ bool CommDevice::proxiesDrained() const {
 void CommDevice::proxyFailed(const Status& failure) { endKernels(failure); }
 
 void CommDevice::endKernels(const Status& why) {
-  WEFT_WARN("rank %d: %s; the communicator's kernels give up", comm_.rank(), why.message().c_str());
+  if (launched_.load(std::memory_order_relaxed)) {  // else no kernel ran: nothing to say
+    WEFT_WARN("rank %d: %s; the communicator's kernels give up", comm_.rank(), why.message().c_str());
+  }
   comm_.setAsyncError(why);
   abort();
 }
@@ -250,7 +256,9 @@ Status CommDevice::orderAfterPrevious(cudaStream_t stream) {
 
 Status CommDevice::orderAfterPrevious(cudaStream_t stream, const StreamCapture& capture) {
   if (!capture.active) {
-    if (!launched_ || (stream == lastStream_ && !graphsCaptured_)) return Status::ok();
+    if (!launched_.load(std::memory_order_relaxed) || (stream == lastStream_ && !graphsCaptured_)) {
+      return Status::ok();
+    }
     return cudaStatus(cudaStreamWaitEvent(stream, lastLaunch_, 0), "cudaStreamWaitEvent");
   }
   // The record is made before the kernel is captured, so that a kernel in the graph always has one.
@@ -280,7 +288,7 @@ Status CommDevice::recordLaunch(cudaStream_t stream, const StreamCapture& captur
     graphsCaptured_ = true;
   }
   lastStream_ = stream;
-  launched_ = true;
+  launched_.store(true, std::memory_order_relaxed);
   return Status::ok();
 }
 

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -138,7 +139,7 @@ class CommDevice final : public core::Communicator::DeviceResources,
   const volatile int* abortFlagDevice_ = nullptr;
   cudaEvent_t lastLaunch_ = nullptr;
   cudaStream_t lastStream_ = nullptr;  // the stream of the latest launch this rank enqueued
-  bool launched_ = false;
+  std::atomic<bool> launched_{false};  // also read by the threads that end its kernels
   // Once a launch was captured, a replay may have run since the latest launch enqueued, on any
   // stream: every launch then waits for lastLaunch_, which replays record too.
   bool graphsCaptured_ = false;
