@@ -75,8 +75,8 @@
     "most thread blocks (CTAs) of any launch on GPU buffers, lowering WEFT_GPU_CHANNELS; lanes beyond it are folded into fewer blocks (-1: unset; ncclConfig_t.maxCTAs wins; rank 0's value is used)") \
   X(CommBlocking, "NCCL_COMM_BLOCKING", Int, "1", "0: communicators are nonblocking by default")   \
   X(Timeout, "WEFT_TIMEOUT", Int, "0",                                                             \
-    "seconds without progress before a call fails (0: wait forever); also how long a bootstrap "    \
-    "root waits for the next rank (0: one hour)")                                                 \
+    "seconds without progress before a call fails, or a GPU kernel gives up (0: wait forever); "  \
+    "also how long a bootstrap root waits for the next rank (0: one hour)")                       \
   X(Check, "WEFT_CHECK", Bool, "0",                                                                \
     "1: before each launch the ranks compare their calls (collective, count, type, op, root) and "  \
     "report a mismatch as ncclInvalidUsage; costs one small allgather per launch")                \

@@ -25,6 +25,12 @@ inline void cpuRelax() {
 
 }  // namespace
 
+WaitContext withoutTimeout(const WaitContext& context) {
+  WaitContext untimed = context;
+  untimed.timeoutSeconds = 0;
+  return untimed;
+}
+
 double defaultTimeoutSeconds() { return static_cast<double>(knobs::getInt(knobs::KnobId::kTimeout)); }
 
 namespace {

@@ -58,6 +58,10 @@ Status waitUntil(const WaitContext& context, Ready&& ready) {
   return Status::ok();
 }
 
+/// `context` without its timeout: for a wait on a GPU kernel, which may run long while it makes
+/// progress that no poll sees (the kernel's own deadline: src/core/gpu_stall_watch.h).
+WaitContext withoutTimeout(const WaitContext& context);
+
 /// The default WaitContext timeout: WEFT_TIMEOUT seconds (0: none).
 double defaultTimeoutSeconds();
 

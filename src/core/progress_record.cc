@@ -79,23 +79,6 @@ int parseSignal(const std::string& name) {
   return 0;
 }
 
-// A block's record as read now, field by field (its GPU may be writing it).
-GpuBlockProgress snapshotOf(const GpuBlockProgress& record) {
-  const volatile GpuBlockProgress& live = record;
-  GpuBlockProgress copy;
-  copy.kernel = live.kernel;
-  copy.activity = live.activity;
-  copy.peer = live.peer;
-  copy.channel = live.channel;
-  copy.lane = live.lane;
-  copy.step = live.step;
-  copy.steps = live.steps;
-  copy.piece = live.piece;
-  copy.seen = live.seen;
-  copy.wanted = live.wanted;
-  return copy;
-}
-
 // The blocks of the record's latest kernel that have a record, and that kernel's number.
 int recordedBlocks(const ProgressRecord& record, const GpuBlockProgress** blocks, uint64_t* kernel) {
   *blocks = record.blocks.load(std::memory_order_acquire);
@@ -167,7 +150,7 @@ void formatKernel(const GpuBlockProgress* blocks, int count, uint64_t kernel, Li
   int waiting = 0;
   int running = 0;
   for (int b = 0; b < count; ++b) {
-    const GpuBlockProgress block = snapshotOf(blocks[b]);
+    const GpuBlockProgress block = readGpuBlock(blocks[b]);
     if (block.kernel != kernel) continue;
     const auto activity = static_cast<BlockActivity>(block.activity);
     if (activity == BlockActivity::kDone) ++done;
@@ -182,6 +165,34 @@ void formatKernel(const GpuBlockProgress* blocks, int count, uint64_t kernel, Li
 }
 
 }  // namespace
+
+GpuBlockProgress readGpuBlock(const GpuBlockProgress& record) {
+  const volatile GpuBlockProgress& live = record;
+  GpuBlockProgress copy;
+  copy.kernel = live.kernel;
+  copy.activity = live.activity;
+  copy.peer = live.peer;
+  copy.channel = live.channel;
+  copy.lane = live.lane;
+  copy.step = live.step;
+  copy.steps = live.steps;
+  copy.piece = live.piece;
+  copy.seen = live.seen;
+  copy.wanted = live.wanted;
+  return copy;
+}
+
+bool isGpuWait(BlockActivity activity) {
+  switch (activity) {
+    case BlockActivity::kReceiving:
+    case BlockActivity::kSending:
+    case BlockActivity::kReceivingLine:
+    case BlockActivity::kArriving:
+    case BlockActivity::kFinishing:
+    case BlockActivity::kAtBarrier: return true;
+    default: return false;
+  }
+}
 
 ProgressRecord* acquireProgressRecord(uint64_t commHash, int rank, int nranks) {
   for (ProgressRecord& record : gPool) {
@@ -270,7 +281,7 @@ void forEachGpuLine(const ProgressRecord& record, const char* prefix, Emit emit)
     LineWriter line(text, sizeof(text) - 1);
     line.text(prefix);
     if (b < 0) formatKernel(blocks, count, kernel, line);
-    else if (!formatBlock(snapshotOf(blocks[b]), b, kernel, line)) continue;
+    else if (!formatBlock(readGpuBlock(blocks[b]), b, kernel, line)) continue;
     size_t length = line.length();
     text[length++] = '\n';
     emit(text, length);
@@ -293,7 +304,7 @@ bool gpuBlocksUnfinished(const ProgressRecord& record) {
   uint64_t kernel = 0;
   const int count = recordedBlocks(record, &blocks, &kernel);
   for (int b = 0; b < count; ++b) {
-    const GpuBlockProgress block = snapshotOf(blocks[b]);
+    const GpuBlockProgress block = readGpuBlock(blocks[b]);
     if (block.kernel != kernel || static_cast<BlockActivity>(block.activity) != BlockActivity::kDone) return true;
   }
   return false;
@@ -303,6 +314,18 @@ std::string describeGpuBlocks(const ProgressRecord& record) {
   std::string text(64 * 1024, '\0');
   text.resize(formatGpuBlocks(record, text.data(), text.size()));
   return text;
+}
+
+std::string describeFirstGpuWait(const GpuBlockProgress* blocks) {
+  for (size_t b = 0; b < kRecordedBlocks; ++b) {
+    const GpuBlockProgress block = readGpuBlock(blocks[b]);
+    if (!isGpuWait(static_cast<BlockActivity>(block.activity))) continue;
+    char text[320];
+    LineWriter line(text, sizeof(text));
+    formatBlock(block, static_cast<int>(b), block.kernel, line);
+    return std::string(text, line.length());
+  }
+  return "";
 }
 
 void dumpProgress(int fd) {

@@ -84,6 +84,15 @@ std::string describeGpuBlocks(const ProgressRecord& record);
 /// Whether a block of the communicator's latest GPU kernel is not done with it, as its record says.
 bool gpuBlocksUnfinished(const ProgressRecord& record);
 
+/// A block's record as read now, field by field (its GPU may be writing it).
+GpuBlockProgress readGpuBlock(const GpuBlockProgress& record);
+/// Whether a block with this activity is in one of its waits (receiving, sending, arriving...).
+bool isGpuWait(BlockActivity activity);
+/// The first of the kRecordedBlocks records `blocks` that is in a wait, as the hang report words
+/// it: "GPU block 1 of kernel 7: lane 1 step 3/5 piece 9: waiting to receive from rank 1 on channel
+/// 0 (posted 4, needs 5)"; empty where none waits.
+std::string describeFirstGpuWait(const GpuBlockProgress* blocks);
+
 /// Writes one line per live communicator of this process to `fd`, followed by formatGpuBlocks'
 /// lines where its last call was launched on the GPU. Async-signal-safe.
 void dumpProgress(int fd);

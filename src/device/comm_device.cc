@@ -131,6 +131,17 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   } else if (comm.progress() != nullptr) {
     core::attachGpuBlocks(comm.progress(), resources->blockProgress_.host);
   }
+  // WEFT_TIMEOUT reaches the kernels through their blocks' records (gpu_stall_watch.h): the host's
+  // waits for them carry none, since a kernel that runs long is not one that makes no progress.
+  if (comm.waitContext().timeoutSeconds > 0) {
+    if (resources->blockProgress_.host != nullptr) {
+      resources->watchesStalls_ = true;
+      resources->kernelWaits_.timeoutSeconds = 0;
+    } else {
+      WEFT_WARN("rank %d: WEFT_TIMEOUT does not reach this communicator's GPU kernels: without their blocks' "
+                "records nothing tells a kernel that waits from one that works", comm.rank());
+    }
+  }
   joinLocalClique(comm.cliqueId(), resources->device_, resources.get());
   *out = std::move(resources);
   return Status::ok();
@@ -143,16 +154,16 @@ CommDevice::~CommDevice() {
   if (lastLaunch_ != nullptr) {
     // A kernel waiting for a peer that dies meanwhile would hold this wait for ever: once the wait
     // context says the communicator cannot go on (aborted, or a peer dead), its kernels give up.
-    // Not on WEFT_TIMEOUT: a kernel that is still running is not a kernel that makes no progress.
-    WaitContext context = comm_.waitContext();
-    context.timeoutSeconds = 0;
+    // Never on WEFT_TIMEOUT: a kernel that runs long is not one that makes no progress (the stall
+    // watch ends kernels that make none).
     const auto ended = [this] { return cudaEventQuery(lastLaunch_) != cudaErrorNotReady; };
-    if (!waitUntil(context, ended).isOk()) {
+    if (!waitUntil(withoutTimeout(kernelWaits_), ended).isOk()) {
       abort();
       (void)waitUntil(WaitContext{}, ended);
     }
-    (void)cudaEventDestroy(lastLaunch_);
   }
+  stallWatch_.reset();  // it may have ended the kernels during that wait; it uses what follows
+  if (lastLaunch_ != nullptr) (void)cudaEventDestroy(lastLaunch_);
   // Once this rank's kernels gave up, so must those of its clique's ranks on its GPU in this process
   // that may wait for them: freeing its memory below waits for every kernel on the GPU.
   if (abortFlagHost_ != nullptr && *abortFlagHost_ != 0) {
@@ -216,10 +227,25 @@ Status CommDevice::drain() {
     WEFT_RETURN_IF_ERROR(device.status());
     cudaError_t state = cudaErrorNotReady;
     WEFT_RETURN_IF_ERROR(
-        waitUntil(context, [&] { return (state = cudaEventQuery(lastLaunch_)) != cudaErrorNotReady; }));
+        waitUntil(kernelWaits_, [&] { return (state = cudaEventQuery(lastLaunch_)) != cudaErrorNotReady; }));
     WEFT_RETURN_IF_ERROR(cudaStatus(state, "cudaEventQuery of the last launch"));
+    // Kernels that gave up (a stall, a lost proxy) ended without an error of CUDA's: say why.
+    if (*abortFlagHost_ != 0 && comm_.asyncError() != StatusCode::kOk) return comm_.checkUsable();
   }
   return waitUntil(context, [this] { return proxiesDrained(); });
+}
+
+void CommDevice::startStallWatch() {
+  auto inFlight = [this, selected = false]() mutable {
+    if (!selected) {  // once: the thread is the watch's own, with no device to restore
+      selected = cudaSetDevice(device_) == cudaSuccess;
+      if (!selected) return false;
+    }
+    RelaxedCapture relaxed;  // another thread may be capturing a graph: this query is not part of it
+    return cudaEventQuery(lastLaunch_) == cudaErrorNotReady;
+  };
+  stallWatch_ = std::make_unique<core::GpuStallWatch>(comm_.waitContext().timeoutSeconds, blockProgress_.host,
+                                                      inFlight, [this](const Status& why) { endKernels(why); });
 }
 
 Status CommDevice::checkAlive() {
@@ -289,6 +315,7 @@ Status CommDevice::recordLaunch(cudaStream_t stream, const StreamCapture& captur
   }
   lastStream_ = stream;
   launched_.store(true, std::memory_order_relaxed);
+  if (watchesStalls_ && stallWatch_ == nullptr) startStallWatch();
   return Status::ok();
 }
 

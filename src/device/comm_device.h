@@ -14,6 +14,7 @@
 #include "src/base/wait.h"
 #include "src/core/communicator.h"
 #include "src/core/connection_table.h"
+#include "src/core/gpu_stall_watch.h"
 #include "src/device/block_progress_pool.h"
 #include "src/device/captured_graphs.h"
 #include "src/device/kernel_work.h"
@@ -128,9 +129,11 @@ class CommDevice final : public core::Communicator::DeviceResources,
 
  private:
   CommDevice(core::Communicator& comm, int device)
-      : comm_(comm), device_(device), workPool_(comm.waitContext()) {}
+      : comm_(comm), device_(device), kernelWaits_(comm.waitContext()), workPool_(kernelWaits_) {}
   /// Whether every proxied sending end has sent all its kernels posted.
   bool proxiesDrained() const;
+  /// Starts the watch that ends kernels stuck for WEFT_TIMEOUT seconds (gpu_stall_watch.h).
+  void startStallWatch();
 
   core::Communicator& comm_;
   int device_;
@@ -143,11 +146,16 @@ class CommDevice final : public core::Communicator::DeviceResources,
   // Once a launch was captured, a replay may have run since the latest launch enqueued, on any
   // stream: every launch then waits for lastLaunch_, which replays record too.
   bool graphsCaptured_ = false;
+  // How the host waits for its kernels: the communicator's wait context, without its timeout where
+  // the stall watch gives the kernels theirs.
+  WaitContext kernelWaits_;
   WorkPool workPool_;
   CapturedGraphs capturedGraphs_;
   DirectBoard* directBoards_ = nullptr;
   BlockProgressArray blockProgress_;
   uint64_t kernels_ = 0;  // kernels enqueued or captured so far: the last one's number
+  bool watchesStalls_ = false;  // WEFT_TIMEOUT is set and the blocks keep records
+  std::unique_ptr<core::GpuStallWatch> stallWatch_;  // from the first launch on, where watchesStalls_
   int multiprocessors_ = 0;
   bool oneHost_ = true;
 };

@@ -468,5 +468,52 @@ TEST_F(OneGpuClique, AbortingTheRankARingKernelWaitsForEndsIt) {
   ASSERT_NO_FATAL_FAILURE(abortWhileALoneCallWaits(1, 0, "waiting to receive from rank 0 on channel "));
 }
 
+TEST_F(OneGpuClique, WeftTimeoutEndsAKernelStuckOnAPeerThatNeverCalls) {
+  SKIP_WITHOUT_GPU();
+  harness::ScopedEnv timeout("WEFT_TIMEOUT", "2");
+  harness::DeadlineGuard guard(kDeadline, "WEFT_TIMEOUT on a kernel waiting for a peer");
+  ASSERT_NO_FATAL_FAILURE(start(2, 1 << 20));  // the direct kernel
+  ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
+  for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaStreamSynchronize(stream));
+  const auto calledAt = std::chrono::steady_clock::now();
+  ASSERT_TRUE(ncclSucceeded(ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0],
+                                          streams_[0])));
+  ASSERT_CUDA(cudaStreamSynchronize(streams_[0]));  // the kernel gave up: the stream goes on
+  const auto waited = std::chrono::steady_clock::now() - calledAt;
+  EXPECT_GE(waited, std::chrono::seconds(2));
+  EXPECT_LT(waited, std::chrono::seconds(15));
+  ncclResult_t asyncError = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(comms_[0], &asyncError), ncclSuccess);
+  EXPECT_EQ(asyncError, ncclRemoteError);
+  EXPECT_EQ(ncclCommFinalize(comms_[0]), ncclRemoteError);
+  const std::string why = ncclGetLastError(comms_[0]);
+  EXPECT_NE(why.find("its GPU kernel made no progress for "), std::string::npos) << why;
+  EXPECT_NE(why.find("direct allreduce: waiting for rank 1 to publish its buffers for call 2"), std::string::npos)
+      << why;
+  EXPECT_EQ(ncclCommAbort(comms_[0]), ncclSuccess);
+  comms_[0] = nullptr;
+}
+
+TEST_F(OneGpuClique, WeftTimeoutSparesKernelsHeldBehindTheirStreamsEarlierWork) {
+  SKIP_WITHOUT_GPU();
+  harness::ScopedEnv timeout("WEFT_TIMEOUT", "1");
+  harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");
+  harness::DeadlineGuard guard(kDeadline, "WEFT_TIMEOUT on kernels held behind their streams");
+  ASSERT_NO_FATAL_FAILURE(start(2, (size_t{1} << 20) + 5));
+  ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));  // a first kernel, done
+  for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaStreamSynchronize(stream));
+  ASSERT_NO_FATAL_FAILURE(fillOnStreams());
+  for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaLaunchHostFunc(stream, holdStream, &gate_));
+  ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // three timeouts with the kernels in flight, not started
+  gate_.store(true);
+  expectEveryElement(3.0f);
+  for (ncclComm_t comm : comms_) {
+    ncclResult_t asyncError = ncclInternalError;
+    EXPECT_EQ(ncclCommGetAsyncError(comm, &asyncError), ncclSuccess);
+    EXPECT_EQ(asyncError, ncclSuccess);
+  }
+}
+
 }  // namespace
 }  // namespace weft::gpu_tests

@@ -141,6 +141,16 @@ TEST_F(GpuBlocksReport, AKernelIsUnfinishedUntilEachOfItsBlocksIsDoneWithIt) {
   EXPECT_TRUE(gpuBlocksUnfinished(*record_));  // none has started it
 }
 
+TEST_F(GpuBlocksReport, NamesTheFirstBlockInAWaitForAStallsError) {
+  attach({blockIn(4, BlockActivity::kDone), blockIn(5, BlockActivity::kRunning)});
+  EXPECT_EQ(describeFirstGpuWait(blocks_.data()), "");
+  blocks_[3] = waitingBlock(5, BlockActivity::kSending, 2, 1, 6, 7);
+  blocks_[9] = waitingBlock(5, BlockActivity::kReceiving, 0, 0, 1, 2);
+  EXPECT_EQ(describeFirstGpuWait(blocks_.data()),
+            "GPU block 3 of kernel 5: lane 1 step 3/5 piece 9: waiting for a free slot to send to rank 2 on channel 1 "
+            "(released 6, needs 7)");
+}
+
 TEST_F(GpuBlocksReport, SaysNothingWithoutRecordsOrAKernel) {
   EXPECT_EQ(describeGpuBlocks(*record_), "");  // the host path attaches none
   attach({});
