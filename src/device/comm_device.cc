@@ -206,14 +206,15 @@ void CommDevice::abort() {
   // replayed graph's kernels carry other numbers than the latest enqueued: the launch event
   // (which replays record too) says whether any kernel still runs.
   const core::ProgressRecord* progress = comm_.progress();
-  ScopedDevice device(device_);  // a proxy's or the peer watch's thread may have no device, or another
-  RelaxedCapture relaxed;  // another thread may be capturing a graph: this query is not part of it
   if (*abortFlagHost_ == 0 && progress != nullptr && lastLaunch_ != nullptr &&
-      log::enabled(log::Level::kWarn, log::kAll) && cudaEventQuery(lastLaunch_) == cudaErrorNotReady &&
-      core::gpuBlocksUnfinished(*progress)) {
-    std::istringstream lines(core::describeGpuBlocks(*progress));
-    for (std::string line; std::getline(lines, line);) {
-      WEFT_WARN("rank %d: aborted before its GPU kernel was done: %s", comm_.rank(), line.c_str());
+      log::enabled(log::Level::kWarn, log::kAll) && core::gpuBlocksUnfinished(*progress)) {
+    ScopedDevice device(device_);  // a proxy's or the peer watch's thread may have no device, or another
+    RelaxedCapture relaxed;  // another thread may be capturing a graph: this query is not part of it
+    if (cudaEventQuery(lastLaunch_) == cudaErrorNotReady) {
+      std::istringstream lines(core::describeGpuBlocks(*progress));
+      for (std::string line; std::getline(lines, line);) {
+        WEFT_WARN("rank %d: aborted before its GPU kernel was done: %s", comm_.rank(), line.c_str());
+      }
     }
   }
   *abortFlagHost_ = 1;
