@@ -150,6 +150,11 @@ WEFT_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* de
   ncclUniqueId id;
   ncclResult_t result = ncclGetUniqueId(&id);
   if (result != ncclSuccess) return result;
+  // The listed GPUs are in use before any rank's init looks (setup_at_init.h: ranks of one
+  // process whose GPUs are in use make their GPU connections at init).
+  if (devlist != nullptr) {
+    for (int rank = 0; rank < ndev; ++rank) weft::device::useDevice(devlist[rank]);
+  }
   ncclGroupStart();
   for (int rank = 0; rank < ndev; ++rank) {
     // As NCCL: rank i uses devlist[i], or device i without a list.

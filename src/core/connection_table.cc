@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "algorithms/direct_schedule.h"
 #include "src/base/log.h"
 #include "src/core/channel_nics.h"
 #include "transport/registry.h"
@@ -31,6 +32,18 @@ std::vector<ConnectionRequest> ringNeighbourRequests(const std::vector<std::vect
     const size_t position = static_cast<size_t>(std::find(ring.begin(), ring.end(), rank) - ring.begin());
     requests.push_back({static_cast<int>(channel), ring[(position + 1) % n], Direction::kSend});
     requests.push_back({static_cast<int>(channel), ring[(position + n - 1) % n], Direction::kRecv});
+  }
+  return requests;
+}
+
+std::vector<ConnectionRequest> directPairRequests(int rank, int nranks, int nChannels) {
+  std::vector<ConnectionRequest> requests;
+  for (const int first : {0, nChannels}) {  // the collectives' channels, then Send and Recv's
+    for (int peer = 0; peer < nranks; ++peer) {
+      if (peer == rank && first == 0) continue;  // a collective copies its own block; a Send may go to self
+      requests.push_back({first + algorithms::directChannel(rank, peer, nranks, nChannels), peer, Direction::kSend});
+      requests.push_back({first + algorithms::directChannel(peer, rank, nranks, nChannels), peer, Direction::kRecv});
+    }
   }
   return requests;
 }

@@ -30,6 +30,11 @@ struct ConnectionRequest {
 /// What `rank` connects on rings (channel c is `rings[c]`, an order of every rank): on each, a
 /// sending end to the next rank and a receiving end from the previous one.
 std::vector<ConnectionRequest> ringNeighbourRequests(const std::vector<std::vector<int>>& rings, int rank);
+/// What `rank` of `nranks` connects for the direct schedules (algorithms/direct_schedule.h) over
+/// `nChannels` rings: towards each other rank a sending end and from it a receiving end on the
+/// channel the collectives' lanes use (all-to-all, gather, scatter), and towards every rank, itself
+/// included, both ends on the point-to-point channel Send and Recv use.
+std::vector<ConnectionRequest> directPairRequests(int rank, int nranks, int nChannels);
 
 class ConnectionTable {
  public:

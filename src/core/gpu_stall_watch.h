@@ -2,7 +2,7 @@
 // WEFT_TIMEOUT on GPU buffers. A host call fails once it has made no progress for WEFT_TIMEOUT
 // seconds; a call on GPU buffers has returned already, and its kernel waits on the GPU. The watch
 // gives that kernel the same deadline: a thread looks at the communicator's block records
-// (gpu_block_progress.h) a few times a second and, once they have shown its kernels stuck for that
+// (gpu_block_progress.h) ten times a second and, once they have shown its kernels stuck for that
 // long, reports it once; the communicator then ends its kernels and records the error
 // (ncclCommGetAsyncError), as a dead peer does.
 //

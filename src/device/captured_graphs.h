@@ -7,8 +7,9 @@
 // The graph holds each record through a CUDA user object, whose destructor CUDA calls on a thread
 // of its own once the last graph and instance made from the capture are destroyed (and their
 // launches done). It may make no CUDA call, so it only marks the record released; a later capture
-// reuses the record's memory and event. Memory is freed only with the communicator: freeing pinned
-// memory can wait for every kernel on the GPU, among them peers' kernels that wait for this rank.
+// reuses the record's memory and event. Memory is freed only with the communicator's other GPU
+// memory (local_clique.h): freeing pinned memory can wait for every kernel on the GPU, among them
+// peers' kernels that wait for this rank.
 
 #include <cuda_runtime_api.h>
 

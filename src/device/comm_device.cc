@@ -1,6 +1,7 @@
 #include "src/device/comm_device.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "src/device/direct_boards.h"
 #include "src/device/direct_plan.h"
 #include "src/device/gpu_runtime.h"
+#include "src/device/hardware_queues.h"
 #include "src/device/setup_at_init.h"
 #include "src/device/step_kernel.h"
 #include "transport/cuda_ipc/cuda_call.h"
@@ -124,7 +126,7 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   }
   // The tables' buffers now, before any kernel of a launch: an allocation between two ranks' kernels
   // of one launch could keep them from running at once (setup_at_init.h).
-  WEFT_RETURN_IF_ERROR(resources->workPool_.reserve());
+  WEFT_RETURN_IF_ERROR(resources->workPool_->reserve());
   if (const Status recorded = acquireBlockProgress(&resources->blockProgress_); !recorded.isOk()) {
     WEFT_WARN("rank %d: %s; its hang reports will not say what its GPU kernels wait for", comm.rank(),
               recorded.message().c_str());
@@ -142,13 +144,52 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
                 "records nothing tells a kernel that waits from one that works", comm.rank());
     }
   }
+  // CUDA's own variable, read as its runtime reads it.
+  const std::string queues = hardwareQueueWarning(comm.peers(), comm.rank(), getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
+  static std::once_flag queuesWarned;
+  if (!queues.empty()) std::call_once(queuesWarned, [&queues] { WEFT_WARN("%s", queues.c_str()); });
   joinLocalClique(comm.cliqueId(), resources->device_, resources.get());
   *out = std::move(resources);
   return Status::ok();
 }
 
+namespace {
+
+// What a CommDevice leaves in GPU and pinned memory; destroying it frees that memory.
+class DeviceLeftovers final : public LocalCliqueLeftovers {
+ public:
+  DeviceLeftovers(int device, std::unique_ptr<core::ConnectionTable> connections, std::unique_ptr<WorkPool> workPool,
+                  std::unique_ptr<CapturedGraphs> capturedGraphs, BlockProgressArray blockProgress,
+                  volatile int* abortFlag)
+      : device_(device),
+        connections_(std::move(connections)),
+        workPool_(std::move(workPool)),
+        capturedGraphs_(std::move(capturedGraphs)),
+        blockProgress_(blockProgress),
+        abortFlag_(abortFlag) {}
+  ~DeviceLeftovers() override {
+    ScopedDevice device(device_);
+    RelaxedCapture relaxed;  // another thread may be capturing a graph: these frees are not part of it
+    connections_.reset();
+    workPool_.reset();
+    capturedGraphs_.reset();
+    releaseBlockProgress(blockProgress_);
+    if (abortFlag_ != nullptr) (void)cudaFreeHost(const_cast<int*>(abortFlag_));
+    (void)cudaGetLastError();
+  }
+
+ private:
+  int device_;
+  std::unique_ptr<core::ConnectionTable> connections_;
+  std::unique_ptr<WorkPool> workPool_;
+  std::unique_ptr<CapturedGraphs> capturedGraphs_;
+  BlockProgressArray blockProgress_;
+  volatile int* abortFlag_;
+};
+
+}  // namespace
+
 CommDevice::~CommDevice() {
-  leaveLocalClique(this);
   ScopedDevice device(device_);
   RelaxedCapture relaxed;  // another thread may be capturing a graph: what follows is not part of it
   if (lastLaunch_ != nullptr) {
@@ -163,9 +204,8 @@ CommDevice::~CommDevice() {
     }
   }
   stallWatch_.reset();  // it may have ended the kernels during that wait; it uses what follows
-  if (lastLaunch_ != nullptr) (void)cudaEventDestroy(lastLaunch_);
   // Once this rank's kernels gave up, so must those of its clique's ranks on its GPU in this process
-  // that may wait for them: freeing its memory below waits for every kernel on the GPU.
+  // that may wait for them: they would wait for ever.
   if (abortFlagHost_ != nullptr && *abortFlagHost_ != 0) {
     const int ended = endLocalPeers(
         comm_.cliqueId(), device_, this,
@@ -173,21 +213,27 @@ CommDevice::~CommDevice() {
                     "lost a peer: abort or destroy this communicator too",
                     comm_.rank()));
     if (ended > 0) {
-      WEFT_INFO(log::kInit, "rank %d aborted: the kernels of %d rank(s) sharing its GPU in this process give up, "
-                "since freeing its memory waits for them", comm_.rank(), ended);
+      WEFT_INFO(log::kInit, "rank %d aborted: the kernels of %d rank(s) sharing its GPU in this process give up",
+                comm_.rank(), ended);
     }
   }
+  leaveLocalClique(this);  // its kernels have ended: no endKernels reaches it from now on
   // What the kernels posted to other hosts may still be with the proxy: let it leave, unless the
   // communicator was aborted (then nobody waits for it).
   if (connections_ != nullptr && abortFlagHost_ != nullptr && *abortFlagHost_ == 0) {
     const Status drained = waitUntil(comm_.waitContext(), [this] { return proxiesDrained(); });
     if (!drained.isOk()) WEFT_WARN("rank %d: destroying the communicator: %s", comm_.rank(), drained.message().c_str());
   }
-  connections_.reset();
   if (directBoards_ != nullptr) releaseDirectBoards(comm_.cliqueId(), device_);
   if (comm_.progress() != nullptr) core::attachGpuBlocks(comm_.progress(), nullptr);
-  releaseBlockProgress(blockProgress_);
-  if (abortFlagHost_ != nullptr) (void)cudaFreeHost(const_cast<int*>(abortFlagHost_));
+  auto leftovers = std::make_unique<DeviceLeftovers>(device_, std::move(connections_), std::move(workPool_),
+                                                     std::move(capturedGraphs_), blockProgress_, abortFlagHost_);
+  // Within one host its memory stays until its clique's last rank in this process has left
+  // (local_clique.h). Across hosts its connections include network proxies, which must go with
+  // the communicator.
+  if (oneHost_) freeWhenCliqueHasLeft(comm_.cliqueId(), std::move(leftovers));
+  else leftovers.reset();
+  if (lastLaunch_ != nullptr) (void)cudaEventDestroy(lastLaunch_);  // last: a proxy's abort() queries it
   (void)cudaGetLastError();
 }
 
@@ -290,7 +336,7 @@ Status CommDevice::orderAfterPrevious(cudaStream_t stream, const StreamCapture& 
   }
   // The record is made before the kernel is captured, so that a kernel in the graph always has one.
   CapturedGraphs::Capture* previous = nullptr;
-  WEFT_RETURN_IF_ERROR(capturedGraphs_.findOrMake(capture, &previous));
+  WEFT_RETURN_IF_ERROR(capturedGraphs_->findOrMake(capture, &previous));
   if (previous->lastKernelStream == nullptr) {
     // The communicator's first kernel in this graph: an external wait, which each replay makes on
     // the event as last recorded before it (by an earlier call, or an earlier graph's replay).
@@ -306,7 +352,7 @@ Status CommDevice::recordLaunch(cudaStream_t stream, const StreamCapture& captur
     WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(lastLaunch_, stream), "cudaEventRecord"));
   } else {
     CapturedGraphs::Capture* record = nullptr;
-    WEFT_RETURN_IF_ERROR(capturedGraphs_.findOrMake(capture, &record));
+    WEFT_RETURN_IF_ERROR(capturedGraphs_->findOrMake(capture, &record));
     // Recorded at each replay: calls enqueued after the graph is launched wait for its kernels.
     WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecordWithFlags(lastLaunch_, stream, cudaEventRecordExternal),
                                     "cudaEventRecordWithFlags"));
@@ -361,11 +407,17 @@ Status setUpGpuAtInit(core::Communicator& comm) {
   WEFT_RETURN_IF_ERROR(commDevice(comm, &device));
   ScopedDevice current(device->device());
   WEFT_RETURN_IF_ERROR(current.status());
+  // Every connection a call could need: one made at a call would allocate and zero GPU memory while
+  // a peer's kernel may already wait for this rank.
   core::ConnectionTable& connections = device->connections();
-  WEFT_RETURN_IF_ERROR(connections.beginConnect(core::ringNeighbourRequests(comm.gpuRings(), comm.rank())));
+  std::vector<core::ConnectionRequest> requests = core::ringNeighbourRequests(comm.gpuRings(), comm.rank());
+  const std::vector<core::ConnectionRequest> pairs =
+      core::directPairRequests(comm.rank(), comm.nranks(), static_cast<int>(comm.gpuRings().size()));
+  requests.insert(requests.end(), pairs.begin(), pairs.end());
+  WEFT_RETURN_IF_ERROR(connections.beginConnect(requests));
   WEFT_RETURN_IF_ERROR(connections.finishConnect());
-  WEFT_INFO(log::kInit, "rank %d: GPU resources and the connections of %zu GPU rings made at init: the ranks are "
-            "threads of one process", comm.rank(), comm.gpuRings().size());
+  WEFT_INFO(log::kInit, "rank %d: GPU resources and the connections of %zu GPU rings and to every peer made at "
+            "init: the ranks are threads of one process", comm.rank(), comm.gpuRings().size());
   return Status::ok();
 }
 

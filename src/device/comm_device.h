@@ -43,7 +43,8 @@ class WorkPool {
   /// Buffers kept before a launch waits for one instead of allocating.
   static constexpr size_t kMaxBuffers = 16;
 
-  /// Waits go through `context` (an abort or a dead peer ends them); it must outlive the pool.
+  /// Waits go through `context` (an abort or a dead peer ends them); it must outlive the pool's
+  /// acquire calls (the pool may outlive it: local_clique.h).
   explicit WorkPool(const WaitContext& context) : context_(context) {}
   ~WorkPool();
   WorkPool(const WorkPool&) = delete;
@@ -73,7 +74,8 @@ class WorkPool {
 /// without progress asks it, through the communicator's wait context, whether a peer is known dead.
 ///
 /// Registered with its clique's other ranks on its GPU in this process (local_clique.h): when an
-/// aborted rank is destroyed, their kernels give up too, since freeing its memory waits for them.
+/// aborted rank is destroyed, their kernels give up too, and its memory stays until the last of
+/// them has gone.
 class CommDevice final : public core::Communicator::DeviceResources,
                          public transport::ProxyFailureSink,
                          public LocalCliqueMember {
@@ -93,8 +95,8 @@ class CommDevice final : public core::Communicator::DeviceResources,
   int rank() const { return comm_.rank(); }
   int nranks() const { return comm_.nranks(); }
   core::ConnectionTable& connections() { return *connections_; }
-  WorkPool& workPool() { return workPool_; }
-  CapturedGraphs& capturedGraphs() { return capturedGraphs_; }
+  WorkPool& workPool() { return *workPool_; }
+  CapturedGraphs& capturedGraphs() { return *capturedGraphs_; }
   const volatile int* abortFlag() const { return abortFlagDevice_; }
   /// The communicator's boards for the direct allreduce (src/device/direct_plan.h), or null where
   /// its allreduces take the ring. The same answer on every rank.
@@ -129,7 +131,11 @@ class CommDevice final : public core::Communicator::DeviceResources,
 
  private:
   CommDevice(core::Communicator& comm, int device)
-      : comm_(comm), device_(device), kernelWaits_(comm.waitContext()), workPool_(kernelWaits_) {}
+      : comm_(comm),
+        device_(device),
+        kernelWaits_(comm.waitContext()),
+        workPool_(std::make_unique<WorkPool>(kernelWaits_)),
+        capturedGraphs_(std::make_unique<CapturedGraphs>()) {}
   /// Whether every proxied sending end has sent all its kernels posted.
   bool proxiesDrained() const;
   /// Starts the watch that ends kernels stuck for WEFT_TIMEOUT seconds (gpu_stall_watch.h).
@@ -149,8 +155,10 @@ class CommDevice final : public core::Communicator::DeviceResources,
   // How the host waits for its kernels: the communicator's wait context, without its timeout where
   // the stall watch gives the kernels theirs.
   WaitContext kernelWaits_;
-  WorkPool workPool_;
-  CapturedGraphs capturedGraphs_;
+  // These two, the connections, the block records and the abort flag are what the rank leaves in
+  // memory when it goes (local_clique.h).
+  std::unique_ptr<WorkPool> workPool_;
+  std::unique_ptr<CapturedGraphs> capturedGraphs_;
   DirectBoard* directBoards_ = nullptr;
   BlockProgressArray blockProgress_;
   uint64_t kernels_ = 0;  // kernels enqueued or captured so far: the last one's number

@@ -114,6 +114,12 @@ Status allocateOnDevice(size_t bytes, void** out) {
 
 Status freeOnDevice(void* ptr) { return cudaStatus(cudaFree(ptr), "cudaFree of ncclMemAlloc's memory"); }
 
+void useDevice(int device) {
+  if (device < 0 || device >= deviceCount() || inUse(device)) return;
+  ScopedDevice selected(device);
+  if (!selected.status().isOk() || cudaFree(nullptr) != cudaSuccess) (void)cudaGetLastError();
+}
+
 bool anyDeviceInUse() {
   // Once a context is active it stays so (short of cudaDeviceReset): ask the driver until then.
   static std::atomic<bool> seen{false};
@@ -136,6 +142,7 @@ std::string pciBusId(int) { return ""; }
 bool onDevice(const void*) { return false; }
 bool deviceOnly(const void*) { return false; }
 bool inUse(int) { return false; }
+void useDevice(int) {}
 bool multicastSupported(int) { return false; }
 int multiprocessorCount(int) { return 0; }
 bool anyDeviceInUse() { return false; }

@@ -35,6 +35,12 @@ bool deviceOnly(const void* ptr);
 /// program has allocated, launched or set the device). Creates no context. False without CUDA.
 bool inUse(int device);
 
+/// Makes this process use CUDA device `device` (its primary context active, as selecting it does),
+/// leaving the calling thread's current device as it was. For ncclCommInitAll given a device list:
+/// the caller named its GPUs, and NCCL's selects each. Nothing where there is no such device (or
+/// no CUDA); a failure is the first GPU call's to report.
+void useDevice(int device);
+
 /// True if CUDA device `device` reports multicast objects (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED),
 /// which NVLS needs. Creates no context. False without CUDA.
 bool multicastSupported(int device);

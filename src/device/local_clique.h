@@ -1,11 +1,15 @@
 #pragma once
 // The ranks of a clique that are threads of this process on one GPU, so that aborting one of them
-// ends the others' waiting kernels. Freeing GPU memory (cudaFree, cudaFreeHost) waits for every
-// kernel on the GPU; an aborted rank frees its memory, and its peers' kernels on that GPU wait for
-// it forever, so without this the abort itself would never return. Every build has this; unit
-// tests check it anywhere.
+// ends the others' waiting kernels, and so that none frees memory while another's kernel may run.
+// Freeing GPU or pinned memory (cudaFree, cudaFreeHost) waits for every kernel on the GPU, and
+// meanwhile holds up other threads' CUDA calls that touch the GPU's page tables (an allocation, a
+// copy to pageable memory): a rank that went first would wait for a peer's kernel that waits for
+// a third rank whose thread waits for the free. So the memory of a rank that leaves stays until
+// the clique's last rank in this process has left, when every kernel of theirs has ended (other
+// communicators' kernels may still run). Every build has this; unit tests check it anywhere.
 
 #include <cstdint>
+#include <memory>
 
 #include "src/base/status.h"
 
@@ -20,11 +24,25 @@ class LocalCliqueMember {
   virtual void endKernels(const Status& why) = 0;
 };
 
+/// What a rank that left holds in GPU or pinned memory: destroying it frees that memory.
+class LocalCliqueLeftovers {
+ public:
+  virtual ~LocalCliqueLeftovers() = default;
+};
+
 /// Registers `member`, a rank of clique `cliqueId` (Communicator::cliqueId) on CUDA device `device`.
+/// A registered rank may have kernels running.
 void joinLocalClique(uint64_t cliqueId, int device, LocalCliqueMember* member);
 
-/// Unregisters `member`; from then on no endKernels call reaches it. Before it is destroyed.
+/// Unregisters `member`, once its kernels have ended; from then on no endKernels call reaches it.
+/// Before it is destroyed.
 void leaveLocalClique(LocalCliqueMember* member);
+
+/// Frees `leftovers`, of a rank of clique `cliqueId` that has left: at once, with the leftovers
+/// kept before, where no rank of the clique is registered any more, on any GPU (the page tables'
+/// lock is the process's); else keeps them until the last registered one hands over its own. Frees
+/// outside the registry's lock.
+void freeWhenCliqueHasLeft(uint64_t cliqueId, std::unique_ptr<LocalCliqueLeftovers> leftovers);
 
 /// Calls endKernels(why) on every other registered rank of clique `cliqueId` on `device`; returns
 /// how many.

@@ -26,12 +26,13 @@ namespace weft::device {
 bool setsUpGpuAtInit(const std::vector<PeerInfo>& peers);
 
 /// Makes `comm`'s GPU resources (comm_device.h: the abort flag, the tables' pinned buffers) and
-/// connects its GPU rings, while every other rank of the communicator does the same. Makes nothing
-/// where NCCL_P2P_DISABLE or NCCL_P2P_LEVEL forbid its GPUs to talk, or two of its GPUs cannot
-/// reach each other's memory: its calls on GPU buffers fail, saying why, as they would otherwise.
-/// Fails (and so does the communicator's init, as NCCL's does) where an allocation fails. The
-/// first Send/Recv, all-to-all, gather or scatter still connects its peers at that call. Without
-/// CUDA: nothing.
+/// every GPU connection a call may need, while every other rank of the communicator does the same:
+/// its GPU rings', and to and from each peer those of all-to-all, gather, scatter and Send/Recv
+/// (core::directPairRequests: at most 2n - 1 receiving ends beyond the rings').
+/// Makes nothing where NCCL_P2P_DISABLE or NCCL_P2P_LEVEL forbid its GPUs to talk, or two of its
+/// GPUs cannot reach each other's memory: its calls on GPU buffers fail, saying why, as they would
+/// otherwise. Fails (and so does the communicator's init, as NCCL's does) where an allocation
+/// fails. Without CUDA: nothing.
 Status setUpGpuAtInit(core::Communicator& comm);
 
 }  // namespace weft::device

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
+#include "algorithms/schedule.h"
 #include "src/core/connection_table.h"
 
 namespace weft::device {
@@ -52,6 +55,57 @@ TEST(RingNeighbourRequests, EachRingSendsToTheNextRankAndReceivesFromThePrevious
   expect(1, 0, 2, core::Direction::kRecv);
   expect(2, 1, 1, core::Direction::kSend);
   expect(3, 1, 2, core::Direction::kRecv);  // rank 3 is first: it receives from the last
+}
+
+// Whether `requests` hold (channel, peer, direction).
+bool holds(const std::vector<core::ConnectionRequest>& requests, int channel, int peer, core::Direction direction) {
+  return std::any_of(requests.begin(), requests.end(), [&](const core::ConnectionRequest& request) {
+    return request.channel == channel && request.peer == peer && request.direction == direction;
+  });
+}
+
+TEST(DirectPairRequests, AreExactlyTheConnectionsOfTheDirectSchedules) {
+  for (int nranks : {2, 3, 4, 5, 8}) {
+    for (int nChannels : {1, 2, 3, 4}) {
+      std::vector<algorithms::Ring> rings(static_cast<size_t>(nChannels));
+      for (algorithms::Ring& ring : rings) {
+        for (int r = 0; r < nranks; ++r) ring.push_back(r);
+      }
+      for (int rank = 0; rank < nranks; ++rank) {
+        const std::vector<core::ConnectionRequest> requests = core::directPairRequests(rank, nranks, nChannels);
+        EXPECT_EQ(requests.size(), 4u * static_cast<size_t>(nranks - 1) + 2u);
+        std::vector<algorithms::OpShape> shapes;
+        shapes.push_back({algorithms::Collective::kAllToAll, 5, 0, nranks, rank});
+        for (int other = 0; other < nranks; ++other) {
+          shapes.push_back({algorithms::Collective::kGather, 5, other, nranks, rank});
+          shapes.push_back({algorithms::Collective::kScatter, 5, other, nranks, rank});
+          shapes.push_back({algorithms::Collective::kSend, 5, other, nranks, rank});  // to itself too
+          shapes.push_back({algorithms::Collective::kRecv, 5, other, nranks, rank});
+        }
+        std::vector<core::ConnectionRequest> used;  // by the programs of every shape
+        for (const algorithms::OpShape& shape : shapes) {
+          algorithms::Program program;
+          algorithms::buildRingProgram(shape, rings, &program);
+          for (const algorithms::Lane& lane : program.lanes) {
+            for (const algorithms::Step& step : lane.steps) {
+              if (step.sendPeer >= 0) used.push_back({lane.channel, step.sendPeer, core::Direction::kSend});
+              if (step.recvPeer >= 0) used.push_back({lane.channel, step.recvPeer, core::Direction::kRecv});
+            }
+          }
+        }
+        const std::string where = "rank " + std::to_string(rank) + "/" + std::to_string(nranks) + ", " +
+                                  std::to_string(nChannels) + " channels";
+        for (const core::ConnectionRequest& u : used) {
+          EXPECT_TRUE(holds(requests, u.channel, u.peer, u.direction))
+              << where << ": a program uses peer " << u.peer << " on channel " << u.channel << " unrequested";
+        }
+        for (const core::ConnectionRequest& r : requests) {
+          EXPECT_TRUE(holds(used, r.channel, r.peer, r.direction))
+              << where << ": requested peer " << r.peer << " on channel " << r.channel << ", which no program uses";
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
