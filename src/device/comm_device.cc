@@ -116,6 +116,8 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   resources->abortFlagDevice_ = static_cast<const volatile int*>(flagOnDevice);
   WEFT_RETURN_IF_ERROR(
       cudaStatus(cudaEventCreateWithFlags(&resources->lastLaunch_, cudaEventDisableTiming), "cudaEventCreate"));
+  WEFT_RETURN_IF_ERROR(
+      cudaStatus(cudaEventCreateWithFlags(&resources->streamJoinMark_, cudaEventDisableTiming), "cudaEventCreate"));
   WEFT_RETURN_IF_ERROR(cudaStatus(
       cudaDeviceGetAttribute(&resources->multiprocessors_, cudaDevAttrMultiProcessorCount, resources->device_),
       "cudaDeviceGetAttribute(cudaDevAttrMultiProcessorCount)"));
@@ -233,6 +235,7 @@ CommDevice::~CommDevice() {
   // the communicator.
   if (oneHost_) freeWhenCliqueHasLeft(comm_.cliqueId(), std::move(leftovers));
   else leftovers.reset();
+  if (streamJoinMark_ != nullptr) (void)cudaEventDestroy(streamJoinMark_);
   if (lastLaunch_ != nullptr) (void)cudaEventDestroy(lastLaunch_);  // last: a proxy's abort() queries it
   (void)cudaGetLastError();
 }

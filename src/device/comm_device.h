@@ -125,6 +125,9 @@ class CommDevice final : public core::Communicator::DeviceResources,
   /// becomes the communicator's latest in its progress record, unless it is captured into a graph
   /// (whose replays carry the number it had at capture).
   void publishKernel(const KernelWork& work, int blocks, const StreamCapture& capture);
+  /// The event that joins the streams of a group's calls given several (device_executor.cc): made
+  /// with the resources, so that no call creates one while a peer's kernel may wait for it.
+  cudaEvent_t streamJoinMark() const { return streamJoinMark_; }
   /// Records the launch just enqueued on `stream` (in `capture`) as this communicator's latest; a
   /// captured one becomes the latest each time its graph is launched.
   Status recordLaunch(cudaStream_t stream, const StreamCapture& capture);
@@ -147,6 +150,7 @@ class CommDevice final : public core::Communicator::DeviceResources,
   volatile int* abortFlagHost_ = nullptr;
   const volatile int* abortFlagDevice_ = nullptr;
   cudaEvent_t lastLaunch_ = nullptr;
+  cudaEvent_t streamJoinMark_ = nullptr;
   cudaStream_t lastStream_ = nullptr;  // the stream of the latest launch this rank enqueued
   std::atomic<bool> launched_{false};  // also read by the threads that end its kernels
   // Once a launch was captured, a replay may have run since the latest launch enqueued, on any

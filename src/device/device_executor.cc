@@ -228,9 +228,9 @@ class LaunchBuilder {
 
 // Where `comm`'s ops in `ops` were given several streams, makes each of them wait for the work
 // enqueued so far on every other (through the first: it waits for the others, then they wait for
-// it) and returns them in `joined`; otherwise leaves `joined` empty. Under capture the waits are
-// edges of the graph, so the streams must all be captured into one graph, or none.
-Status joinGroupStreams(std::span<const core::Op> ops, const core::Communicator* comm,
+// it), through `mark`, and returns them in `joined`; otherwise leaves `joined` empty. Under capture
+// the waits are edges of the graph, so the streams must all be captured into one graph, or none.
+Status joinGroupStreams(std::span<const core::Op> ops, const core::Communicator* comm, cudaEvent_t mark,
                         std::vector<cudaStream_t>* joined) {
   std::vector<cudaStream_t> streams;
   for (const core::Op& op : ops) {
@@ -252,8 +252,6 @@ Status joinGroupStreams(std::span<const core::Op> ops, const core::Communicator*
                                                          : "one is captured into a CUDA graph and another is not");
     }
   }
-  cudaEvent_t mark = nullptr;
-  WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&mark, cudaEventDisableTiming), "cudaEventCreate"));
   // A wait takes the event as last recorded, so one event serves every hand-over in turn.
   Status status;
   for (size_t i = 1; i < streams.size() && status.isOk(); ++i) {
@@ -264,7 +262,6 @@ Status joinGroupStreams(std::span<const core::Op> ops, const core::Communicator*
   for (size_t i = 1; i < streams.size() && status.isOk(); ++i) {
     status = cudaStatus(cudaStreamWaitEvent(streams[i], mark, 0), "cudaStreamWaitEvent");
   }
-  (void)cudaEventDestroy(mark);  // released once the streams have passed it
   if (status.isOk()) *joined = std::move(streams);
   return status;
 }
@@ -448,7 +445,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
   for (size_t c = 0; c < comms.size(); ++c) {
     ScopedDevice current(commDevices[c]->device());
     WEFT_RETURN_IF_ERROR(current.status());
-    WEFT_RETURN_IF_ERROR(joinGroupStreams(ops, comms[c], &joined[c]));
+    WEFT_RETURN_IF_ERROR(joinGroupStreams(ops, comms[c], commDevices[c]->streamJoinMark(), &joined[c]));
   }
   for (size_t c = 0; c < comms.size(); ++c) {
     const core::Communicator* comm = comms[c];
