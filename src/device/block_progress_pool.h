@@ -1,10 +1,10 @@
 #pragma once
 // The host memory that a communicator's kernels write their blocks' progress into
 // (src/core/gpu_block_progress.h), kRecordedBlocks records per communicator on the GPU path. The
-// memory goes back to a process-wide pool when its communicator is destroyed and is never freed,
-// so a hang report that reads the records of a communicator going away (from a signal handler)
-// reads memory that is still there; each communicator registers it with CUDA (mapped, so that its
-// kernels write it) for its own lifetime.
+// memory goes back to a process-wide pool with the communicator's other GPU memory (when it is
+// destroyed, or later: local_clique.h) and is never freed, so a hang report that reads the records
+// of a communicator going away (from a signal handler) reads memory that is still there; each
+// communicator keeps it registered with CUDA (mapped, so that its kernels write it) until then.
 
 #include "src/base/status.h"
 #include "src/core/gpu_block_progress.h"

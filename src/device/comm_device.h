@@ -126,7 +126,8 @@ class CommDevice final : public core::Communicator::DeviceResources,
   /// (whose replays carry the number it had at capture).
   void publishKernel(const KernelWork& work, int blocks, const StreamCapture& capture);
   /// The event that joins the streams of a group's calls given several (device_executor.cc): made
-  /// with the resources, so that no call creates one while a peer's kernel may wait for it.
+  /// with the resources, so that no call creates one while a peer's kernel may wait for it. One
+  /// thread at a time enqueues a communicator's calls (as NCCL requires), so one event serves all.
   cudaEvent_t streamJoinMark() const { return streamJoinMark_; }
   /// Records the launch just enqueued on `stream` (in `capture`) as this communicator's latest; a
   /// captured one becomes the latest each time its graph is launched.

@@ -22,12 +22,10 @@ bool sharesItsGpuInItsProcess(const std::vector<PeerInfo>& peers, int rank) {
 
 std::string hardwareQueueWarning(const std::vector<PeerInfo>& peers, int rank, const char* maxConnections) {
   if (!sharesItsGpuInItsProcess(peers, rank)) return "";
-  int queues = kDefaultHardwareQueues;
-  if (maxConnections != nullptr && *maxConnections != '\0') queues = std::atoi(maxConnections);
-  if (queues >= kMostHardwareQueues) return "";
+  const bool set = maxConnections != nullptr && *maxConnections != '\0';
+  if ((set ? std::atoi(maxConnections) : kDefaultHardwareQueues) >= kMostHardwareQueues) return "";
   return "ranks of this process share a GPU with CUDA_DEVICE_MAX_CONNECTIONS=" +
-         (maxConnections != nullptr && *maxConnections != '\0' ? std::string(maxConnections)
-                                                               : std::to_string(kDefaultHardwareQueues) + " (unset)") +
+         (set ? std::string(maxConnections) : std::to_string(kDefaultHardwareQueues) + " (unset)") +
          ": once the process has made more streams than that, a kernel waiting for a peer can hold up that "
          "peer's own work in a shared hardware queue, and the ranks deadlock; set CUDA_DEVICE_MAX_CONNECTIONS=" +
          std::to_string(kMostHardwareQueues) + " before the process first uses CUDA";

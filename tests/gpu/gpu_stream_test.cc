@@ -240,20 +240,27 @@ TEST_F(OneGpuClique, AGroupOnTwoStreamsStartsAfterBothAndBothWaitForIt) {
   ASSERT_NO_FATAL_FAILURE(fillOnStreams());
   ASSERT_NO_FATAL_FAILURE(fillOnStreams(secondBuffers, second, 10.0f));
   for (cudaStream_t stream : second) ASSERT_CUDA(cudaLaunchHostFunc(stream, holdStream, &gate_));
-  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
-  for (int r = 0; r < n; ++r) {
-    ASSERT_TRUE(ncclSucceeded(ncclAllReduce(buffers_[r], buffers_[r], count_, ncclFloat32, ncclSum, comms_[r],
-                                            streams_[r])));
-    ASSERT_TRUE(ncclSucceeded(ncclAllReduce(secondBuffers[r], secondBuffers[r], count_, ncclFloat32, ncclSum,
-                                            comms_[r], second[r])));
-  }
-  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  auto group = [&] {
+    ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+    for (int r = 0; r < n; ++r) {
+      ASSERT_TRUE(ncclSucceeded(ncclAllReduce(buffers_[r], buffers_[r], count_, ncclFloat32, ncclSum, comms_[r],
+                                              streams_[r])));
+      ASSERT_TRUE(ncclSucceeded(ncclAllReduce(secondBuffers[r], secondBuffers[r], count_, ncclFloat32, ncclSum,
+                                              comms_[r], second[r])));
+    }
+    ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  };
+  ASSERT_NO_FATAL_FAILURE(group());
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   for (cudaStream_t stream : streams_) EXPECT_EQ(cudaStreamQuery(stream), cudaErrorNotReady);
   gate_.store(true);
   // The second buffers read back on the first streams: 10 + 20, then the first buffers: 1 + 2.
   expectEveryElement(secondBuffers, streams_, 30.0f);
   expectEveryElement(3.0f);
+  // Again: the communicator's one join event serves every group.
+  ASSERT_NO_FATAL_FAILURE(group());
+  expectEveryElement(secondBuffers, streams_, 60.0f);
+  expectEveryElement(6.0f);
 }
 
 // More launches than a rank keeps tables buffers for (WorkPool::kMaxBuffers, 16) on held streams:

@@ -3,8 +3,6 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <map>
-#include <mutex>
 
 #include "src/base/peer_info.h"
 #include "transport/cuda_ipc/cuda_call.h"
@@ -26,44 +24,23 @@ DeviceEnd describe(char* base, size_t slotBytes, int slotCount, size_t llSlotByt
   return end;
 }
 
-// The stream that zeroes connections on `device`: one per device for the process, made at its
-// first use and kept, since CUDA maps each stream it makes onto the next of its hardware queues
-// (src/device/hardware_queues.h): a stream per connection would go round them all. `renew`: the
-// kept one no longer works (the application reset the device), make another.
-Status zeroingStream(int device, bool renew, cudaStream_t* out) {
-  static std::mutex mutex;
-  static std::map<int, cudaStream_t>* streams = new std::map<int, cudaStream_t>();  // outlives static destructors
-  std::lock_guard<std::mutex> lock(mutex);
-  cudaStream_t& stream = (*streams)[device];
-  if (stream == nullptr || renew) {
-    stream = nullptr;
-    WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
-  }
-  *out = stream;
-  return Status::ok();
-}
-
 // Zeroes the counters and the LL slots (whose flags must match no piece yet) before anyone can see
-// the allocation, on the zeroing stream: cudaMemset would return before the zeros land, and the
+// the allocation, on a stream of its own: cudaMemset would return before the zeros land, and the
 // legacy stream it uses does not order the kernels of non-blocking streams, so a peer's first post
-// (or this rank's first kernel) could come first and be wiped out. That stream also waits for no
-// other rank's kernel (a device-wide wait would deadlock with ranks of this process whose kernels
-// wait for this one).
-Status zeroCountersAndLowLatencySlots(const DeviceEnd& end, int device) {
+// (or this rank's first kernel) could come first and be wiped out. The private stream also waits
+// for no other rank's kernel (a device-wide wait would deadlock with ranks of this process whose
+// kernels wait for this one).
+Status zeroCountersAndLowLatencySlots(const DeviceEnd& end) {
   cudaStream_t stream = nullptr;
-  WEFT_RETURN_IF_ERROR(zeroingStream(device, false, &stream));
-  cudaError_t queued = cudaMemsetAsync(end.posted, 0, kHeaderBytes, stream);
-  if (queued == cudaErrorInvalidResourceHandle || queued == cudaErrorContextIsDestroyed) {
-    (void)cudaGetLastError();
-    WEFT_RETURN_IF_ERROR(zeroingStream(device, true, &stream));
-    queued = cudaMemsetAsync(end.posted, 0, kHeaderBytes, stream);
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+  Status status = cudaStatus(cudaMemsetAsync(end.posted, 0, kHeaderBytes, stream), "cudaMemsetAsync");
+  if (status.isOk() && end.llSlots != nullptr) {
+    status = cudaStatus(cudaMemsetAsync(end.llSlots, 0, end.llSlotBytes * static_cast<size_t>(end.slotCount), stream),
+                        "cudaMemsetAsync");
   }
-  WEFT_RETURN_IF_ERROR(cudaStatus(queued, "cudaMemsetAsync"));
-  if (end.llSlots != nullptr) {
-    WEFT_RETURN_IF_ERROR(cudaStatus(
-        cudaMemsetAsync(end.llSlots, 0, end.llSlotBytes * static_cast<size_t>(end.slotCount), stream), "cudaMemsetAsync"));
-  }
-  return cudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  if (status.isOk()) status = cudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  (void)cudaStreamDestroy(stream);
+  return status;
 }
 
 Status hostUse() {
@@ -85,7 +62,7 @@ Status IpcRecvConnection::create(size_t slotBytes, int slotCount, size_t llSlotB
                                  "the size)");
   }
   connection->end_ = describe(static_cast<char*>(connection->memory_), slotBytes, slotCount, llSlotBytes);
-  WEFT_RETURN_IF_ERROR(zeroCountersAndLowLatencySlots(connection->end_, connection->device_));
+  WEFT_RETURN_IF_ERROR(zeroCountersAndLowLatencySlots(connection->end_));
   cudaIpcMemHandle_t handle;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaIpcGetMemHandle(&handle, connection->memory_), "cudaIpcGetMemHandle"));
   static_assert(sizeof(handle) == kIpcHandleBytes);
