@@ -129,22 +129,16 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   // The tables' buffers now, before any kernel of a launch: an allocation between two ranks' kernels
   // of one launch could keep them from running at once (setup_at_init.h).
   WEFT_RETURN_IF_ERROR(resources->workPool_->reserve());
-  if (const Status recorded = acquireBlockProgress(&resources->blockProgress_); !recorded.isOk()) {
-    WEFT_WARN("rank %d: %s; its hang reports will not say what its GPU kernels wait for", comm.rank(),
-              recorded.message().c_str());
-  } else if (comm.progress() != nullptr) {
-    core::attachGpuBlocks(comm.progress(), resources->blockProgress_.host);
-  }
   // WEFT_TIMEOUT reaches the kernels through their blocks' records (gpu_stall_watch.h): the host's
-  // waits for them carry none, since a kernel that runs long is not one that makes no progress.
-  if (comm.waitContext().timeoutSeconds > 0) {
-    if (resources->blockProgress_.host != nullptr) {
-      resources->watchesStalls_ = true;
-      resources->kernelWaits_.timeoutSeconds = 0;
-    } else {
-      WEFT_WARN("rank %d: WEFT_TIMEOUT does not reach this communicator's GPU kernels: without their blocks' "
-                "records nothing tells a kernel that waits from one that works", comm.rank());
-    }
+  // waits for them then carry none, since a kernel that runs long is not one that makes no progress.
+  const bool timed = comm.waitContext().timeoutSeconds > 0;
+  if (const Status recorded = acquireBlockProgress(&resources->blockProgress_); !recorded.isOk()) {
+    WEFT_WARN("rank %d: %s; its hang reports will not say what its GPU kernels wait for%s", comm.rank(),
+              recorded.message().c_str(), timed ? ", and WEFT_TIMEOUT does not reach them" : "");
+  } else {
+    if (comm.progress() != nullptr) core::attachGpuBlocks(comm.progress(), resources->blockProgress_.host);
+    resources->watchesStalls_ = timed;
+    if (timed) resources->kernelWaits_.timeoutSeconds = 0;
   }
   // CUDA's own variable, read as its runtime reads it.
   const std::string queues = hardwareQueueWarning(comm.peers(), comm.rank(), getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
