@@ -8,8 +8,9 @@
 namespace weft::device {
 namespace {
 
-// A slab holds the tables of many launches of one capture: one allocation for most graphs.
-constexpr size_t kSlabBytes = 64 << 10;
+// A slab holds the tables of many launches of one capture: one allocation for most graphs, and
+// room for a launch's tables as large as a buffer of the communicator's WorkPool holds.
+constexpr size_t kSlabBytes = 128 << 10;
 constexpr size_t kTablesAlign = 16;
 
 using ReleasedFlag = std::shared_ptr<std::atomic<bool>>;
@@ -31,6 +32,16 @@ CapturedGraphs::~CapturedGraphs() {
   }
   for (const Slab& slab : freeSlabs_) (void)cudaFreeHost(slab.host);
   for (cudaEvent_t event : freeEvents_) (void)cudaEventDestroy(event);
+}
+
+Status CapturedGraphs::reserve() {
+  cudaEvent_t event = nullptr;
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate"));
+  freeEvents_.push_back(event);
+  Slab slab;
+  WEFT_RETURN_IF_ERROR(allocateSlab(kSlabBytes, &slab));
+  freeSlabs_.push_back(slab);
+  return Status::ok();
 }
 
 CapturedGraphs::Capture* CapturedGraphs::find(const StreamCapture& capture) {
@@ -109,23 +120,28 @@ Status CapturedGraphs::addSlab(Record* record, size_t bytes) {
   if (free != freeSlabs_.end()) {
     record->slabs.push_back(*free);
     freeSlabs_.erase(free);
-  } else {
-    Slab slab;
-    slab.capacity = std::max(bytes, kSlabBytes);
-    RelaxedCapture relaxed;  // an allocation: not part of the graph
-    void* host = nullptr;
-    WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&host, slab.capacity, cudaHostAllocMapped | cudaHostAllocPortable),
-                                    "cudaHostAlloc of a captured launch's tables"));
-    void* device = nullptr;
-    const cudaError_t mapped = cudaHostGetDevicePointer(&device, host, 0);
-    if (mapped != cudaSuccess) {
-      (void)cudaFreeHost(host);
-      return cudaStatus(mapped, "cudaHostGetDevicePointer");
-    }
-    slab.host = static_cast<char*>(host);
-    slab.device = static_cast<char*>(device);
-    record->slabs.push_back(slab);
+    return Status::ok();
   }
+  Slab slab;
+  WEFT_RETURN_IF_ERROR(allocateSlab(std::max(bytes, kSlabBytes), &slab));
+  record->slabs.push_back(slab);
+  return Status::ok();
+}
+
+Status CapturedGraphs::allocateSlab(size_t bytes, Slab* out) {
+  RelaxedCapture relaxed;  // an allocation: not part of the graph
+  void* host = nullptr;
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable),
+                                  "cudaHostAlloc of a captured launch's tables"));
+  void* device = nullptr;
+  const cudaError_t mapped = cudaHostGetDevicePointer(&device, host, 0);
+  if (mapped != cudaSuccess) {
+    (void)cudaFreeHost(host);
+    return cudaStatus(mapped, "cudaHostGetDevicePointer");
+  }
+  out->host = static_cast<char*>(host);
+  out->device = static_cast<char*>(device);
+  out->capacity = bytes;
   return Status::ok();
 }
 

@@ -39,6 +39,9 @@ class CapturedGraphs {
   CapturedGraphs(const CapturedGraphs&) = delete;
   CapturedGraphs& operator=(const CapturedGraphs&) = delete;
 
+  /// Allocates the memory and event of one capture ahead, so that a communicator's first capture
+  /// (and each later one while no other is alive) allocates nothing while a peer's kernel may wait.
+  Status reserve();
   /// The record of `capture` (active), made where there is none, with the graph's hold on it.
   Status findOrMake(const StreamCapture& capture, Capture** out);
   /// `bytes` of pinned memory, 16-byte aligned, that `capture`'s replays may read for as long as its
@@ -67,6 +70,8 @@ class CapturedGraphs {
 
   // A slab of at least `bytes` for `record`: a free one, else a new one.
   Status addSlab(Record* record, size_t bytes);
+  // Allocates a slab of `bytes`.
+  static Status allocateSlab(size_t bytes, Slab* out);
   // Returns the slabs and event of released records to the free lists, and forgets the records.
   void reclaim();
 

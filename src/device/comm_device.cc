@@ -18,12 +18,6 @@
 #include "transport/cuda_ipc/cuda_call.h"
 
 namespace weft::device {
-namespace {
-
-constexpr size_t kMinWorkBufferBytes = 64 << 10;
-
-}  // namespace
-
 WorkPool::~WorkPool() {
   RelaxedCapture relaxed;  // another thread may be capturing a graph: these frees are not part of it
   for (const std::unique_ptr<Buffer>& buffer : buffers_) {
@@ -35,35 +29,30 @@ WorkPool::~WorkPool() {
 Status WorkPool::reserve() {
   while (buffers_.size() < kMaxBuffers) {
     Buffer* buffer = nullptr;
-    WEFT_RETURN_IF_ERROR(allocate(kMinWorkBufferBytes, &buffer));
+    WEFT_RETURN_IF_ERROR(allocate(kReservedBytes, &buffer));
   }
   return Status::ok();
 }
 
 Status WorkPool::acquire(size_t bytes, Buffer** out) {
   Status queried;
-  // Takes a free buffer of `bytes` (of an earlier launch's kernel, with `earlierOnly`).
-  auto takeFree = [&](bool earlierOnly) {
+  // Takes a free buffer of `bytes`.
+  auto takeFree = [&] {
     for (const std::unique_ptr<Buffer>& buffer : buffers_) {
-      if (buffer->capacity < bytes || (earlierOnly && buffer->launch == launch_)) continue;
+      if (buffer->capacity < bytes) continue;
       const cudaError_t state = cudaEventQuery(buffer->done);
       if (state == cudaErrorNotReady) continue;
-      if (state != cudaSuccess) {
-        queried = cudaStatus(state, "cudaEventQuery of a launch's tables");
-        return true;
-      }
-      buffer->launch = launch_;
+      if (state != cudaSuccess) queried = cudaStatus(state, "cudaEventQuery of a launch's tables");
       *out = buffer.get();
       return true;
     }
     return false;
   };
-  if (takeFree(false)) return queried;
-  const bool earlierLargeEnough = std::any_of(buffers_.begin(), buffers_.end(), [&](const std::unique_ptr<Buffer>& b) {
-    return b->capacity >= bytes && b->launch != launch_;
-  });
-  if (buffers_.size() < kMaxBuffers || !earlierLargeEnough) return allocate(std::max(bytes, kMinWorkBufferBytes), out);
-  WEFT_RETURN_IF_ERROR(waitUntil(context_, [&] { return takeFree(true); }));
+  if (takeFree()) return queried;
+  const bool someLargeEnough = std::any_of(buffers_.begin(), buffers_.end(),
+                                           [bytes](const std::unique_ptr<Buffer>& b) { return b->capacity >= bytes; });
+  if (buffers_.size() < kMaxBuffers || !someLargeEnough) return allocate(std::max(bytes, kReservedBytes), out);
+  WEFT_RETURN_IF_ERROR(waitUntil(context_, takeFree));
   return queried;
 }
 
@@ -74,7 +63,6 @@ Status WorkPool::allocate(size_t bytes, Buffer** out) {
   auto buffer = std::make_unique<Buffer>();
   buffer->host = static_cast<char*>(host);
   buffer->capacity = bytes;
-  buffer->launch = launch_;
   void* device = nullptr;
   Status made = cudaStatus(cudaHostGetDevicePointer(&device, host, 0), "cudaHostGetDevicePointer");
   if (made.isOk()) {
@@ -126,9 +114,11 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
     WEFT_RETURN_IF_ERROR(
         acquireDirectBoards(comm.cliqueId(), resources->device_, comm.nranks(), &resources->directBoards_));
   }
-  // The tables' buffers now, before any kernel of a launch: an allocation between two ranks' kernels
-  // of one launch could keep them from running at once (setup_at_init.h).
+  // The tables' memory now (also a first graph capture's), before any kernel of a launch: an
+  // allocation between two ranks' kernels of one launch could keep them from running at once
+  // (setup_at_init.h).
   WEFT_RETURN_IF_ERROR(resources->workPool_->reserve());
+  WEFT_RETURN_IF_ERROR(resources->capturedGraphs_->reserve());
   // WEFT_TIMEOUT reaches the kernels through their blocks' records (gpu_stall_watch.h): the host's
   // waits for them then carry none, since a kernel that runs long is not one that makes no progress.
   const bool timed = comm.waitContext().timeoutSeconds > 0;

@@ -23,12 +23,13 @@
 
 namespace weft::device {
 
-/// Pinned host buffers that kernels read their tables from. A buffer is reused once the kernel
-/// that read it has ended (its event has completed). Past kMaxBuffers, a launch waits for a kernel
-/// of one of the rank's earlier launches to end rather than allocate, as NCCL's launches wait for
-/// room in their work FIFO: a rank far ahead of its peers holds bounded pinned memory, and does not
-/// allocate while their kernels run (setup_at_init.h says why that matters). A launch of more than
-/// kMaxBuffers kernels of the communicator, or tables larger than the buffers, still allocates.
+/// Pinned host buffers that kernels read their tables from: one per launch of the communicator,
+/// holding the tables of all its kernels in that launch (device_executor.cc). A buffer is reused
+/// once the last kernel that read it has ended (its event has completed). Past kMaxBuffers, a
+/// launch waits for a kernel of one of the rank's earlier launches to end rather than allocate, as
+/// NCCL's launches wait for room in their work FIFO: a rank far ahead of its peers holds bounded
+/// pinned memory, and does not allocate while their kernels run (setup_at_init.h says why that
+/// matters). A launch whose tables are larger than every buffer still allocates one.
 /// A launch captured into a CUDA graph takes memory of the graph's instead (captured_graphs.h).
 /// Not thread-safe: used by the thread that enqueues the communicator's launches.
 class WorkPool {
@@ -38,10 +39,12 @@ class WorkPool {
     char* device = nullptr;  // the same memory as the GPU addresses it
     size_t capacity = 0;
     cudaEvent_t done = nullptr;  // recorded after the last kernel that read it
-    uint64_t launch = 0;         // the launch (startLaunch) that last acquired it
   };
   /// Buffers kept before a launch waits for one instead of allocating.
   static constexpr size_t kMaxBuffers = 16;
+  /// Bytes of the buffers reserve() makes: the tables of a group of about 20 ring allreduces of 8
+  /// ranks over 8 channels (a step is 40 bytes, a connection end 72).
+  static constexpr size_t kReservedBytes = 128 << 10;
 
   /// Waits go through `context` (an abort or a dead peer ends them); it must outlive the pool's
   /// acquire calls (the pool may outlive it: local_clique.h).
@@ -50,15 +53,14 @@ class WorkPool {
   WorkPool(const WorkPool&) = delete;
   WorkPool& operator=(const WorkPool&) = delete;
 
-  /// Allocates buffers of the smallest size until kMaxBuffers are there.
+  /// Allocates buffers of kReservedBytes until kMaxBuffers are there.
   Status reserve();
-  /// Marks the start of a launch (enqueueOnStreams): acquire waits only for kernels of earlier
-  /// ones, which every rank has enqueued (a thread that drives several ranks enqueues a launch's
-  /// kernels one rank after the other, so a kernel of this launch may wait for a rank not yet done).
-  void startLaunch() { ++launch_; }
-  /// A buffer of at least `bytes` that no unfinished kernel reads: a free one; else a new one while
-  /// fewer than kMaxBuffers are there, or where none is large enough, or where every busy one is
-  /// read by a kernel of this launch; else the first to be freed of those of earlier launches.
+  /// A buffer of at least `bytes` that no unfinished kernel reads, for one launch (the caller then
+  /// records its event after the launch's last kernel that reads it): a free one; else a new one
+  /// while fewer than kMaxBuffers are there, or where none is large enough; else the first of the
+  /// large enough ones to be freed. Called before any kernel of the launch is enqueued, so that
+  /// every kernel it may wait for is one of an earlier launch, which every rank has enqueued (a
+  /// thread that drives several ranks enqueues a launch's kernels one rank after the other).
   Status acquire(size_t bytes, Buffer** out);
 
  private:
@@ -66,7 +68,6 @@ class WorkPool {
 
   const WaitContext& context_;
   std::vector<std::unique_ptr<Buffer>> buffers_;
-  uint64_t launch_ = 0;
 };
 
 /// Also the sink of its network proxies' failures (a peer host lost): the communicator records the

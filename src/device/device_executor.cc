@@ -102,40 +102,45 @@ class LaunchBuilder {
     return tables_.addOp(program, op.sendbuff, op.recvbuff, scale);
   }
 
-  /// Enqueues the kernel on `stream`.
-  Status launch(const algorithms::Reduction* reduction, cudaStream_t stream) {
+  /// Lays out the kernel's tables (tableBytes() then says their size). False in `*runs` where no
+  /// block has anything to move: the kernel is not enqueued.
+  Status layOut(bool* runs) {
+    *runs = false;
     if (tables_.empty()) return Status::ok();
     KernelTables tables;
     WEFT_RETURN_IF_ERROR(tables_.layOut(device_.rank(), device_.nranks(), device_.blocksPerRank(), window(), &tables));
-    if (tables.blocks.empty()) return Status::ok();  // every lane moves nothing
-    std::vector<char> bytes;
-    const size_t blocksAt = appendTable(&bytes, tables.blocks);
-    const size_t lanesAt = appendTable(&bytes, tables.lanes);
-    const size_t stepsAt = appendTable(&bytes, tables.steps);
-    const size_t connectionsAt = appendTable(&bytes, connections_);
+    blocks_ = static_cast<int>(tables.blocks.size());
+    if (blocks_ == 0) return Status::ok();  // every lane moves nothing
+    bytes_.clear();
+    blocksAt_ = appendTable(&bytes_, tables.blocks);
+    lanesAt_ = appendTable(&bytes_, tables.lanes);
+    stepsAt_ = appendTable(&bytes_, tables.steps);
+    connectionsAt_ = appendTable(&bytes_, connections_);
+    *runs = true;
+    return Status::ok();
+  }
+  /// Bytes of the tables layOut made.
+  size_t tableBytes() const { return bytes_.size(); }
+  /// Copies the tables to `hostTables`, memory that the kernel reads at `deviceTables`, for as long
+  /// as it runs (captured: for as long as its graph lives).
+  void writeTables(char* hostTables, const char* deviceTables) {
+    std::memcpy(hostTables, bytes_.data(), bytes_.size());
+    deviceTables_ = deviceTables;
+  }
+
+  /// Enqueues the kernel, whose tables writeTables placed, on `stream`; `record`: the capture's
+  /// record where the communicator's launch is captured into a CUDA graph, else null. `*enqueued`
+  /// says whether the kernel was, also where a later step failed.
+  Status launch(const algorithms::Reduction* reduction, cudaStream_t stream, CapturedGraphs::Capture* record,
+                bool* enqueued) {
+    *enqueued = false;
     StreamCapture capture;
     WEFT_RETURN_IF_ERROR(streamCapture(stream, &capture));
-    // Eagerly, a buffer of the pool, free again once the kernel has ended; under capture, memory
-    // the graph holds, which every replay reads.
-    WorkPool::Buffer* buffer = nullptr;
-    char* hostTables = nullptr;
-    char* deviceTables = nullptr;
-    CapturedGraphs::Capture* record = nullptr;
-    if (capture.active) {
-      WEFT_RETURN_IF_ERROR(device_.capturedGraphs().findOrMake(capture, &record));
-      WEFT_RETURN_IF_ERROR(device_.capturedGraphs().tables(record, bytes.size(), &hostTables, &deviceTables));
-    } else {
-      RelaxedCapture relaxed;  // its queries and allocations are not part of a graph another call captures
-      WEFT_RETURN_IF_ERROR(device_.workPool().acquire(bytes.size(), &buffer));
-      hostTables = buffer->host;
-      deviceTables = buffer->device;
-    }
-    std::memcpy(hostTables, bytes.data(), bytes.size());
     KernelWork work;
-    work.blocks = reinterpret_cast<const KernelBlock*>(deviceTables + blocksAt);
-    work.lanes = reinterpret_cast<const KernelLane*>(deviceTables + lanesAt);
-    work.steps = reinterpret_cast<const KernelStep*>(deviceTables + stepsAt);
-    work.connections = reinterpret_cast<const KernelConnection*>(deviceTables + connectionsAt);
+    work.blocks = reinterpret_cast<const KernelBlock*>(deviceTables_ + blocksAt_);
+    work.lanes = reinterpret_cast<const KernelLane*>(deviceTables_ + lanesAt_);
+    work.steps = reinterpret_cast<const KernelStep*>(deviceTables_ + stepsAt_);
+    work.connections = reinterpret_cast<const KernelConnection*>(deviceTables_ + connectionsAt_);
     work.unitBytes = unitBytes_;
     work.pieceUnits = tables_.pieceUnits();
     work.lowLatency = lowLatency_ ? 1 : 0;
@@ -160,11 +165,10 @@ class LaunchBuilder {
       WEFT_RETURN_IF_ERROR(cudaStatus(cudaLaunchHostFunc(stream, tellProxies, kept.get()), "cudaLaunchHostFunc"));
     }
     device_.markKernel(&work);
-    WEFT_RETURN_IF_ERROR(launchStepKernel(work, static_cast<int>(tables.blocks.size()), reduction, stream));
-    device_.publishKernel(work, static_cast<int>(tables.blocks.size()), capture);
-    if (capture.active) return device_.recordLaunch(stream, capture);
-    expectations.tell();
-    WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(buffer->done, stream), "cudaEventRecord"));
+    WEFT_RETURN_IF_ERROR(launchStepKernel(work, blocks_, reduction, stream));
+    *enqueued = true;
+    device_.publishKernel(work, blocks_, capture);
+    if (!capture.active) expectations.tell();
     return device_.recordLaunch(stream, capture);
   }
 
@@ -224,6 +228,14 @@ class LaunchBuilder {
   // nullptr).
   std::vector<KernelConnection> connections_;
   std::vector<transport::DeviceProxy*> proxies_;
+  // What layOut made: the blocks, and the tables as the kernel reads them, at these offsets.
+  int blocks_ = 0;
+  std::vector<char> bytes_;
+  size_t blocksAt_ = 0;
+  size_t lanesAt_ = 0;
+  size_t stepsAt_ = 0;
+  size_t connectionsAt_ = 0;
+  const char* deviceTables_ = nullptr;
 };
 
 // Where `comm`'s ops in `ops` were given several streams, makes each of them wait for the work
@@ -264,18 +276,6 @@ Status joinGroupStreams(std::span<const core::Op> ops, const core::Communicator*
   }
   if (status.isOk()) *joined = std::move(streams);
   return status;
-}
-
-// Enqueues one kernel running `ops` (of one communicator), on the first op's stream.
-Status enqueueOne(CommDevice& device, std::span<const core::Op* const> ops,
-                  std::span<const algorithms::Program* const> programs, bool copy, bool lowLatency) {
-  const core::Op& first = *ops[0];
-  const size_t elementBytes = algorithms::dataTypeSize(first.type);
-  LaunchBuilder builder(device, copy ? 1 : elementBytes, lowLatency);
-  for (size_t i = 0; i < ops.size(); ++i) {
-    WEFT_RETURN_IF_ERROR(builder.addOp(*ops[i], *programs[i], copy ? algorithms::dataTypeSize(ops[i]->type) : 1));
-  }
-  return builder.launch(copy ? nullptr : &first.reduction, streamOf(first));
 }
 
 // Whether collective `op` on `device` moves LL pieces (see gpu_protocol.h).
@@ -384,6 +384,121 @@ Status enqueueDirect(CommDevice& device, const core::Op& op) {
   return enqueueWhole(device, op, work, direct.blocksPerRank);
 }
 
+// The kernels of one communicator in one launch, in the order they run. The step kernels' tables
+// share one buffer, taken with prepare() before any kernel of the launch is enqueued: a thread that
+// drives several ranks then never allocates, nor waits for a buffer, between two ranks' kernels of
+// one launch (setup_at_init.h says why that matters).
+class CommLaunch {
+ public:
+  explicit CommLaunch(CommDevice& device) : device_(device) {}
+
+  /// Adds a step kernel running `ops` (on the first one's stream) through `programs`: a copy
+  /// (Send/Recv, in bytes) or a collective of the ops' type, in LL pieces where `lowLatency`.
+  Status addStepKernel(std::span<const core::Op* const> ops, std::span<const algorithms::Program* const> programs,
+                       bool copy, bool lowLatency) {
+    const core::Op& first = *ops[0];
+    auto builder =
+        std::make_unique<LaunchBuilder>(device_, copy ? 1 : algorithms::dataTypeSize(first.type), lowLatency);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      WEFT_RETURN_IF_ERROR(builder->addOp(*ops[i], *programs[i], copy ? algorithms::dataTypeSize(ops[i]->type) : 1));
+    }
+    kernels_.push_back(Kernel{Kind::kSteps, std::move(builder), &first, copy ? nullptr : &first.reduction});
+    return Status::ok();
+  }
+  /// Adds the direct or (`nvls`) NVLS allreduce of `op`, a kernel without tables.
+  void addWholeKernel(const core::Op& op, bool nvls) {
+    kernels_.push_back(Kernel{nvls ? Kind::kNvls : Kind::kDirect, nullptr, &op, &op.reduction});
+  }
+
+  /// Lays out every step kernel's tables and puts them in memory the kernels can read: a buffer of
+  /// the communicator's pool (which may wait for a kernel of an earlier launch to end), or, where the
+  /// launch is captured into a CUDA graph, memory its graph keeps.
+  Status prepare() {
+    size_t total = 0;
+    std::vector<size_t> offsets;
+    cudaStream_t firstStream = nullptr;
+    for (Kernel& kernel : kernels_) {
+      if (kernel.kind != Kind::kSteps) continue;
+      bool runs = false;
+      WEFT_RETURN_IF_ERROR(kernel.steps->layOut(&runs));
+      if (!runs) {
+        kernel.steps.reset();
+        continue;
+      }
+      if (firstStream == nullptr) firstStream = streamOf(*kernel.op);
+      total = (total + kTablesAlign - 1) / kTablesAlign * kTablesAlign;
+      offsets.push_back(total);
+      total += kernel.steps->tableBytes();
+    }
+    if (total == 0) return Status::ok();
+    // Where the communicator's calls name several streams, all or none are captured, into one graph
+    // (joinGroupStreams): the first step kernel's stream speaks for them.
+    StreamCapture capture;
+    WEFT_RETURN_IF_ERROR(streamCapture(firstStream, &capture));
+    char* host = nullptr;
+    char* device = nullptr;
+    if (capture.active) {
+      WEFT_RETURN_IF_ERROR(device_.capturedGraphs().findOrMake(capture, &record_));
+      WEFT_RETURN_IF_ERROR(device_.capturedGraphs().tables(record_, total, &host, &device));
+    } else {
+      RelaxedCapture relaxed;  // its queries and allocations are not part of a graph another call captures
+      WEFT_RETURN_IF_ERROR(device_.workPool().acquire(total, &buffer_));
+      host = buffer_->host;
+      device = buffer_->device;
+    }
+    size_t next = 0;
+    for (Kernel& kernel : kernels_) {
+      if (kernel.steps != nullptr) {
+        kernel.steps->writeTables(host + offsets[next], device + offsets[next]);
+        ++next;
+      }
+    }
+    return Status::ok();
+  }
+
+  /// Enqueues the kernels, each on its first op's stream. The pool's buffer is marked in use until
+  /// the last step kernel that was enqueued has ended, also where a later one failed.
+  Status enqueue() {
+    Status status;
+    cudaStream_t lastStepStream = nullptr;  // of the last step kernel enqueued
+    for (Kernel& kernel : kernels_) {
+      switch (kernel.kind) {
+        case Kind::kSteps: {
+          if (kernel.steps == nullptr) break;  // it moves nothing
+          bool enqueued = false;
+          status = kernel.steps->launch(kernel.reduction, streamOf(*kernel.op), record_, &enqueued);
+          if (enqueued) lastStepStream = streamOf(*kernel.op);
+          break;
+        }
+        case Kind::kDirect: status = enqueueDirect(device_, *kernel.op); break;
+        case Kind::kNvls: status = enqueueNvls(device_, *kernel.op); break;
+      }
+      if (!status.isOk()) break;
+    }
+    if (buffer_ != nullptr && lastStepStream != nullptr) {
+      const Status recorded = cudaStatus(cudaEventRecord(buffer_->done, lastStepStream), "cudaEventRecord");
+      if (status.isOk()) status = recorded;
+    }
+    return status;
+  }
+
+ private:
+  static constexpr size_t kTablesAlign = 16;
+
+  enum class Kind { kSteps, kDirect, kNvls };
+  struct Kernel {
+    Kind kind;
+    std::unique_ptr<LaunchBuilder> steps;    // kSteps only; null once prepare found it moves nothing
+    const core::Op* op;                      // its first op
+    const algorithms::Reduction* reduction;  // null for a copy
+  };
+
+  CommDevice& device_;
+  std::vector<Kernel> kernels_;
+  WorkPool::Buffer* buffer_ = nullptr;         // from prepare, when not captured
+  CapturedGraphs::Capture* record_ = nullptr;  // from prepare, when captured
+};
+
 // Numbers each op as the host executor does and leaves the last one of each communicator in its
 // progress record, for WEFT_DUMP_SIGNAL and hang reports.
 void recordLaunches(std::span<const core::Op> ops) {
@@ -447,9 +562,13 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     WEFT_RETURN_IF_ERROR(current.status());
     WEFT_RETURN_IF_ERROR(joinGroupStreams(ops, comms[c], commDevices[c]->streamJoinMark(), &joined[c]));
   }
+  // Every communicator's kernels and tables first, then every kernel: nothing waits or allocates
+  // between two ranks' kernels of this launch.
+  std::vector<std::unique_ptr<CommLaunch>> launches;
   for (size_t c = 0; c < comms.size(); ++c) {
     const core::Communicator* comm = comms[c];
     CommDevice* device = commDevices[c];
+    auto launch = std::make_unique<CommLaunch>(*device);
     std::vector<const core::Op*> pointToPoint;
     std::vector<const algorithms::Program*> pointToPointPrograms;
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -457,27 +576,29 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
       pointToPoint.push_back(&ops[i]);
       pointToPointPrograms.push_back(&programs[i]);
     }
-    ScopedDevice current(device->device());
-    WEFT_RETURN_IF_ERROR(current.status());
-    device->workPool().startLaunch();
     if (!pointToPoint.empty()) {
-      WEFT_RETURN_IF_ERROR(enqueueOne(*device, pointToPoint, pointToPointPrograms, true, false));
+      WEFT_RETURN_IF_ERROR(launch->addStepKernel(pointToPoint, pointToPointPrograms, true, false));
     }
     for (size_t i = 0; i < ops.size(); ++i) {
       if (ops[i].comm != comm || isPointToPoint(ops[i].collective)) continue;
       const core::Op* op = &ops[i];
-      if (nvlsOps[i]) {
-        WEFT_RETURN_IF_ERROR(enqueueNvls(*device, *op));
-        continue;
-      }
-      if (runsDirect(*op, *device)) {
-        WEFT_RETURN_IF_ERROR(enqueueDirect(*device, *op));
+      if (nvlsOps[i] || runsDirect(*op, *device)) {
+        launch->addWholeKernel(*op, nvlsOps[i]);
         continue;
       }
       const algorithms::Program* program = &programs[i];
-      WEFT_RETURN_IF_ERROR(enqueueOne(*device, std::span(&op, 1), std::span(&program, 1),
-                                      !reduces(ops[i].collective), lowLatencyOps[i]));
+      WEFT_RETURN_IF_ERROR(launch->addStepKernel(std::span(&op, 1), std::span(&program, 1),
+                                                 !reduces(ops[i].collective), lowLatencyOps[i]));
     }
+    ScopedDevice current(device->device());
+    WEFT_RETURN_IF_ERROR(current.status());
+    WEFT_RETURN_IF_ERROR(launch->prepare());
+    launches.push_back(std::move(launch));
+  }
+  for (size_t c = 0; c < comms.size(); ++c) {
+    ScopedDevice current(commDevices[c]->device());
+    WEFT_RETURN_IF_ERROR(current.status());
+    WEFT_RETURN_IF_ERROR(launches[c]->enqueue());
   }
   for (size_t c = 0; c < comms.size(); ++c) {
     if (joined[c].empty()) continue;

@@ -265,9 +265,9 @@ TEST_F(OneGpuClique, AGroupOnTwoStreamsStartsAfterBothAndBothWaitForIt) {
 
 // More launches than a rank keeps tables buffers for (WorkPool::kMaxBuffers, 16) on held streams:
 // the 17th waits for a kernel of an earlier launch instead of allocating, so the launches return
-// only once the streams are released. Then as many calls in one group, whose kernels may not wait
-// for each other: this thread drives both ranks, and the second rank's kernels are enqueued after
-// the first's. In-place sums of 1 and 2 double 3 at every call, so each of the 48 calls must run
+// only once the streams are released. Then as many calls in one group, whose 24 kernels per rank
+// share one buffer, taken for both ranks before any kernel is enqueued: this thread drives both
+// ranks, and the second rank's kernels are enqueued after the first's. In-place sums of 1 and 2 double 3 at every call, so each of the 48 calls must run
 // exactly once, in order.
 TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersWaitAndEachRunOnce) {
   SKIP_WITHOUT_GPU();
