@@ -39,8 +39,9 @@ class CapturedGraphs {
   CapturedGraphs(const CapturedGraphs&) = delete;
   CapturedGraphs& operator=(const CapturedGraphs&) = delete;
 
-  /// Allocates the memory and event of one capture ahead, so that a communicator's first capture
-  /// (and each later one while no other is alive) allocates nothing while a peer's kernel may wait.
+  /// Allocates the memory (one slab: 128 KiB of tables) and event of one capture ahead, so that a
+  /// communicator's first capture (and each later one while no other is alive) allocates nothing
+  /// while a peer's kernel may wait, unless its tables outgrow the slab.
   Status reserve();
   /// The record of `capture` (active), made where there is none, with the graph's hold on it.
   Status findOrMake(const StreamCapture& capture, Capture** out);

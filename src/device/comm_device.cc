@@ -36,24 +36,39 @@ Status WorkPool::reserve() {
 
 Status WorkPool::acquire(size_t bytes, Buffer** out) {
   Status queried;
+  const auto eligible = [bytes](const std::unique_ptr<Buffer>& buffer) {
+    return buffer->capacity >= bytes && !buffer->taken;
+  };
   // Takes a free buffer of `bytes`.
   auto takeFree = [&] {
     for (const std::unique_ptr<Buffer>& buffer : buffers_) {
-      if (buffer->capacity < bytes) continue;
+      if (!eligible(buffer)) continue;
       const cudaError_t state = cudaEventQuery(buffer->done);
       if (state == cudaErrorNotReady) continue;
-      if (state != cudaSuccess) queried = cudaStatus(state, "cudaEventQuery of a launch's tables");
+      if (state != cudaSuccess) {
+        queried = cudaStatus(state, "cudaEventQuery of a launch's tables");
+        return true;
+      }
+      buffer->taken = true;
       *out = buffer.get();
       return true;
     }
     return false;
   };
   if (takeFree()) return queried;
-  const bool someLargeEnough = std::any_of(buffers_.begin(), buffers_.end(),
-                                           [bytes](const std::unique_ptr<Buffer>& b) { return b->capacity >= bytes; });
-  if (buffers_.size() < kMaxBuffers || !someLargeEnough) return allocate(std::max(bytes, kReservedBytes), out);
+  if (buffers_.size() < kMaxBuffers || std::none_of(buffers_.begin(), buffers_.end(), eligible)) {
+    WEFT_RETURN_IF_ERROR(allocate(std::max(bytes, kReservedBytes), out));
+    (*out)->taken = true;
+    return Status::ok();
+  }
   WEFT_RETURN_IF_ERROR(waitUntil(context_, takeFree));
   return queried;
+}
+
+Status WorkPool::release(Buffer* buffer, cudaStream_t stream) {
+  buffer->taken = false;
+  if (stream == nullptr) return Status::ok();
+  return cudaStatus(cudaEventRecord(buffer->done, stream), "cudaEventRecord");
 }
 
 Status WorkPool::allocate(size_t bytes, Buffer** out) {

@@ -23,13 +23,14 @@
 
 namespace weft::device {
 
-/// Pinned host buffers that kernels read their tables from: one per launch of the communicator,
-/// holding the tables of all its kernels in that launch (device_executor.cc). A buffer is reused
-/// once the last kernel that read it has ended (its event has completed). Past kMaxBuffers, a
-/// launch waits for a kernel of one of the rank's earlier launches to end rather than allocate, as
-/// NCCL's launches wait for room in their work FIFO: a rank far ahead of its peers holds bounded
-/// pinned memory, and does not allocate while their kernels run (setup_at_init.h says why that
-/// matters). A launch whose tables are larger than every buffer still allocates one.
+/// Pinned host buffers that kernels read their tables from, taken for a launch before any of its
+/// kernels is enqueued and holding the tables of as many of them as fit (device_executor.cc). A
+/// buffer is reused once the last kernel that read it has ended (its event has completed). Past
+/// kMaxBuffers, a launch waits for a kernel of one of the rank's earlier launches to end rather
+/// than allocate, as NCCL's launches wait for room in their work FIFO: a rank far ahead of its peers
+/// holds bounded pinned memory, and does not allocate while their kernels run (setup_at_init.h says
+/// why that matters). A launch still allocates where one kernel's tables are larger than every
+/// buffer, or where every buffer large enough is taken by the launch itself.
 /// A launch captured into a CUDA graph takes memory of the graph's instead (captured_graphs.h).
 /// Not thread-safe: used by the thread that enqueues the communicator's launches.
 class WorkPool {
@@ -39,11 +40,12 @@ class WorkPool {
     char* device = nullptr;  // the same memory as the GPU addresses it
     size_t capacity = 0;
     cudaEvent_t done = nullptr;  // recorded after the last kernel that read it
+    bool taken = false;          // by a launch being enqueued (acquire, until release)
   };
   /// Buffers kept before a launch waits for one instead of allocating.
   static constexpr size_t kMaxBuffers = 16;
-  /// Bytes of the buffers reserve() makes: the tables of a group of about 20 ring allreduces of 8
-  /// ranks over 8 channels (a step is 40 bytes, a connection end 72).
+  /// Bytes of the buffers reserve() makes: at the default 8 channels, the tables of a group of about
+  /// 20 ring allreduces of 8 ranks (a step is 40 bytes, a connection end 72).
   static constexpr size_t kReservedBytes = 128 << 10;
 
   /// Waits go through `context` (an abort or a dead peer ends them); it must outlive the pool's
@@ -55,13 +57,16 @@ class WorkPool {
 
   /// Allocates buffers of kReservedBytes until kMaxBuffers are there.
   Status reserve();
-  /// A buffer of at least `bytes` that no unfinished kernel reads, for one launch (the caller then
-  /// records its event after the launch's last kernel that reads it): a free one; else a new one
-  /// while fewer than kMaxBuffers are there, or where none is large enough; else the first of the
-  /// large enough ones to be freed. Called before any kernel of the launch is enqueued, so that
-  /// every kernel it may wait for is one of an earlier launch, which every rank has enqueued (a
-  /// thread that drives several ranks enqueues a launch's kernels one rank after the other).
+  /// Takes a buffer of at least `bytes` that no unfinished kernel reads and no launch has taken: a
+  /// free one; else a new one while fewer than kMaxBuffers are there, or where none that is not
+  /// taken is large enough; else the first of those to be freed. Called before any kernel of the
+  /// launch is enqueued, so that every kernel it may wait for is one of an earlier launch: the
+  /// peers' kernels it waits for are enqueued by their own threads, or, where this thread drives
+  /// them too, were enqueued before this launch.
   Status acquire(size_t bytes, Buffer** out);
+  /// Gives back a buffer that acquire took: in use until the work enqueued on `stream` so far has
+  /// ended, or (null `stream`) free again where no kernel of the launch reads it.
+  Status release(Buffer* buffer, cudaStream_t stream);
 
  private:
   Status allocate(size_t bytes, Buffer** out);

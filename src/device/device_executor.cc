@@ -136,6 +136,11 @@ class LaunchBuilder {
     *enqueued = false;
     StreamCapture capture;
     WEFT_RETURN_IF_ERROR(streamCapture(stream, &capture));
+    if (capture.active != (record != nullptr)) {
+      return internalError("rank %d's kernel is %s, but its tables were placed in %s", device_.rank(),
+                           capture.active ? "captured into a CUDA graph" : "enqueued eagerly",
+                           capture.active ? "a buffer of its pool" : "a captured graph's memory");
+    }
     KernelWork work;
     work.blocks = reinterpret_cast<const KernelBlock*>(deviceTables_ + blocksAt_);
     work.lanes = reinterpret_cast<const KernelLane*>(deviceTables_ + lanesAt_);
@@ -384,13 +389,19 @@ Status enqueueDirect(CommDevice& device, const core::Op& op) {
   return enqueueWhole(device, op, work, direct.blocksPerRank);
 }
 
-// The kernels of one communicator in one launch, in the order they run. The step kernels' tables
-// share one buffer, taken with prepare() before any kernel of the launch is enqueued: a thread that
-// drives several ranks then never allocates, nor waits for a buffer, between two ranks' kernels of
-// one launch (setup_at_init.h says why that matters).
+// The kernels of one communicator in one launch, in the order they run. Their tables are put in
+// memory with prepare(), before any kernel of the launch is enqueued: a thread that drives several
+// ranks then never allocates, nor waits for a buffer, between two ranks' kernels of one launch
+// (setup_at_init.h says why that matters).
 class CommLaunch {
  public:
   explicit CommLaunch(CommDevice& device) : device_(device) {}
+  /// Gives back the pool's buffers that no enqueued kernel reads.
+  ~CommLaunch() {
+    for (WorkPool::Buffer* buffer : buffers_) (void)device_.workPool().release(buffer, nullptr);
+  }
+  CommLaunch(const CommLaunch&) = delete;
+  CommLaunch& operator=(const CommLaunch&) = delete;
 
   /// Adds a step kernel running `ops` (on the first one's stream) through `programs`: a copy
   /// (Send/Recv, in bytes) or a collective of the ops' type, in LL pieces where `lowLatency`.
@@ -410,13 +421,10 @@ class CommLaunch {
     kernels_.push_back(Kernel{nvls ? Kind::kNvls : Kind::kDirect, nullptr, &op, &op.reduction});
   }
 
-  /// Lays out every step kernel's tables and puts them in memory the kernels can read: a buffer of
-  /// the communicator's pool (which may wait for a kernel of an earlier launch to end), or, where the
-  /// launch is captured into a CUDA graph, memory its graph keeps.
+  /// Lays out every step kernel's tables and puts them in memory the kernels can read: buffers of
+  /// the communicator's pool, as few as hold them (taking one may wait for a kernel of an earlier
+  /// launch to end), or, where the launch is captured into a CUDA graph, memory its graph keeps.
   Status prepare() {
-    size_t total = 0;
-    std::vector<size_t> offsets;
-    cudaStream_t firstStream = nullptr;
     for (Kernel& kernel : kernels_) {
       if (kernel.kind != Kind::kSteps) continue;
       bool runs = false;
@@ -425,39 +433,25 @@ class CommLaunch {
         kernel.steps.reset();
         continue;
       }
-      if (firstStream == nullptr) firstStream = streamOf(*kernel.op);
-      total = (total + kTablesAlign - 1) / kTablesAlign * kTablesAlign;
-      offsets.push_back(total);
-      total += kernel.steps->tableBytes();
-    }
-    if (total == 0) return Status::ok();
-    // Where the communicator's calls name several streams, all or none are captured, into one graph
-    // (joinGroupStreams): the first step kernel's stream speaks for them.
-    StreamCapture capture;
-    WEFT_RETURN_IF_ERROR(streamCapture(firstStream, &capture));
-    char* host = nullptr;
-    char* device = nullptr;
-    if (capture.active) {
-      WEFT_RETURN_IF_ERROR(device_.capturedGraphs().findOrMake(capture, &record_));
-      WEFT_RETURN_IF_ERROR(device_.capturedGraphs().tables(record_, total, &host, &device));
-    } else {
-      RelaxedCapture relaxed;  // its queries and allocations are not part of a graph another call captures
-      WEFT_RETURN_IF_ERROR(device_.workPool().acquire(total, &buffer_));
-      host = buffer_->host;
-      device = buffer_->device;
-    }
-    size_t next = 0;
-    for (Kernel& kernel : kernels_) {
-      if (kernel.steps != nullptr) {
-        kernel.steps->writeTables(host + offsets[next], device + offsets[next]);
-        ++next;
+      // Where the communicator's calls name several streams, all or none are captured, into one
+      // graph (joinGroupStreams): the first step kernel's stream speaks for them.
+      if (!captureKnown_) {
+        StreamCapture capture;
+        WEFT_RETURN_IF_ERROR(streamCapture(streamOf(*kernel.op), &capture));
+        if (capture.active) WEFT_RETURN_IF_ERROR(device_.capturedGraphs().findOrMake(capture, &record_));
+        captureKnown_ = true;
       }
+      char* host = nullptr;
+      char* device = nullptr;
+      WEFT_RETURN_IF_ERROR(placeTables(kernel.steps->tableBytes(), &host, &device));
+      kernel.steps->writeTables(host, device);
     }
     return Status::ok();
   }
 
-  /// Enqueues the kernels, each on its first op's stream. The pool's buffer is marked in use until
-  /// the last step kernel that was enqueued has ended, also where a later one failed.
+  /// Enqueues the kernels, each on its first op's stream, and gives the pool's buffers back, in use
+  /// until the last step kernel that was enqueued has ended (also where a later one failed): the
+  /// communicator's kernels end in order, each waiting for the one before (orderAfterPrevious).
   Status enqueue() {
     Status status;
     cudaStream_t lastStepStream = nullptr;  // of the last step kernel enqueued
@@ -475,15 +469,34 @@ class CommLaunch {
       }
       if (!status.isOk()) break;
     }
-    if (buffer_ != nullptr && lastStepStream != nullptr) {
-      const Status recorded = cudaStatus(cudaEventRecord(buffer_->done, lastStepStream), "cudaEventRecord");
-      if (status.isOk()) status = recorded;
+    for (WorkPool::Buffer* buffer : buffers_) {
+      const Status released = device_.workPool().release(buffer, lastStepStream);
+      if (status.isOk()) status = released;
     }
+    buffers_.clear();
     return status;
   }
 
  private:
   static constexpr size_t kTablesAlign = 16;
+
+  // `bytes` of memory for one kernel's tables, 16-byte aligned: under capture the graph's; else in
+  // the last buffer taken where they fit, or in a newly taken one.
+  Status placeTables(size_t bytes, char** host, char** device) {
+    if (record_ != nullptr) return device_.capturedGraphs().tables(record_, bytes, host, device);
+    size_t at = (used_ + kTablesAlign - 1) / kTablesAlign * kTablesAlign;
+    if (buffers_.empty() || at + bytes > buffers_.back()->capacity) {
+      RelaxedCapture relaxed;  // its queries and allocations are not part of a graph another call captures
+      WorkPool::Buffer* buffer = nullptr;
+      WEFT_RETURN_IF_ERROR(device_.workPool().acquire(bytes, &buffer));
+      buffers_.push_back(buffer);
+      at = 0;
+    }
+    *host = buffers_.back()->host + at;
+    *device = buffers_.back()->device + at;
+    used_ = at + bytes;
+    return Status::ok();
+  }
 
   enum class Kind { kSteps, kDirect, kNvls };
   struct Kernel {
@@ -495,8 +508,10 @@ class CommLaunch {
 
   CommDevice& device_;
   std::vector<Kernel> kernels_;
-  WorkPool::Buffer* buffer_ = nullptr;         // from prepare, when not captured
-  CapturedGraphs::Capture* record_ = nullptr;  // from prepare, when captured
+  bool captureKnown_ = false;                  // whether prepare asked the capture
+  CapturedGraphs::Capture* record_ = nullptr;  // where the launch is captured
+  std::vector<WorkPool::Buffer*> buffers_;     // taken from the pool, where it is not
+  size_t used_ = 0;                            // bytes of the last buffer taken
 };
 
 // Numbers each op as the host executor does and leaves the last one of each communicator in its

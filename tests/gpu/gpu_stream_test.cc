@@ -267,8 +267,8 @@ TEST_F(OneGpuClique, AGroupOnTwoStreamsStartsAfterBothAndBothWaitForIt) {
 // the 17th waits for a kernel of an earlier launch instead of allocating, so the launches return
 // only once the streams are released. Then as many calls in one group, whose 24 kernels per rank
 // share one buffer, taken for both ranks before any kernel is enqueued: this thread drives both
-// ranks, and the second rank's kernels are enqueued after the first's. In-place sums of 1 and 2 double 3 at every call, so each of the 48 calls must run
-// exactly once, in order.
+// ranks, and the second rank's kernels are enqueued after the first's. In-place sums of 1 and 2
+// double 3 at every call, so each of the 48 calls must run exactly once, in order.
 TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersWaitAndEachRunOnce) {
   SKIP_WITHOUT_GPU();
   harness::DeadlineGuard guard(kDeadline, "48 allreduces in flight");
@@ -295,6 +295,30 @@ TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersWaitAndEachRunOnce) {
   }
   ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
   expectEveryElement(std::ldexp(3.0f, 2 * calls - 1));
+}
+
+// A group whose tables outgrow one of the pool's buffers (WorkPool::kReservedBytes, 128 KiB): 48
+// ring allreduces of 4 ranks over 16 channels, about 6.5 KiB of tables each, take three buffers
+// per rank, every one before any kernel of the group. In-place sums of 1 to 4 quadruple 10 at every
+// call, so each call must run exactly once, in order, reading its own tables.
+TEST_F(OneGpuClique, AGroupWhoseTablesOutgrowABufferTakesSeveral) {
+  SKIP_WITHOUT_GPU();
+  harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");  // the direct allreduce has no tables
+  harness::ScopedEnv channels("WEFT_GPU_CHANNELS", "16");
+  harness::DeadlineGuard guard(kDeadline, "48 allreduces in one group");
+  const int n = 4;
+  const int calls = 48;
+  ASSERT_NO_FATAL_FAILURE(start(n, 4099));
+  ASSERT_NO_FATAL_FAILURE(fillOnStreams());
+  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+  for (int call = 0; call < calls; ++call) {
+    for (int r = 0; r < n; ++r) {
+      ASSERT_TRUE(ncclSucceeded(
+          ncclAllReduce(buffers_[r], buffers_[r], count_, ncclFloat32, ncclSum, comms_[r], streams_[r])));
+    }
+  }
+  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  expectEveryElement(std::ldexp(10.0f, 2 * (calls - 1)));
 }
 
 // A parent and its split, each of 4 ranks on GPU 0, every rank driven by a thread of its own that
