@@ -131,12 +131,15 @@ class OneGpuClique : public ::testing::Test {
   }
   void expectEveryElement(float want) { expectEveryElement(buffers_, streams_, want); }
 
-  // One group: an in-place float sum allreduce of buffers[r] on streams[r] for every rank.
-  void allReduceInPlace(const std::vector<float*>& buffers, const std::vector<cudaStream_t>& streams) {
+  // One group: `calls` in-place float sum allreduces of buffers[r] on streams[r] for every rank.
+  void allReduceInPlace(const std::vector<float*>& buffers, const std::vector<cudaStream_t>& streams,
+                        int calls = 1) {
     ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
-    for (size_t r = 0; r < buffers.size(); ++r) {
-      ASSERT_TRUE(ncclSucceeded(
-          ncclAllReduce(buffers[r], buffers[r], count_, ncclFloat32, ncclSum, comms_[r], streams[r])));
+    for (int call = 0; call < calls; ++call) {
+      for (size_t r = 0; r < buffers.size(); ++r) {
+        ASSERT_TRUE(ncclSucceeded(
+            ncclAllReduce(buffers[r], buffers[r], count_, ncclFloat32, ncclSum, comms_[r], streams[r])));
+      }
     }
     ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
   }
@@ -286,14 +289,7 @@ TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersWaitAndEachRunOnce) {
   const bool waitedForTheRelease = gate_.load();
   release.join();
   EXPECT_TRUE(waitedForTheRelease) << calls << " launches on held streams all returned: none waited for a buffer";
-  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
-  for (int call = 0; call < calls; ++call) {
-    for (int r = 0; r < n; ++r) {
-      ASSERT_TRUE(ncclSucceeded(
-          ncclAllReduce(buffers_[r], buffers_[r], count_, ncclFloat32, ncclSum, comms_[r], streams_[r])));
-    }
-  }
-  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_, calls));
   expectEveryElement(std::ldexp(3.0f, 2 * calls - 1));
 }
 
@@ -310,14 +306,7 @@ TEST_F(OneGpuClique, AGroupWhoseTablesOutgrowABufferTakesSeveral) {
   const int calls = 48;
   ASSERT_NO_FATAL_FAILURE(start(n, 4099));
   ASSERT_NO_FATAL_FAILURE(fillOnStreams());
-  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
-  for (int call = 0; call < calls; ++call) {
-    for (int r = 0; r < n; ++r) {
-      ASSERT_TRUE(ncclSucceeded(
-          ncclAllReduce(buffers_[r], buffers_[r], count_, ncclFloat32, ncclSum, comms_[r], streams_[r])));
-    }
-  }
-  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_, calls));
   expectEveryElement(std::ldexp(10.0f, 2 * (calls - 1)));
 }
 
