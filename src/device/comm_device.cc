@@ -65,9 +65,8 @@ Status WorkPool::acquire(size_t bytes, Buffer** out) {
   return queried;
 }
 
-Status WorkPool::release(Buffer* buffer, cudaStream_t stream) {
-  buffer->taken = false;
-  if (stream == nullptr) return Status::ok();
+Status WorkPool::releaseAfter(Buffer* buffer, cudaStream_t stream) {
+  release(buffer);
   return cudaStatus(cudaEventRecord(buffer->done, stream), "cudaEventRecord");
 }
 

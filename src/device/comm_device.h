@@ -64,9 +64,11 @@ class WorkPool {
   /// peers' kernels it waits for are enqueued by their own threads, or, where this thread drives
   /// them too, were enqueued before this launch.
   Status acquire(size_t bytes, Buffer** out);
-  /// Gives back a buffer that acquire took: in use until the work enqueued on `stream` so far has
-  /// ended, or (null `stream`) free again where no kernel of the launch reads it.
-  Status release(Buffer* buffer, cudaStream_t stream);
+  /// Gives back a buffer that acquire took and that no kernel reads: free again at once.
+  void release(Buffer* buffer) { buffer->taken = false; }
+  /// Gives back a buffer that acquire took, in use until the work enqueued on `stream` so far (the
+  /// last kernel that reads it) has ended. `stream` may be the legacy default stream, 0.
+  Status releaseAfter(Buffer* buffer, cudaStream_t stream);
 
  private:
   Status allocate(size_t bytes, Buffer** out);

@@ -398,7 +398,7 @@ class CommLaunch {
   explicit CommLaunch(CommDevice& device) : device_(device) {}
   /// Gives back the pool's buffers that no enqueued kernel reads.
   ~CommLaunch() {
-    for (WorkPool::Buffer* buffer : buffers_) (void)device_.workPool().release(buffer, nullptr);
+    for (WorkPool::Buffer* buffer : buffers_) device_.workPool().release(buffer);
   }
   CommLaunch(const CommLaunch&) = delete;
   CommLaunch& operator=(const CommLaunch&) = delete;
@@ -454,14 +454,18 @@ class CommLaunch {
   /// communicator's kernels end in order, each waiting for the one before (orderAfterPrevious).
   Status enqueue() {
     Status status;
-    cudaStream_t lastStepStream = nullptr;  // of the last step kernel enqueued
+    bool stepEnqueued = false;
+    cudaStream_t lastStepStream = nullptr;  // of the last step kernel enqueued (0 is a stream too)
     for (Kernel& kernel : kernels_) {
       switch (kernel.kind) {
         case Kind::kSteps: {
           if (kernel.steps == nullptr) break;  // it moves nothing
           bool enqueued = false;
           status = kernel.steps->launch(kernel.reduction, streamOf(*kernel.op), record_, &enqueued);
-          if (enqueued) lastStepStream = streamOf(*kernel.op);
+          if (enqueued) {
+            stepEnqueued = true;
+            lastStepStream = streamOf(*kernel.op);
+          }
           break;
         }
         case Kind::kDirect: status = enqueueDirect(device_, *kernel.op); break;
@@ -470,7 +474,11 @@ class CommLaunch {
       if (!status.isOk()) break;
     }
     for (WorkPool::Buffer* buffer : buffers_) {
-      const Status released = device_.workPool().release(buffer, lastStepStream);
+      if (!stepEnqueued) {
+        device_.workPool().release(buffer);
+        continue;
+      }
+      const Status released = device_.workPool().releaseAfter(buffer, lastStepStream);
       if (status.isOk()) status = released;
     }
     buffers_.clear();

@@ -294,9 +294,10 @@ TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersWaitAndEachRunOnce) {
 }
 
 // A group whose tables outgrow one of the pool's buffers (WorkPool::kReservedBytes, 128 KiB): 48
-// ring allreduces of 4 ranks over 16 channels, about 6.5 KiB of tables each, take three buffers
-// per rank, every one before any kernel of the group. In-place sums of 1 to 4 quadruple 10 at every
-// call, so each call must run exactly once, in order, reading its own tables.
+// ring allreduces of 4 ranks over 16 channels (on a GPU of 132 multiprocessors; 13 on 114), about
+// 7.3 KiB of tables each, take three buffers per rank, every one before any kernel of the group.
+// In-place sums of 1 to 4 quadruple 10 at every call, so each call must run exactly once, in
+// order, reading its own tables. (That several buffers were taken is computed, not checked.)
 TEST_F(OneGpuClique, AGroupWhoseTablesOutgrowABufferTakesSeveral) {
   SKIP_WITHOUT_GPU();
   harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");  // the direct allreduce has no tables
@@ -308,6 +309,40 @@ TEST_F(OneGpuClique, AGroupWhoseTablesOutgrowABufferTakesSeveral) {
   ASSERT_NO_FATAL_FAILURE(fillOnStreams());
   ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_, calls));
   expectEveryElement(std::ldexp(10.0f, 2 * (calls - 1)));
+}
+
+// One rank on the legacy default stream (0, allowed where no other rank of its process shares its
+// GPU), with more launches than the pool keeps buffers for queued behind a held stream: each
+// launch's tables must stay until its kernel has ended. Out-of-place PreMulSum doublings alternate
+// between two buffers, so that every other launch's tables differ; 1 doubles 24 times.
+TEST_F(OneGpuClique, TheLegacyStreamKeepsEachLaunchsTablesUntilItsKernelEnds) {
+  SKIP_WITHOUT_GPU();
+  harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");  // the direct allreduce has no tables
+  harness::DeadlineGuard guard(kDeadline, "24 allreduces on the legacy stream");
+  const int calls = 24;
+  ASSERT_NO_FATAL_FAILURE(start(1, 4099));
+  ASSERT_NO_FATAL_FAILURE(fillOnStreams());
+  std::vector<float*> other;
+  ASSERT_NO_FATAL_FAILURE(addBuffers(&other));
+  ASSERT_CUDA(cudaStreamSynchronize(streams_[0]));
+  float two = 2.0f;
+  ncclRedOp_t doubling;
+  ASSERT_TRUE(
+      ncclSucceeded(ncclRedOpCreatePreMulSum(&doubling, &two, ncclFloat32, ncclScalarHostImmediate, comms_[0])));
+  ASSERT_CUDA(cudaLaunchHostFunc(nullptr, holdStream, &gate_));
+  std::jthread release([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    gate_.store(true);
+  });
+  for (int call = 0; call < calls; ++call) {
+    float* from = call % 2 == 0 ? buffers_[0] : other[0];
+    float* to = call % 2 == 0 ? other[0] : buffers_[0];
+    ASSERT_TRUE(ncclSucceeded(ncclAllReduce(from, to, count_, ncclFloat32, doubling, comms_[0], nullptr)));
+  }
+  release.join();
+  ASSERT_CUDA(cudaStreamSynchronize(nullptr));
+  EXPECT_TRUE(ncclSucceeded(ncclRedOpDestroy(doubling, comms_[0])));
+  expectEveryElement(std::ldexp(1.0f, calls));  // an even count ends in buffers_
 }
 
 // A parent and its split, each of 4 ranks on GPU 0, every rank driven by a thread of its own that
