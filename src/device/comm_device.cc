@@ -66,8 +66,10 @@ Status WorkPool::acquire(size_t bytes, Buffer** out) {
 }
 
 Status WorkPool::releaseAfter(Buffer* buffer, cudaStream_t stream) {
+  // Where the event cannot be recorded, the buffer stays taken: a kernel may still read it.
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(buffer->done, stream), "cudaEventRecord"));
   release(buffer);
-  return cudaStatus(cudaEventRecord(buffer->done, stream), "cudaEventRecord");
+  return Status::ok();
 }
 
 Status WorkPool::allocate(size_t bytes, Buffer** out) {

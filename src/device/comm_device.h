@@ -67,7 +67,8 @@ class WorkPool {
   /// Gives back a buffer that acquire took and that no kernel reads: free again at once.
   void release(Buffer* buffer) { buffer->taken = false; }
   /// Gives back a buffer that acquire took, in use until the work enqueued on `stream` so far (the
-  /// last kernel that reads it) has ended. `stream` may be the legacy default stream, 0.
+  /// last kernel that reads it) has ended. `stream` may be the legacy default stream, 0. On failure
+  /// the buffer stays taken, never to be reused.
   Status releaseAfter(Buffer* buffer, cudaStream_t stream);
 
  private:

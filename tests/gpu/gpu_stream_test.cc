@@ -296,8 +296,9 @@ TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersWaitAndEachRunOnce) {
 // A group whose tables outgrow one of the pool's buffers (WorkPool::kReservedBytes, 128 KiB): 48
 // ring allreduces of 4 ranks over 16 channels (on a GPU of 132 multiprocessors; 13 on 114), about
 // 7.3 KiB of tables each, take three buffers per rank, every one before any kernel of the group.
-// In-place sums of 1 to 4 quadruple 10 at every call, so each call must run exactly once, in
-// order, reading its own tables. (That several buffers were taken is computed, not checked.)
+// Each call sums a buffer of a chain into the next, so every call's tables differ: sums of 1 to 4
+// quadruple 10 at every call only where each call runs exactly once, in order, reading its own
+// tables. (That several buffers were taken is computed, not checked.)
 TEST_F(OneGpuClique, AGroupWhoseTablesOutgrowABufferTakesSeveral) {
   SKIP_WITHOUT_GPU();
   harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");  // the direct allreduce has no tables
@@ -306,15 +307,26 @@ TEST_F(OneGpuClique, AGroupWhoseTablesOutgrowABufferTakesSeveral) {
   const int n = 4;
   const int calls = 48;
   ASSERT_NO_FATAL_FAILURE(start(n, 4099));
+  std::vector<std::vector<float*>> chain(calls + 1);  // chain[c][r]: rank r's input of call c
+  chain[0] = buffers_;
+  for (int c = 1; c <= calls; ++c) ASSERT_NO_FATAL_FAILURE(addBuffers(&chain[c]));
   ASSERT_NO_FATAL_FAILURE(fillOnStreams());
-  ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_, calls));
-  expectEveryElement(std::ldexp(10.0f, 2 * (calls - 1)));
+  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+  for (int c = 0; c < calls; ++c) {
+    for (int r = 0; r < n; ++r) {
+      ASSERT_TRUE(ncclSucceeded(
+          ncclAllReduce(chain[c][r], chain[c + 1][r], count_, ncclFloat32, ncclSum, comms_[r], streams_[r])));
+    }
+  }
+  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  expectEveryElement(chain[calls], streams_, std::ldexp(10.0f, 2 * (calls - 1)));
 }
 
 // One rank on the legacy default stream (0, allowed where no other rank of its process shares its
-// GPU), with more launches than the pool keeps buffers for queued behind a held stream: each
-// launch's tables must stay until its kernel has ended. Out-of-place PreMulSum doublings alternate
-// between two buffers, so that every other launch's tables differ; 1 doubles 24 times.
+// GPU), with more launches than the pool keeps buffers for queued behind a held stream: the 17th
+// must wait for a kernel of an earlier launch, and each launch's tables must stay until its kernel
+// has ended. Out-of-place PreMulSum doublings alternate between two buffers, so that successive
+// launches' tables differ; a first call, before the stream is held, makes the GPU resources.
 TEST_F(OneGpuClique, TheLegacyStreamKeepsEachLaunchsTablesUntilItsKernelEnds) {
   SKIP_WITHOUT_GPU();
   harness::ScopedEnv ring("WEFT_GPU_DIRECT", "0");  // the direct allreduce has no tables
@@ -329,6 +341,9 @@ TEST_F(OneGpuClique, TheLegacyStreamKeepsEachLaunchsTablesUntilItsKernelEnds) {
   ncclRedOp_t doubling;
   ASSERT_TRUE(
       ncclSucceeded(ncclRedOpCreatePreMulSum(&doubling, &two, ncclFloat32, ncclScalarHostImmediate, comms_[0])));
+  ASSERT_TRUE(
+      ncclSucceeded(ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, doubling, comms_[0], nullptr)));
+  ASSERT_CUDA(cudaStreamSynchronize(nullptr));
   ASSERT_CUDA(cudaLaunchHostFunc(nullptr, holdStream, &gate_));
   std::jthread release([this] {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -339,10 +354,13 @@ TEST_F(OneGpuClique, TheLegacyStreamKeepsEachLaunchsTablesUntilItsKernelEnds) {
     float* to = call % 2 == 0 ? other[0] : buffers_[0];
     ASSERT_TRUE(ncclSucceeded(ncclAllReduce(from, to, count_, ncclFloat32, doubling, comms_[0], nullptr)));
   }
+  const bool waitedForTheRelease = gate_.load();
   release.join();
+  EXPECT_TRUE(waitedForTheRelease) << calls << " launches on the held legacy stream all returned: none waited for "
+                                   << "a buffer";
   ASSERT_CUDA(cudaStreamSynchronize(nullptr));
   EXPECT_TRUE(ncclSucceeded(ncclRedOpDestroy(doubling, comms_[0])));
-  expectEveryElement(std::ldexp(1.0f, calls));  // an even count ends in buffers_
+  expectEveryElement(std::ldexp(1.0f, calls + 1));  // an even count ends in buffers_
 }
 
 // A parent and its split, each of 4 ranks on GPU 0, every rank driven by a thread of its own that
