@@ -4,8 +4,12 @@
 //
 // Such ranks share the process's CUDA driver: a thread that allocates GPU or pinned memory can wait,
 // inside the driver, for another thread that waits for the GPU, whose kernel waits for the first
-// thread's rank. Made at init, before the barrier that ends it, no rank's first kernel runs while
-// a peer of its process still allocates for its own. (Ranks in processes of their own keep NCCL's
+// thread's rank. And CUDA's programming guide ("Implicit Synchronization") lists a page-locked host
+// allocation, a device allocation and a memset among the operations that keep commands of
+// different streams issued before and after them from running at once: a peer's kernel enqueued
+// after such a call may wait for one enqueued before it, which waits for the peer. Made at init,
+// before the barrier that ends it, no rank's first kernel runs while a peer of its process still
+// allocates for its own. (Ranks in processes of their own keep NCCL's
 // default: resources and connections are made at the first call that needs them.)
 
 #include <vector>

@@ -314,8 +314,8 @@ INSTANTIATE_TEST_SUITE_P(Exhaustive, ExactCollective,
 INSTANTIATE_TEST_SUITE_P(Exhaustive, LargeCollective,
                          ::testing::ValuesIn(cases({1, 4, 8}, Coverage::kLarge, kExhaustiveDeadline)),
                          caseName);
-// Six ranks oversubscribe two cores threefold: about four minutes of CI for what 3 ranks and the
-// exact tests at 1 to 8 ranks already cover.
+// Six ranks oversubscribe two cores threefold: about four minutes of CI's test time (two of its
+// wall time) for what 3 ranks and the exact tests at 1 to 8 ranks already cover.
 INSTANTIATE_TEST_SUITE_P(ExhaustivePat, LargeCollective,
                          ::testing::ValuesIn(logStepCases("pat", {6}, 0, Coverage::kLarge)), caseName);
 
