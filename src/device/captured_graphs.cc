@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "src/device/kernel_work.h"
 #include "src/device/stream_capture.h"
 #include "transport/cuda_ipc/cuda_call.h"
 
@@ -11,7 +12,6 @@ namespace {
 // A slab holds the tables of many launches of one capture: one allocation for most graphs, and
 // room for a launch's tables as large as a buffer of the communicator's WorkPool holds.
 constexpr size_t kSlabBytes = 128 << 10;
-constexpr size_t kTablesAlign = 16;
 
 using ReleasedFlag = std::shared_ptr<std::atomic<bool>>;
 
@@ -103,7 +103,7 @@ Status CapturedGraphs::tables(Capture* capture, size_t bytes, char** host, char*
   Record* owner = nullptr;
   WEFT_RETURN_IF_ERROR(recordOf(capture, &owner));
   Record& record = *owner;
-  size_t at = (record.used + kTablesAlign - 1) / kTablesAlign * kTablesAlign;
+  size_t at = alignTables(record.used);
   if (record.slabs.empty() || at + bytes > record.slabs.back().capacity) {
     WEFT_RETURN_IF_ERROR(addSlab(&record, bytes));
     at = 0;

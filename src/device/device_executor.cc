@@ -61,10 +61,10 @@ Status checkStreams(std::span<const core::Op> ops) {
   return Status::ok();
 }
 
-// Appends `value` to `bytes` at a 16-byte boundary; returns its offset.
+// Appends `values` to `bytes` at the tables' alignment (kernel_work.h); returns their offset.
 template <class T>
 size_t appendTable(std::vector<char>* bytes, const std::vector<T>& values) {
-  size_t offset = (bytes->size() + 15) & ~size_t{15};
+  const size_t offset = alignTables(bytes->size());
   bytes->resize(offset + values.size() * sizeof(T));
   if (!values.empty()) std::memcpy(bytes->data() + offset, values.data(), values.size() * sizeof(T));
   return offset;
@@ -418,7 +418,7 @@ class CommLaunch {
   }
   /// Adds the direct or (`nvls`) NVLS allreduce of `op`, a kernel without tables.
   void addWholeKernel(const core::Op& op, bool nvls) {
-    kernels_.push_back(Kernel{nvls ? Kind::kNvls : Kind::kDirect, nullptr, &op, &op.reduction});
+    kernels_.push_back(Kernel{nvls ? Kind::kNvls : Kind::kDirect, nullptr, &op, nullptr});
   }
 
   /// Lays out every step kernel's tables and puts them in memory the kernels can read: buffers of
@@ -486,13 +486,11 @@ class CommLaunch {
   }
 
  private:
-  static constexpr size_t kTablesAlign = 16;
-
   // `bytes` of memory for one kernel's tables, 16-byte aligned: under capture the graph's; else in
   // the last buffer taken where they fit, or in a newly taken one.
   Status placeTables(size_t bytes, char** host, char** device) {
     if (record_ != nullptr) return device_.capturedGraphs().tables(record_, bytes, host, device);
-    size_t at = (used_ + kTablesAlign - 1) / kTablesAlign * kTablesAlign;
+    size_t at = alignTables(used_);
     if (buffers_.empty() || at + bytes > buffers_.back()->capacity) {
       RelaxedCapture relaxed;  // its queries and allocations are not part of a graph another call captures
       WorkPool::Buffer* buffer = nullptr;
@@ -511,7 +509,7 @@ class CommLaunch {
     Kind kind;
     std::unique_ptr<LaunchBuilder> steps;    // kSteps only; null once prepare found it moves nothing
     const core::Op* op;                      // its first op
-    const algorithms::Reduction* reduction;  // null for a copy
+    const algorithms::Reduction* reduction;  // a step kernel's; null for a copy
   };
 
   CommDevice& device_;

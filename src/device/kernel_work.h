@@ -28,6 +28,14 @@ inline constexpr uint64_t kLowLatencyLineData = 8;
 /// piece's LL slot that the piece does not fill (as NCCL's LL clean-up does).
 inline constexpr uint64_t kLowLatencyCleanMask = 0x7ffffff8;
 
+/// Each table of a launch (blocks, lanes, steps, connections), and each launch's tables among
+/// others in one buffer, start at a multiple of kTablesAlign bytes: alignTables(offset) is the
+/// first such offset at or after `offset`.
+inline constexpr uint64_t kTablesAlign = 16;
+inline constexpr uint64_t alignTables(uint64_t offset) {
+  return (offset + kTablesAlign - 1) / kTablesAlign * kTablesAlign;
+}
+
 /// Where a step's local input or output is. Offsets are in the lane's units (elements of the
 /// launch's type, or bytes for a copy launch).
 enum : uint8_t { kNoBuffer = 0, kSendBuffer = 1, kRecvBuffer = 2 };

@@ -187,6 +187,15 @@ class OneGpuClique : public ::testing::Test {
   size_t count_ = 0;
   std::vector<cudaStream_t> ownedStreams_;
   std::vector<float*> ownedBuffers_;
+  // A thread that opens gate_ after half a second: enqueue calls made meanwhile that return only
+  // once it is open (gate_ then reads true) had to wait for the held streams.
+  std::jthread openGateSoon() {
+    return std::jthread([this] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      gate_.store(true);
+    });
+  }
+
   // Holds streams (holdStream below) until a test or TearDown opens it.
   std::atomic<bool> gate_{false};
 };
@@ -281,10 +290,7 @@ TEST_F(OneGpuClique, MoreLaunchesInFlightThanTablesBuffersWaitAndEachRunOnce) {
   ASSERT_NO_FATAL_FAILURE(start(n, 4099));
   ASSERT_NO_FATAL_FAILURE(fillOnStreams());
   for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaLaunchHostFunc(stream, holdStream, &gate_));
-  std::jthread release([this] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    gate_.store(true);
-  });
+  std::jthread release = openGateSoon();
   for (int call = 0; call < calls; ++call) ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers_, streams_));
   const bool waitedForTheRelease = gate_.load();
   release.join();
@@ -345,10 +351,7 @@ TEST_F(OneGpuClique, TheLegacyStreamKeepsEachLaunchsTablesUntilItsKernelEnds) {
       ncclSucceeded(ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, doubling, comms_[0], nullptr)));
   ASSERT_CUDA(cudaStreamSynchronize(nullptr));
   ASSERT_CUDA(cudaLaunchHostFunc(nullptr, holdStream, &gate_));
-  std::jthread release([this] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    gate_.store(true);
-  });
+  std::jthread release = openGateSoon();
   for (int call = 0; call < calls; ++call) {
     float* from = call % 2 == 0 ? buffers_[0] : other[0];
     float* to = call % 2 == 0 ? other[0] : buffers_[0];
