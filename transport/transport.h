@@ -169,6 +169,11 @@ struct ConnectionParams {
   /// netDevices(): chosen by the topology layer (src/core/channel_nics.h). -1: the transport
   /// chooses. Transports without network devices ignore it.
   int netDevice = -1;
+  /// GPU transports: the stream (a non-blocking cudaStream_t) on which they prepare a new end's GPU
+  /// memory and wait for it; null: a stream of their own. One per communicator keeps a process's
+  /// streams few: CUDA spreads streams over its hardware queues in turn, so every stream made moves
+  /// the queue the application's next one lands on (src/device/hardware_queues.h).
+  void* gpuSetupStream = nullptr;
 };
 
 /// A device a network transport sends through (an ib port, a socket transport's interface), where

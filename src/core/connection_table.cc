@@ -50,7 +50,7 @@ std::vector<ConnectionRequest> directPairRequests(int rank, int nranks, int nCha
 
 ConnectionTable::ConnectionTable(const std::vector<PeerInfo>* peers, int rank, Bootstrap* bootstrap,
                                  uint64_t commHash, int nChannels, size_t slotBytes, int slotCount,
-                                 size_t llSlotBytes, ConnectionKind kind)
+                                 size_t llSlotBytes, ConnectionKind kind, void* gpuSetupStream)
     : peers_(peers),
       rank_(rank),
       bootstrap_(bootstrap),
@@ -60,6 +60,7 @@ ConnectionTable::ConnectionTable(const std::vector<PeerInfo>* peers, int rank, B
       slotCount_(slotCount),
       llSlotBytes_(llSlotBytes),
       kind_(kind),
+      gpuSetupStream_(gpuSetupStream),
       // Ring channels, then as many point-to-point channels.
       sends_(2 * static_cast<size_t>(nChannels) * peers->size()),
       recvs_(2 * static_cast<size_t>(nChannels) * peers->size()) {}
@@ -144,6 +145,7 @@ Status ConnectionTable::finishConnect() {
 transport::ConnectionParams ConnectionTable::paramsFor(transport::Transport* transport, int channel, int peer) {
   transport::ConnectionParams params{(*peers_)[rank_], (*peers_)[peer], commHash_, channel, slotBytes_, slotCount_,
                                      llSlotBytes_};
+  params.gpuSetupStream = gpuSetupStream_;
   auto known = channelNetDevices_.find(transport);
   if (known == channelNetDevices_.end()) {
     const std::vector<transport::NetDevice> devices = transport->netDevices();

@@ -39,9 +39,11 @@ std::vector<ConnectionRequest> directPairRequests(int rank, int nranks, int nCha
 class ConnectionTable {
  public:
   /// `peers` and `bootstrap` must outlive the table. `llSlotBytes`: each LL slot (0: no LL ring).
+  /// `gpuSetupStream`: for a kDevice table, the stream its GPU transports prepare new ends on
+  /// (transport::ConnectionParams); it must outlive the making of every connection.
   ConnectionTable(const std::vector<PeerInfo>* peers, int rank, Bootstrap* bootstrap, uint64_t commHash,
                   int nChannels, size_t slotBytes, int slotCount, size_t llSlotBytes,
-                  ConnectionKind kind = ConnectionKind::kHost);
+                  ConnectionKind kind = ConnectionKind::kHost, void* gpuSetupStream = nullptr);
   ~ConnectionTable();
 
   /// The connected ends, or nullptr. Lock-free reads; used by the executor.
@@ -79,6 +81,7 @@ class ConnectionTable {
   int slotCount_;
   size_t llSlotBytes_;
   ConnectionKind kind_;
+  void* gpuSetupStream_;
   std::vector<std::unique_ptr<transport::SendConnection>> sends_;
   std::vector<std::unique_ptr<transport::RecvConnection>> recvs_;
   std::vector<ConnectionRequest> pendingSends_;

@@ -29,18 +29,15 @@ Registry& registry() {
   return *instance;
 }
 
-// Device memory holding `nranks` zeroed boards. The zeros are written on a private non-blocking
-// stream and waited for (the legacy stream would wait for kernels on every blocking stream,
-// perhaps a peer's that waits for this rank), so they are in place before any kernel sees them.
-Status makeBoards(int nranks, DirectBoard** out) {
+// Device memory holding `nranks` zeroed boards. The zeros are written on the setup stream (the
+// legacy stream would wait for kernels on every blocking stream, perhaps a peer's that waits for
+// this rank) and waited for, so they are in place before any kernel sees them.
+Status makeBoards(int nranks, cudaStream_t setupStream, DirectBoard** out) {
   void* memory = nullptr;
   const size_t bytes = sizeof(DirectBoard) * static_cast<size_t>(nranks);
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaMalloc(&memory, bytes), "cudaMalloc of the direct allreduce's boards"));
-  cudaStream_t stream = nullptr;
-  Status status = cudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  if (status.isOk()) status = cudaStatus(cudaMemsetAsync(memory, 0, bytes, stream), "zeroing the direct boards");
-  if (status.isOk()) status = cudaStatus(cudaStreamSynchronize(stream), "zeroing the direct boards");
-  if (stream != nullptr) (void)cudaStreamDestroy(stream);
+  Status status = cudaStatus(cudaMemsetAsync(memory, 0, bytes, setupStream), "zeroing the direct boards");
+  if (status.isOk()) status = cudaStatus(cudaStreamSynchronize(setupStream), "zeroing the direct boards");
   if (!status.isOk()) {
     (void)cudaFree(memory);
     return status;
@@ -51,12 +48,13 @@ Status makeBoards(int nranks, DirectBoard** out) {
 
 }  // namespace
 
-Status acquireDirectBoards(uint64_t cliqueId, int device, int nranks, DirectBoard** boards) {
+Status acquireDirectBoards(uint64_t cliqueId, int device, int nranks, cudaStream_t setupStream,
+                           DirectBoard** boards) {
   Registry& registered = registry();
   std::lock_guard<std::mutex> lock(registered.mutex);
   Shared& shared = registered.boards[{cliqueId, device}];
   if (shared.users == 0) {
-    const Status made = makeBoards(nranks, &shared.boards);
+    const Status made = makeBoards(nranks, setupStream, &shared.boards);
     if (!made.isOk()) {
       registered.boards.erase({cliqueId, device});
       return made;

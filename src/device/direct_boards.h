@@ -3,6 +3,8 @@
 // communicator and device, in device memory, shared by the communicator's ranks, which are threads
 // of this process. The first rank to ask makes it (zeroed); the last to let go frees it.
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 
 #include "src/base/status.h"
@@ -11,9 +13,11 @@
 namespace weft::device {
 
 /// The `nranks` boards of the communicator `cliqueId` (Communicator::cliqueId) on CUDA device
-/// `device` (which must be current). Every rank of the communicator calls this once and
+/// `device` (which must be current), zeroed on `setupStream` (a non-blocking stream that runs
+/// nothing else) where this call makes them. Every rank of the communicator calls this once and
 /// releaseDirectBoards once.
-Status acquireDirectBoards(uint64_t cliqueId, int device, int nranks, DirectBoard** boards);
+Status acquireDirectBoards(uint64_t cliqueId, int device, int nranks, cudaStream_t setupStream,
+                           DirectBoard** boards);
 
 /// Lets go of the boards acquireDirectBoards gave; the last rank's call frees them. No kernel of the
 /// communicator may still run.

@@ -25,21 +25,23 @@ DeviceEnd describe(char* base, size_t slotBytes, int slotCount, size_t llSlotByt
 }
 
 // Zeroes the counters and the LL slots (whose flags must match no piece yet) before anyone can see
-// the allocation, on a stream of its own: cudaMemset would return before the zeros land, and the
-// legacy stream it uses does not order the kernels of non-blocking streams, so a peer's first post
-// (or this rank's first kernel) could come first and be wiped out. The private stream also waits
-// for no other rank's kernel (a device-wide wait would deadlock with ranks of this process whose
-// kernels wait for this one).
-Status zeroCountersAndLowLatencySlots(const DeviceEnd& end) {
-  cudaStream_t stream = nullptr;
-  WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+// the allocation, on a non-blocking stream that runs nothing else (`setupStream`, else one made
+// here): cudaMemset would return before the zeros land, and the legacy stream it uses does not
+// order the kernels of non-blocking streams, so a peer's first post (or this rank's first kernel)
+// could come first and be wiped out. Such a stream also waits for no other rank's kernel (a
+// device-wide wait would deadlock with ranks of this process whose kernels wait for this one).
+Status zeroCountersAndLowLatencySlots(const DeviceEnd& end, cudaStream_t setupStream) {
+  cudaStream_t stream = setupStream;
+  if (stream == nullptr) {
+    WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
+  }
   Status status = cudaStatus(cudaMemsetAsync(end.posted, 0, kHeaderBytes, stream), "cudaMemsetAsync");
   if (status.isOk() && end.llSlots != nullptr) {
     status = cudaStatus(cudaMemsetAsync(end.llSlots, 0, end.llSlotBytes * static_cast<size_t>(end.slotCount), stream),
                         "cudaMemsetAsync");
   }
   if (status.isOk()) status = cudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  (void)cudaStreamDestroy(stream);
+  if (stream != setupStream) (void)cudaStreamDestroy(stream);
   return status;
 }
 
@@ -49,7 +51,7 @@ Status hostUse() {
 
 }  // namespace
 
-Status IpcRecvConnection::create(size_t slotBytes, int slotCount, size_t llSlotBytes,
+Status IpcRecvConnection::create(size_t slotBytes, int slotCount, size_t llSlotBytes, cudaStream_t setupStream,
                                  std::unique_ptr<IpcRecvConnection>* out, IpcBlob* blob) {
   std::unique_ptr<IpcRecvConnection> connection(new IpcRecvConnection());
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaGetDevice(&connection->device_), "cudaGetDevice"));
@@ -62,7 +64,7 @@ Status IpcRecvConnection::create(size_t slotBytes, int slotCount, size_t llSlotB
                                  "the size)");
   }
   connection->end_ = describe(static_cast<char*>(connection->memory_), slotBytes, slotCount, llSlotBytes);
-  WEFT_RETURN_IF_ERROR(zeroCountersAndLowLatencySlots(connection->end_));
+  WEFT_RETURN_IF_ERROR(zeroCountersAndLowLatencySlots(connection->end_, setupStream));
   cudaIpcMemHandle_t handle;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaIpcGetMemHandle(&handle, connection->memory_), "cudaIpcGetMemHandle"));
   static_assert(sizeof(handle) == kIpcHandleBytes);

@@ -3,6 +3,8 @@
 // 256-byte header holding the `posted` and `released` counters on separate 128-byte lines, then
 // the slots. The sending end maps it (or, in the same process, uses its address).
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -18,9 +20,10 @@ inline constexpr size_t kReleasedOffset = 128;
 class IpcRecvConnection final : public RecvConnection {
  public:
   /// Allocates the counters, the slots and (with llSlotBytes) the LL slots on the current device,
-  /// zeroes the counters and LL slots, and describes them in *blob.
-  static Status create(size_t slotBytes, int slotCount, size_t llSlotBytes, std::unique_ptr<IpcRecvConnection>* out,
-                       IpcBlob* blob);
+  /// zeroes the counters and LL slots on `setupStream` (a non-blocking stream of that device; null:
+  /// a stream of its own) and waits for it, and describes them in *blob.
+  static Status create(size_t slotBytes, int slotCount, size_t llSlotBytes, cudaStream_t setupStream,
+                       std::unique_ptr<IpcRecvConnection>* out, IpcBlob* blob);
   ~IpcRecvConnection() override;
 
   Status tryPeekSlot(const void** data, size_t* bytes, SlotKind kind) override;

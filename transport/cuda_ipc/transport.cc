@@ -21,8 +21,9 @@ class CudaIpcTransport final : public Transport {
     WEFT_RETURN_IF_ERROR(device.status());
     IpcBlob description;
     std::unique_ptr<IpcRecvConnection> end;
-    WEFT_RETURN_IF_ERROR(
-        IpcRecvConnection::create(params.slotBytes, params.slotCount, params.llSlotBytes, &end, &description));
+    WEFT_RETURN_IF_ERROR(IpcRecvConnection::create(params.slotBytes, params.slotCount, params.llSlotBytes,
+                                                   static_cast<cudaStream_t>(params.gpuSetupStream), &end,
+                                                   &description));
     *blob = encodeBlob(description);
     *connection = std::move(end);
     return Status::ok();
