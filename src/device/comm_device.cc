@@ -105,11 +105,16 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   std::unique_ptr<CommDevice> resources(new CommDevice(comm, self.cudaDevice));
   ScopedDevice device(resources->device_);
   WEFT_RETURN_IF_ERROR(device.status());
+  // Where init did not load them (the process had not used the GPU then): before this rank's first
+  // kernel, which a peer's kernel may already wait for (step_kernel.h, loadStepKernels).
+  WEFT_RETURN_IF_ERROR(preloadKernels(resources->device_));
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&resources->setupStream_, cudaStreamNonBlocking),
+                                  "cudaStreamCreate of the setup stream"));
   for (const PeerInfo& peer : comm.peers()) resources->oneHost_ = resources->oneHost_ && peer.sameHost(self);
   // LL pieces never cross hosts (gpu_protocol.h): a communicator that spans hosts needs no LL slots.
   resources->connections_ = std::make_unique<core::ConnectionTable>(
       &comm.peers(), comm.rank(), &comm.bootstrap(), comm.commHash(), comm.gpuChannels(), comm.slotBytes(),
-      comm.slotCount(), resources->lowLatencySlotBytes(), core::ConnectionKind::kDevice);
+      comm.slotCount(), resources->lowLatencySlotBytes(), core::ConnectionKind::kDevice, resources->setupStream_);
   void* flag = nullptr;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
                                   "cudaHostAlloc of the abort flag"));
@@ -128,7 +133,8 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   if (comm.gpuDirect() && sharesOneGpuInOneProcess(comm.peers()) &&
       directFits(comm.nranks(), resources->multiprocessors_)) {
     WEFT_RETURN_IF_ERROR(
-        acquireDirectBoards(comm.cliqueId(), resources->device_, comm.nranks(), &resources->directBoards_));
+        acquireDirectBoards(comm.cliqueId(), resources->device_, comm.nranks(), resources->setupStream_,
+                            &resources->directBoards_));
   }
   // The tables' memory now (also a first graph capture's), before any kernel of a launch: an
   // allocation between two ranks' kernels of one launch could keep them from running at once
@@ -235,6 +241,7 @@ CommDevice::~CommDevice() {
   // the communicator.
   if (oneHost_) freeWhenCliqueHasLeft(comm_.cliqueId(), std::move(leftovers));
   else leftovers.reset();
+  if (setupStream_ != nullptr) (void)cudaStreamDestroy(setupStream_);
   if (streamJoinMark_ != nullptr) (void)cudaEventDestroy(streamJoinMark_);
   if (lastLaunch_ != nullptr) (void)cudaEventDestroy(lastLaunch_);  // last: a proxy's abort() queries it
   (void)cudaGetLastError();
@@ -332,9 +339,10 @@ Status CommDevice::orderAfterPrevious(cudaStream_t stream) {
 
 Status CommDevice::orderAfterPrevious(cudaStream_t stream, const StreamCapture& capture) {
   if (!capture.active) {
-    if (!launched_.load(std::memory_order_relaxed) || (stream == lastStream_ && !graphsCaptured_)) {
-      return Status::ok();
-    }
+    // Even on the stream of the previous launch: one handle may name different streams
+    // (cudaStreamPerThread from two threads, a destroyed stream's handle reused), and a graph's
+    // replay may have run since on any stream. NCCL, too, always orders a launch after its last.
+    if (!launched_.load(std::memory_order_relaxed)) return Status::ok();
     return cudaStatus(cudaStreamWaitEvent(stream, lastLaunch_, 0), "cudaStreamWaitEvent");
   }
   // The record is made before the kernel is captured, so that a kernel in the graph always has one.
@@ -361,9 +369,7 @@ Status CommDevice::recordLaunch(cudaStream_t stream, const StreamCapture& captur
                                     "cudaEventRecordWithFlags"));
     WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(record->afterLastKernel, stream), "cudaEventRecord"));
     record->lastKernelStream = stream;
-    graphsCaptured_ = true;
   }
-  lastStream_ = stream;
   launched_.store(true, std::memory_order_relaxed);
   if (watchesStalls_ && stallWatch_ == nullptr) startStallWatch();
   return Status::ok();
@@ -424,8 +430,9 @@ Status setUpGpuAtInit(core::Communicator& comm) {
   return Status::ok();
 }
 
-Status preloadKernelsIfInUse(int device) {
-  if (!inUse(device)) return Status::ok();
+Status preloadKernelsIfInUse(int device) { return inUse(device) ? preloadKernels(device) : Status::ok(); }
+
+Status preloadKernels(int device) {
   static std::mutex mutex;
   static std::set<int> loaded;
   std::lock_guard<std::mutex> lock(mutex);

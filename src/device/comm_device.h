@@ -119,8 +119,8 @@ class CommDevice final : public core::Communicator::DeviceResources,
   /// Whether every rank of the communicator is on this rank's host.
   bool oneHost() const { return oneHost_; }
 
-  /// Makes `stream` wait for this communicator's previous launch (if it was on another stream),
-  /// so that a communicator's kernels run in call order whatever streams they are given. While
+  /// Makes `stream` wait for this communicator's previous launch (or a graph's replay since), so
+  /// that a communicator's kernels run in call order whatever streams they are given. While
   /// `stream` is captured into a CUDA graph: after the communicator's previous kernel in that graph,
   /// or, for its first kernel there, each replay after the launches enqueued before the replay.
   Status orderAfterPrevious(cudaStream_t stream);
@@ -161,11 +161,9 @@ class CommDevice final : public core::Communicator::DeviceResources,
   const volatile int* abortFlagDevice_ = nullptr;
   cudaEvent_t lastLaunch_ = nullptr;
   cudaEvent_t streamJoinMark_ = nullptr;
-  cudaStream_t lastStream_ = nullptr;  // the stream of the latest launch this rank enqueued
+  // Where its connections and boards are zeroed: one stream for all (ConnectionParams::gpuSetupStream).
+  cudaStream_t setupStream_ = nullptr;
   std::atomic<bool> launched_{false};  // also read by the threads that end its kernels
-  // Once a launch was captured, a replay may have run since the latest launch enqueued, on any
-  // stream: every launch then waits for lastLaunch_, which replays record too.
-  bool graphsCaptured_ = false;
   // How the host waits for its kernels: the communicator's wait context, without its timeout where
   // the stall watch gives the kernels theirs.
   WaitContext kernelWaits_;

@@ -618,8 +618,15 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
   }
   for (size_t c = 0; c < comms.size(); ++c) {
     ScopedDevice current(commDevices[c]->device());
-    WEFT_RETURN_IF_ERROR(current.status());
-    WEFT_RETURN_IF_ERROR(launches[c]->enqueue());
+    Status enqueued = current.status();
+    if (enqueued.isOk()) enqueued = launches[c]->enqueue();
+    if (!enqueued.isOk()) {
+      // The kernels of this launch already enqueued (this communicator's earlier ones, and the
+      // earlier communicators') would wait for ever for those that are not: they give up, and every
+      // communicator of the launch reports why at its next call.
+      for (CommDevice* device : commDevices) device->endKernels(enqueued);
+      return enqueued;
+    }
   }
   for (size_t c = 0; c < comms.size(); ++c) {
     if (joined[c].empty()) continue;

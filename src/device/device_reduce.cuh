@@ -55,7 +55,9 @@ __device__ typename Math::Storage pickExtreme(typename Math::Storage peer, typen
   if (localNan) return peerNan ? local : peer;
   if (peerNan) return local;
   if (p == l) {
-    if (p == 0 && signbit(p) != signbit(l)) return (signbit(p) == kMax) ? local : peer;
+    // signbit promises only some nonzero value for a negative: compared as bools.
+    const bool peerNegative = signbit(p) != 0;
+    if (p == 0 && peerNegative != (signbit(l) != 0)) return peerNegative == kMax ? local : peer;
     return local;
   }
   return ((p > l) == kMax) ? peer : local;

@@ -147,6 +147,7 @@ bool multicastSupported(int) { return false; }
 int multiprocessorCount(int) { return 0; }
 bool anyDeviceInUse() { return false; }
 Status preloadKernelsIfInUse(int) { return Status::ok(); }
+Status preloadKernels(int) { return Status::ok(); }
 Status allocateOnDevice(size_t, void**) { return internalError("this build of Weft has no CUDA"); }
 Status freeOnDevice(void*) { return internalError("this build of Weft has no CUDA"); }
 

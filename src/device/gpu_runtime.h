@@ -66,4 +66,9 @@ Status freeOnDevice(void* ptr);
 /// call on GPU buffers. Without CUDA: does nothing.
 Status preloadKernelsIfInUse(int device);
 
+/// Loads the step kernels onto `device` (once per process and device) whether or not the process
+/// used it before: where a communicator's GPU resources are made at its first call on GPU
+/// buffers, before its first kernel. Without CUDA: does nothing.
+Status preloadKernels(int device);
+
 }  // namespace weft::device
