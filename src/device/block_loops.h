@@ -94,7 +94,7 @@ WEFT_HOST_DEVICE Word16 mapWord(const Word16& word, const Fn& fn) {
 /// i < units, also written to out2[i] where out2 is set. A null `received` or `local` reads as
 /// Storage{} and is not loaded. Where every pointer is 16-byte aligned, the elements up to the
 /// last whole word move as words (walkWords); the rest, or all where a pointer is not aligned,
-/// move one element at a time.
+/// move as elements, walked as the words are (kWordsInFlight of them per thread in flight).
 template <class Storage, class Combine>
 WEFT_HOST_DEVICE void combineElements(const Storage* received, const Storage* local, Storage* out, Storage* out2,
                                       uint64_t units, uint32_t thread, uint32_t threads, const Combine& combine) {
@@ -119,10 +119,49 @@ WEFT_HOST_DEVICE void combineElements(const Storage* received, const Storage* lo
       if (out2 != nullptr) storeWord(out2, first + u * stride, result);
     }
   });
-  for (uint64_t i = words * kPerWord + thread; i < units; i += threads) {
-    const Storage result = combine(received != nullptr ? received[i] : Storage{}, local != nullptr ? local[i] : Storage{});
-    out[i] = result;
-    if (out2 != nullptr) out2[i] = result;
+  walkWords(words * kPerWord, units, thread, threads, [&](uint64_t first, uint64_t stride, auto batch) {
+    constexpr int kCount = decltype(batch)::value;
+    Storage in[kCount];
+    Storage mine[kCount];
+    WEFT_UNROLL
+    for (int u = 0; u < kCount; ++u) {
+      in[u] = received != nullptr ? received[first + u * stride] : Storage{};
+      mine[u] = local != nullptr ? local[first + u * stride] : Storage{};
+    }
+    WEFT_UNROLL
+    for (int u = 0; u < kCount; ++u) {
+      const Storage result = combine(in[u], mine[u]);
+      out[first + u * stride] = result;
+      if (out2 != nullptr) out2[first + u * stride] = result;
+    }
+  });
+}
+
+/// The widest of 8, 4, 2 and 1 bytes that the addresses of `from`, `out` and `out2` (null is
+/// aligned) and `bytes` are all multiples of.
+WEFT_HOST_DEVICE uint32_t copyUnit(const void* from, const void* out, const void* out2, uint64_t bytes) {
+  const uint64_t alignment = reinterpret_cast<uintptr_t>(from) | reinterpret_cast<uintptr_t>(out) |
+                             reinterpret_cast<uintptr_t>(out2) | bytes;
+  return alignment % 8 == 0 ? 8 : alignment % 4 == 0 ? 4 : alignment % 2 == 0 ? 2 : 1;
+}
+
+/// One block's share (`thread` of `threads`) of copying `bytes` from `from` to `out`, and to
+/// `out2` where it is set: through combineElements in units of copyUnit (so in words where all are
+/// 16-byte aligned). A collective's chunks start where the count's even parts do, rarely on 16
+/// bytes but a float's always on 4: in bytes, a block would keep a quarter as much in flight.
+WEFT_HOST_DEVICE void copyBytes(const void* from, void* out, void* out2, uint64_t bytes, uint32_t thread,
+                                uint32_t threads) {
+  const auto copy = [&](auto unit) {
+    using Unit = decltype(unit);
+    combineElements(static_cast<const Unit*>(from), static_cast<const Unit*>(nullptr), static_cast<Unit*>(out),
+                    static_cast<Unit*>(out2), bytes / sizeof(Unit), thread, threads,
+                    [](Unit received, Unit) { return received; });
+  };
+  switch (copyUnit(from, out, out2, bytes)) {
+    case 8: copy(uint64_t{}); break;
+    case 4: copy(uint32_t{}); break;
+    case 2: copy(uint16_t{}); break;
+    default: copy(uint8_t{}); break;
   }
 }
 

@@ -361,10 +361,7 @@ struct CopyBody {
       out = out2;
       out2 = nullptr;
     }
-    combineElements<unsigned char>(reinterpret_cast<const unsigned char*>(from), nullptr,
-                                   reinterpret_cast<unsigned char*>(out), reinterpret_cast<unsigned char*>(out2),
-                                   piece.units, threadIdx.x, blockDim.x,
-                                   [](unsigned char received, unsigned char) { return received; });
+    copyBytes(from, out, out2, piece.units, threadIdx.x, blockDim.x);
   }
 };
 

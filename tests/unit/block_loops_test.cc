@@ -188,6 +188,53 @@ TEST(CombineElements, EveryElementOnceForEachElementSize) {
   checkCombineShapes<uint64_t>();
 }
 
+// copyBytes over every thread of a block from a buffer `fromOffset` bytes past a 16-byte
+// boundary to one (and a second) `outOffset` past one: every byte copied, no guard touched.
+void checkCopy(uint64_t bytes, uint32_t threads, size_t fromOffset, size_t outOffset, bool withOut2) {
+  SCOPED_TRACE(::testing::Message() << "bytes " << bytes << ", threads " << threads << ", offsets " << fromOffset
+                                    << "/" << outOffset << ", out2 " << withOut2);
+  Placed<uint8_t> from(bytes, fromOffset);
+  Placed<uint8_t> out(bytes, outOffset);
+  Placed<uint8_t> out2(bytes, outOffset);
+  for (uint64_t i = 0; i < bytes; ++i) from.set(i, receivedValue<uint8_t>(i));
+  for (uint32_t thread = 0; thread < threads; ++thread) {
+    copyBytes(from.data(), out.data(), withOut2 ? out2.data() : nullptr, bytes, thread, threads);
+  }
+  for (uint64_t i = 0; i < bytes; ++i) {
+    ASSERT_EQ(out.get(i), receivedValue<uint8_t>(i)) << "byte " << i;
+    if (withOut2) {
+      ASSERT_EQ(out2.get(i), receivedValue<uint8_t>(i)) << "byte " << i << " of out2";
+    }
+  }
+  EXPECT_TRUE(from.guardsIntact());
+  EXPECT_TRUE(out.guardsIntact());
+  EXPECT_TRUE(out2.guardsIntact());
+}
+
+TEST(CopyBytes, EveryByteOnceAtEveryAlignment) {
+  for (uint64_t bytes : {0ull, 1ull, 6ull, 12ull, 16ull, 20ull, 255ull, 4100ull, 20000ull}) {
+    for (uint32_t threads : {1u, 32u, 512u}) {
+      for (size_t fromOffset : {0, 1, 2, 4, 8}) {
+        for (size_t outOffset : {0, 4, 8}) {
+          checkCopy(bytes, threads, fromOffset, outOffset, false);
+          checkCopy(bytes, threads, fromOffset, outOffset, true);
+        }
+      }
+    }
+  }
+}
+
+TEST(CopyBytes, TheUnitIsTheWidestEveryAddressAndTheCountAllow) {
+  alignas(16) static unsigned char memory[64];
+  unsigned char* aligned = memory;
+  EXPECT_EQ(copyUnit(aligned, aligned + 16, nullptr, 4096), 8u);
+  EXPECT_EQ(copyUnit(aligned, aligned + 16, aligned + 32, 4096), 8u);
+  EXPECT_EQ(copyUnit(aligned + 4, aligned + 16, nullptr, 4096), 4u);  // a float chunk's start
+  EXPECT_EQ(copyUnit(aligned, aligned + 16, aligned + 36, 4096), 4u);
+  EXPECT_EQ(copyUnit(aligned, aligned + 16, nullptr, 4094), 2u);
+  EXPECT_EQ(copyUnit(aligned + 1, aligned + 16, nullptr, 4096), 1u);
+}
+
 TEST(CombineElements, WordsTakeElementsInOrder) {
   const auto firstMinusSecond = [](int32_t a, int32_t b) { return a - b; };
   Word16 received;
