@@ -8,9 +8,11 @@
 #                                        packed binaries and writes OUTDIR/gpu_check.log
 #                                        (default build-cuda/gpu_check)
 #
-# What "run" does, in this order, within WEFT_GPU_CHECK_SECONDS (default 285: every step's limit
-# is cut to the time left, and a step with under 5 s left does not run and counts as a failure):
-#   1. the bundle's commit, the GPU (the run stops where nvidia-smi sees none), the driver, CUDA's
+# What "run" does, in the order 1, 4, 2, 3, 5 to 8, within WEFT_GPU_CHECK_SECONDS (default 285:
+# every step's limit is cut to the time left, and a step with under 5 s left does not run and
+# counts as a failure):
+#   1. the bundle's commit (and whether the sources beside it changed since: the check then fails,
+#      after running), the GPU (the run stops where nvidia-smi sees none), the driver, CUDA's
 #      version, glibc's, persistence and compute modes, whether MPS runs, and that the bundle's
 #      libraries resolve; an nvidia-smi in the background logs the GPU every 5 s (gpu_monitor.csv)
 #      and keeps the driver loaded between the processes that the steps start
@@ -24,7 +26,8 @@
 #      direct kernel, which ranks as threads of one process take (a bench past its limit, once it
 #      has a communicator, prints what its kernels wait for before it is killed, as a hung test
 #      does)
-#   4. whether CUDA IPC works across processes here, asked without Weft (cuda_ipc_probe)
+#   4. whether CUDA IPC works across processes here, asked without Weft (cuda_ipc_probe), first,
+#      on a GPU no step has used; a "no" is the machine's, not a failure
 #   5. PyTorch: the nccl symbols libtorch_cuda.so imports against Weft's exports, then, unless
 #      some are missing, tests/gpu/torch_client.py with Weft's libnccl.so.2 in place of torch's
 #      (2 ranks on the GPU; 1 if step 4 found no CUDA IPC)
@@ -58,6 +61,9 @@ pack() {
   strip --strip-debug "$bundle/lib/libnccl.so.2" "$bundle"/weft_* "$bundle/gpu_allreduce_bench" \
     "$bundle/cuda_ipc_probe"
   { git rev-parse HEAD; git status --short; } > "$bundle/commit.txt"
+  # What the bundle was built from, so that run can tell a bundle older than the sources beside it.
+  git ls-files -z CMakeLists.txt include src algorithms transport topology sim tests perf \
+    | xargs -0 sha256sum > "$bundle/sources.sha256"
   echo "newest glibc the bundle needs: $(objdump -T "$bundle"/lib/libnccl.so.2 "$bundle"/weft_* \
     "$bundle"/gpu_allreduce_bench "$bundle"/cuda_ipc_probe | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
   du -sh "$bundle"
@@ -131,7 +137,7 @@ preflight() {
     fi
   done
   [ "$missing" -eq 0 ] || return 1
-  if "${lib_env[@]}" ldd "$bundle/lib/libnccl.so.2" "$bundle/weft_gpu_tests" | grep 'not found'; then
+  if "${lib_env[@]}" ldd "$bundle/lib/libnccl.so.2" "$bundle/weft_gpu_tests" 2>&1 | grep 'not found'; then
     echo "the bundle needs libraries this machine lacks (above)"
     return 1
   fi
@@ -162,6 +168,10 @@ run() {
   else
     echo "bundle packed at an unknown commit (no $bundle/commit.txt)"
   fi
+  # A stale bundle still runs (its results say something), but the check fails at the end.
+  local stale=
+  [ ! -f "$bundle/sources.sha256" ] || stale=$(sha256sum --quiet -c "$bundle/sources.sha256" 2>&1 | head -5)
+  [ -z "$stale" ] || printf '%s\nthe bundle is older than the sources beside it (above): pack it again\n' "$stale"
   nvidia-smi -L
   case $? in
     0) ;;
@@ -179,22 +189,30 @@ run() {
   nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used,clocks.sm --format=csv -l 5 \
     > "$out/gpu_monitor.csv" 2>&1 &
   local monitor=$!
+  # A first `import torch` reads a few GB from disk: done meanwhile, it is not step 5's time.
+  python3 -c 'import torch' >/dev/null 2>&1 &
 
   if [ ${#failures[@]} -eq 0 ]; then
-    # GpuLostPeer forks ranks that use CUDA: it runs with the processes tests (step 6).
-    suite "2. GPU suite, ranks as threads" "$out/threads.log" '-*processes*:GpuLostPeer.*' 80
-    step_signal=USR1 WEFT_GPU_DIRECT=1 step "3. allreduce speed on one GPU, direct kernel" 20 "${lib_env[@]}" \
-      "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
-
+    # First, on a GPU nothing has used yet: whether this machine lets processes share GPU memory.
+    # A "no" is a fact of the machine, not a failure of Weft's.
     local ipc=yes
     if wanted 4; then
       step "4. cross-process CUDA IPC probe, without Weft" 15 "$bundle/cuda_ipc_probe"
       case $? in
         0) ;;
         124 | 137) echo "=== 4. the probe ran out of time: CUDA IPC counted as working, step 6 will show" ;;
-        *) ipc=no; echo "=== 4. cross-process CUDA IPC does not work here: steps 5 and 6 use no CUDA IPC" ;;
+        *)
+          ipc=no
+          unset 'failures[${#failures[@]}-1]'
+          echo "=== 4. cross-process CUDA IPC does not work here: steps 5 and 6 use no CUDA IPC"
+          ;;
       esac
     fi
+
+    # GpuLostPeer forks ranks that use CUDA: it runs with the processes tests (step 6).
+    suite "2. GPU suite, ranks as threads" "$out/threads.log" '-*processes*:GpuLostPeer.*' 80
+    step_signal=USR1 WEFT_GPU_DIRECT=1 step "3. allreduce speed on one GPU, direct kernel" 20 "${lib_env[@]}" \
+      "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
 
     if wanted 5; then
       if ! python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)'; then
@@ -202,7 +220,7 @@ run() {
         failures+=("5. PyTorch (no torch)")
       else
         # Exit 3, no nccl symbol imported at all (torch may load NCCL with dlopen), leaves 5b to tell.
-        step "5a. nccl symbols torch imports" 20 bash -c 'tests/gpu/torch_symbols.sh "$1"; s=$?; exit $((s == 3 ? 0 : s))' \
+        step "5a. nccl symbols torch imports" 20 bash -c 'bash tests/gpu/torch_symbols.sh "$1"; s=$?; exit $((s == 3 ? 0 : s))' \
           _ "$bundle/lib/libnccl.so.2"
         local symbols=$?
         if [ "$symbols" -eq 0 ]; then
@@ -212,9 +230,13 @@ run() {
           local limit=$((left < 65 ? left : 65))
           [ "$ipc" = yes ] || ranks=1
           rank_logs=$(mktemp -d)
-          step "5b. torch.distributed with Weft, $ranks rank(s)" "$limit" python3 tests/gpu/torch_client.py \
-            --lib "$bundle/lib/libnccl.so.2" --ranks "$ranks" --timeout $((limit > 15 ? limit - 10 : 5)) \
-            --log-dir "$rank_logs"
+          if [ "$limit" -lt 20 ]; then
+            echo "=== 5b. not run: ${limit}s left for it"
+            failures+=("5b. PyTorch (not run: out of time)")
+          else
+            step "5b. torch.distributed with Weft, $ranks rank(s)" "$limit" python3 tests/gpu/torch_client.py \
+              --lib "$bundle/lib/libnccl.so.2" --ranks "$ranks" --timeout $((limit - 10)) --log-dir "$rank_logs"
+          fi
           tail -n +1 "$rank_logs"/*.out "$rank_logs"/*.err "$rank_logs"/*.nccl > "$out/torch_ranks.log" 2>&1
           rm -rf "$rank_logs"
         elif [ "$symbols" -eq 1 ]; then
@@ -229,14 +251,16 @@ run() {
     [ "$ipc" = yes ] || processes='*2ranks_processes*hosts:GpuLostPeer.ALostHost*'
     suite "6. GPU suite, ranks as processes" "$out/processes.log" "$processes" 60
 
-    step "7. host suite on a GPU machine (part)" 10 "${lib_env[@]}" "$bundle/weft_multirank_tests" \
-      --gtest_filter='Collectives/ExactCollective.MatchesReference/*_2ranks_shm:Groups*' --gtest_brief=1
+    # Every test's lines, so that a hang is named; at the limit the binary prints what it waits for.
+    step_signal=USR1 step "7. host suite on a GPU machine (part)" 10 "${lib_env[@]}" "$bundle/weft_multirank_tests" \
+      --gtest_filter='Collectives/ExactCollective.MatchesReference/*_2ranks_shm:Groups*'
 
     step_signal=USR1 WEFT_GPU_DIRECT=0 WEFT_GPU_CHANNELS=32 step "8. allreduce speed through the ring, WEFT_GPU_CHANNELS=32" 15 \
       "${lib_env[@]}" "$bundle/gpu_allreduce_bench" --max-bytes 256M --iters 10
   fi
   kill "$monitor" 2>/dev/null
   wait "$monitor" 2>/dev/null
+  [ -z "$stale" ] || failures+=("1. the bundle is older than the sources beside it")
 
   echo
   local status=0

@@ -7,7 +7,8 @@
 Every selected test runs in one process. When a test runs longer than --per-test seconds, or its
 process dies under it, the runner kills the process and everything it forked (its process group),
 records that test as hung or crashed, and starts a new process for the tests that have not run.
-No test is started once --budget seconds have passed; a test still running then is stopped.
+No test is started once --budget seconds have passed; a test still running then is stopped (with
+a hang's report where it had run for more than a few seconds).
 
 One process for many tests is what makes this worth having on a GPU: each process pays the CUDA
 start once, where a process per test pays it for every test.
@@ -31,6 +32,7 @@ import time
 
 RUN, OK, FAILED, SKIPPED = "[ RUN      ] ", "[       OK ] ", "[  FAILED  ] ", "[  SKIPPED ] "
 FAILURE_LINES = 40
+REPORTED_AFTER = 3  # seconds a test stopped for time must have run to be reported as a hang is
 # x86-64 numbers of the system calls a waiting thread is usually in.
 SYSCALLS = {0: "read", 1: "write", 7: "poll", 16: "ioctl", 23: "select", 24: "sched_yield", 34: "pause",
             35: "nanosleep", 61: "wait4", 202: "futex", 230: "clock_nanosleep", 232: "epoll_wait",
@@ -40,8 +42,11 @@ SYSCALLS = {0: "read", 1: "write", 7: "poll", 16: "ioctl", 23: "select", 24: "sc
 def list_tests(binary, test_filter):
     """The full names of the tests that test_filter selects, in the binary's order, less the
     DISABLED_ ones, which gtest lists but does not run."""
-    listing = subprocess.run([binary, "--gtest_list_tests", "--gtest_filter=" + test_filter],
-                             capture_output=True, text=True, check=True).stdout
+    listed = subprocess.run([binary, "--gtest_list_tests", "--gtest_filter=" + test_filter],
+                            capture_output=True, text=True, timeout=60)
+    if listed.returncode != 0:
+        sys.exit(f"{binary} could not list its tests ({describe(listed.returncode)}):\n{listed.stdout}{listed.stderr}")
+    listing = listed.stdout
     names, suite = [], ""
     for line in listing.splitlines():
         if not line.strip() or line.startswith("Running main()"):
@@ -88,15 +93,30 @@ def read(path):
         return ""
 
 
+def catches(pid, signum):
+    """Whether process pid has a handler for signal signum (its default action may be to end)."""
+    for line in read(f"/proc/{pid}/status").splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    return False
+
+
+def group_pids(group):
+    """The processes of process group `group`."""
+    pids = []
+    for pid in sorted((int(entry) for entry in os.listdir("/proc") if entry.isdigit())):
+        stat = read(f"/proc/{pid}/stat")
+        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ...
+        if len(fields) >= 3 and int(fields[2]) == group:
+            pids.append(pid)
+    return pids
+
+
 def group_threads(group):
     """A line per thread of every process in process group `group`: what it is doing now."""
     names = SYSCALLS if platform.machine() == "x86_64" else {}
     lines = []
-    for pid in sorted((int(entry) for entry in os.listdir("/proc") if entry.isdigit())):
-        stat = read(f"/proc/{pid}/stat")
-        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ...
-        if len(fields) < 3 or int(fields[2]) != group:
-            continue
+    for pid in group_pids(group):
         try:
             tids = sorted(int(entry) for entry in os.listdir(f"/proc/{pid}/task") if entry.isdigit())
         except OSError:  # it has just ended
@@ -114,8 +134,10 @@ def group_threads(group):
 
 def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
     """Runs names in one process until it ends, a test outlasts per_test, or deadline passes.
-    Before killing a hung test's process, sends it dump_signal (if given) and keeps 2 s of what
-    it prints then."""
+    Before killing a hung test's process, sends dump_signal (if given) to those of its processes
+    that catch it (to the others it could be fatal: a test's parent that forked ranks, say) and
+    keeps 2 s of what they print then. A test stopped for time after more than REPORTED_AFTER
+    seconds is reported as a hung one is."""
     global running
     process = running = subprocess.Popen([binary, "--gtest_color=no", "--gtest_filter=" + ":".join(names)],
                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -124,13 +146,17 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
 
     def stop(outcome):
         threads = []
-        if outcome == "HUNG":
+        report = outcome == "HUNG" or (current is not None and time.monotonic() - started > REPORTED_AFTER)
+        if report:
             try:
                 threads = group_threads(process.pid)
+                if dump_signal is not None:
+                    for pid in group_pids(process.pid):
+                        if catches(pid, dump_signal):
+                            os.kill(pid, dump_signal)
             except Exception as error:  # the kill below must happen whatever /proc holds
-                threads = [f"(its threads could not be listed: {error!r})"]
-        if outcome == "HUNG" and dump_signal is not None:
-            os.killpg(process.pid, dump_signal)
+                threads.append(f"(its threads could not be listed or signalled: {error!r})")
+        if report and dump_signal is not None:
             until, tail = time.monotonic() + 2, b""
             while time.monotonic() < until and select.select([process.stdout], [], [], until - time.monotonic())[0]:
                 chunk = os.read(process.stdout.fileno(), 65536)
@@ -226,7 +252,7 @@ def main():
         print(f"{args.name}: no test matches {args.filter!r}", flush=True)
         return 1
     run = Run()
-    with open(args.log, "w") as log:
+    with open(args.log, "w", buffering=1) as log:  # line by line: a killed runner loses nothing
         while True:
             remaining = [name for name in names if name not in run.results]
             if not remaining or time.monotonic() >= deadline:

@@ -587,6 +587,8 @@ def child_environment(lib, rank, world, port, debug_path, shim):
         "LOCAL_RANK": str(rank),
         "LOCAL_WORLD_SIZE": str(world),
         "PYTHONUNBUFFERED": "1",
+        # A rank that hangs is asked, before it is killed, what its communicators wait for.
+        "WEFT_DUMP_SIGNAL": "USR1",
     })
     return env
 
@@ -614,6 +616,20 @@ class Rank:
         if self.returncode is None:
             self.returncode = self.process.poll()
         return self.returncode
+
+    def ask_what_it_waits_for(self):
+        """Sends SIGUSR1 where the child has a handler for it (Weft's WEFT_DUMP_SIGNAL, set once a
+        communicator exists; without one the signal would end it): it then logs what its
+        communicators wait for. Whether it did is read in /proc/PID/status."""
+        try:
+            with open("/proc/%d/status" % self.process.pid) as f:
+                caught = next((line.split()[1] for line in f if line.startswith("SigCgt:")), "0")
+            if int(caught, 16) >> (signal.SIGUSR1 - 1) & 1:
+                os.kill(self.process.pid, signal.SIGUSR1)
+                return True
+        except (OSError, ValueError):
+            pass
+        return False
 
     def kill(self):
         """Kills the child's own process group (the child leads it: start_new_session)."""
@@ -650,6 +666,8 @@ def wait_for_ranks(ranks, deadline):
         if any(r.returncode not in (None, 0) for r in ranks):
             deadline = min(deadline, time.monotonic() + 30)
         if time.monotonic() >= deadline:
+            if any([r.ask_what_it_waits_for() for r in running]):
+                time.sleep(2)  # for what they log
             for r in running:
                 print("rank %d hung: still running at the deadline, killed" % r.rank, flush=True)
                 r.kill()
