@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "algorithms/gpu_tuner.h"
 #include "algorithms/schedule.h"
+#include "src/base/log.h"
 #include "src/core/communicator.h"
 #include "src/device/comm_device.h"
 #include "src/device/direct_plan.h"
@@ -17,6 +19,7 @@
 #include "src/device/kernel_work.h"
 #include "src/device/launch_tables.h"
 #include "src/device/nvls_plan.h"
+#include "src/device/setup_at_init.h"
 #include "src/device/step_kernel.h"
 #include "src/exec/program_connections.h"
 #include "transport/cuda_ipc/cuda_call.h"
@@ -520,6 +523,19 @@ class CommLaunch {
   size_t used_ = 0;                            // bytes of the last buffer taken
 };
 
+// Where the ranks are threads of one process, init made every connection a call can need
+// (setup_at_init.h): one made at a call allocates and waits for the GPU while a peer's kernel may
+// wait for this rank. Said once per process, for hang reports.
+void warnOfConnectionsInitMissed(const core::Op& op) {
+  if (!setsUpGpuAtInit(op.comm->peers())) return;
+  static std::once_flag warned;
+  std::call_once(warned, [&op] {
+    WEFT_WARN("rank %d: a call on GPU buffers (%s) needs connections that init did not make, though the ranks are "
+              "threads of one process; making them now may wait for a peer's kernel that waits for this rank",
+              op.comm->rank(), algorithms::collectiveName(op.collective));
+  });
+}
+
 // Numbers each op as the host executor does and leaves the last one of each communicator in its
 // progress record, for WEFT_DUMP_SIGNAL and hang reports.
 void recordLaunches(std::span<const core::Op> ops) {
@@ -559,9 +575,10 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     // A first call's connections are made at the call, with its peers, whether or not this or
     // another thread captures a graph: not part of any graph.
     RelaxedCapture relaxed;
-    WEFT_RETURN_IF_ERROR(exec::connectPrograms(ops, programs, [&](const core::Op& op) -> core::ConnectionTable& {
-      return devices[&op - ops.data()]->connections();
-    }));
+    WEFT_RETURN_IF_ERROR(exec::connectPrograms(
+        ops, programs,
+        [&](const core::Op& op) -> core::ConnectionTable& { return devices[&op - ops.data()]->connections(); },
+        warnOfConnectionsInitMissed));
   }
   // Per communicator, in order of first appearance: its Send/Recv in one kernel, then each
   // collective in a kernel of its own. As in NCCL, where its ops were given several streams, its
