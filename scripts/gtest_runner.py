@@ -42,8 +42,11 @@ SYSCALLS = {0: "read", 1: "write", 7: "poll", 16: "ioctl", 23: "select", 24: "sc
 def list_tests(binary, test_filter):
     """The full names of the tests that test_filter selects, in the binary's order, less the
     DISABLED_ ones, which gtest lists but does not run."""
-    listed = subprocess.run([binary, "--gtest_list_tests", "--gtest_filter=" + test_filter],
-                            capture_output=True, text=True, timeout=60)
+    try:
+        listed = subprocess.run([binary, "--gtest_list_tests", "--gtest_filter=" + test_filter],
+                                capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"{binary} did not list its tests within 60 s")
     if listed.returncode != 0:
         sys.exit(f"{binary} could not list its tests ({describe(listed.returncode)}):\n{listed.stdout}{listed.stderr}")
     listing = listed.stdout
@@ -147,6 +150,7 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
     def stop(outcome):
         threads = []
         report = outcome == "HUNG" or (current is not None and time.monotonic() - started > REPORTED_AFTER)
+        signalled = False
         if report:
             try:
                 threads = group_threads(process.pid)
@@ -154,9 +158,10 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
                     for pid in group_pids(process.pid):
                         if catches(pid, dump_signal):
                             os.kill(pid, dump_signal)
+                            signalled = True
             except Exception as error:  # the kill below must happen whatever /proc holds
                 threads.append(f"(its threads could not be listed or signalled: {error!r})")
-        if report and dump_signal is not None:
+        if signalled:
             until, tail = time.monotonic() + 2, b""
             while time.monotonic() < until and select.select([process.stdout], [], [], until - time.monotonic())[0]:
                 chunk = os.read(process.stdout.fileno(), 65536)

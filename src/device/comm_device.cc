@@ -425,6 +425,7 @@ Status setUpGpuAtInit(core::Communicator& comm) {
   requests.insert(requests.end(), pairs.begin(), pairs.end());
   WEFT_RETURN_IF_ERROR(connections.beginConnect(requests));
   WEFT_RETURN_IF_ERROR(connections.finishConnect());
+  device->connectedAtInit_ = true;
   WEFT_INFO(log::kInit, "rank %d: GPU resources and the connections of %zu GPU rings and to every peer made at "
             "init: the ranks are threads of one process", comm.rank(), comm.gpuRings().size());
   return Status::ok();

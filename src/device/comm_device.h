@@ -118,6 +118,8 @@ class CommDevice final : public core::Communicator::DeviceResources,
   size_t lowLatencySlotBytes() const { return oneHost_ ? comm_.llSlotBytes() : 0; }
   /// Whether every rank of the communicator is on this rank's host.
   bool oneHost() const { return oneHost_; }
+  /// Whether init made every connection a call can need (setup_at_init.h).
+  bool connectedAtInit() const { return connectedAtInit_; }
 
   /// Makes `stream` wait for this communicator's previous launch (or a graph's replay since), so
   /// that a communicator's kernels run in call order whatever streams they are given. While
@@ -178,6 +180,8 @@ class CommDevice final : public core::Communicator::DeviceResources,
   std::unique_ptr<core::GpuStallWatch> stallWatch_;  // from the first launch on, where watchesStalls_
   int multiprocessors_ = 0;
   bool oneHost_ = true;
+  bool connectedAtInit_ = false;
+  friend Status setUpGpuAtInit(core::Communicator& comm);  // sets connectedAtInit_
 };
 
 /// The GPU resources of `comm`, made on first use (or already at init: setup_at_init.h).

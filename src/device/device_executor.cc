@@ -19,7 +19,6 @@
 #include "src/device/kernel_work.h"
 #include "src/device/launch_tables.h"
 #include "src/device/nvls_plan.h"
-#include "src/device/setup_at_init.h"
 #include "src/device/step_kernel.h"
 #include "src/exec/program_connections.h"
 #include "transport/cuda_ipc/cuda_call.h"
@@ -455,7 +454,8 @@ class CommLaunch {
   /// Enqueues the kernels, each on its first op's stream, and gives the pool's buffers back, in use
   /// until the last step kernel that was enqueued has ended (also where a later one failed): the
   /// communicator's kernels end in order, each waiting for the one before (orderAfterPrevious).
-  Status enqueue() {
+  /// *enqueuedAny: whether some kernel was enqueued, also where a later one failed.
+  Status enqueue(bool* enqueuedAny) {
     Status status;
     bool stepEnqueued = false;
     cudaStream_t lastStepStream = nullptr;  // of the last step kernel enqueued (0 is a stream too)
@@ -474,6 +474,7 @@ class CommLaunch {
         case Kind::kDirect: status = enqueueDirect(device_, *kernel.op); break;
         case Kind::kNvls: status = enqueueNvls(device_, *kernel.op); break;
       }
+      *enqueuedAny = *enqueuedAny || stepEnqueued || (kernel.kind != Kind::kSteps && status.isOk());
       if (!status.isOk()) break;
     }
     for (WorkPool::Buffer* buffer : buffers_) {
@@ -523,11 +524,28 @@ class CommLaunch {
   size_t used_ = 0;                            // bytes of the last buffer taken
 };
 
-// Where the ranks are threads of one process, init made every connection a call can need
-// (setup_at_init.h): one made at a call allocates and waits for the GPU while a peer's kernel may
+// After a launch failed part-way: the kernels it enqueued to run now (not captured into a graph,
+// which the failed capture leaves unlaunched) would wait for ever for those it did not, so their
+// communicators' kernels give up, and those communicators report why at their next call. The
+// others keep theirs: their earlier kernels and graph replays may still be running, and end well.
+void endKernelsLeftWaiting(std::span<const core::Op> ops, std::span<core::Communicator* const> comms,
+                           std::span<CommDevice* const> devices, const std::vector<bool>& enqueuedAny,
+                           const Status& why) {
+  for (size_t c = 0; c < comms.size(); ++c) {
+    if (!enqueuedAny[c]) continue;
+    const auto first = std::find_if(ops.begin(), ops.end(), [&](const core::Op& op) { return op.comm == comms[c]; });
+    ScopedDevice current(devices[c]->device());
+    StreamCapture capture;
+    if (!current.status().isOk() || !streamCapture(streamOf(*first), &capture).isOk() || capture.active) continue;
+    devices[c]->endKernels(why);
+  }
+}
+
+// Where init made every connection a call can need (ranks that are threads of one process:
+// setup_at_init.h), one made at a call allocates and waits for the GPU while a peer's kernel may
 // wait for this rank. Said once per process, for hang reports.
-void warnOfConnectionsInitMissed(const core::Op& op) {
-  if (!setsUpGpuAtInit(op.comm->peers())) return;
+void warnOfConnectionsInitMissed(const core::Op& op, const CommDevice& device) {
+  if (!device.connectedAtInit()) return;
   static std::once_flag warned;
   std::call_once(warned, [&op] {
     WEFT_WARN("rank %d: a call on GPU buffers (%s) needs connections that init did not make, though the ranks are "
@@ -578,7 +596,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     WEFT_RETURN_IF_ERROR(exec::connectPrograms(
         ops, programs,
         [&](const core::Op& op) -> core::ConnectionTable& { return devices[&op - ops.data()]->connections(); },
-        warnOfConnectionsInitMissed));
+        [&](const core::Op& op) { warnOfConnectionsInitMissed(op, *devices[&op - ops.data()]); }));
   }
   // Per communicator, in order of first appearance: its Send/Recv in one kernel, then each
   // collective in a kernel of its own. As in NCCL, where its ops were given several streams, its
@@ -633,15 +651,17 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     WEFT_RETURN_IF_ERROR(launch->prepare());
     launches.push_back(std::move(launch));
   }
+  std::vector<bool> enqueuedAny(comms.size(), false);
   for (size_t c = 0; c < comms.size(); ++c) {
     ScopedDevice current(commDevices[c]->device());
     Status enqueued = current.status();
-    if (enqueued.isOk()) enqueued = launches[c]->enqueue();
+    if (enqueued.isOk()) {
+      bool any = false;
+      enqueued = launches[c]->enqueue(&any);
+      enqueuedAny[c] = any;
+    }
     if (!enqueued.isOk()) {
-      // The kernels of this launch already enqueued (this communicator's earlier ones, and the
-      // earlier communicators') would wait for ever for those that are not: they give up, and every
-      // communicator of the launch reports why at its next call.
-      for (CommDevice* device : commDevices) device->endKernels(enqueued);
+      endKernelsLeftWaiting(ops, comms, commDevices, enqueuedAny, enqueued);
       return enqueued;
     }
   }

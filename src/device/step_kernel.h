@@ -25,8 +25,9 @@ Status launchStepKernel(const KernelWork& work, int blockCount, const algorithms
 /// Loads the code of every step kernel onto the current device now. Under CUDA's lazy loading
 /// (the default) a kernel's first launch loads it, which can wait for every kernel already on the
 /// device; ranks of one process sharing a GPU would deadlock there (one rank's kernel waits for a
-/// peer whose launch waits for it). So every GPU rank calls this while its communicator is made,
-/// as NCCL loads its kernels at init.
+/// peer whose launch waits for it). So every GPU rank calls this while its communicator is made
+/// (as NCCL loads its kernels at init) where the process already uses the GPU, else when the
+/// communicator's GPU resources are made, before its first kernel (preloadKernels).
 Status loadStepKernels();
 
 }  // namespace weft::device
