@@ -169,10 +169,10 @@ struct ConnectionParams {
   /// netDevices(): chosen by the topology layer (src/core/channel_nics.h). -1: the transport
   /// chooses. Transports without network devices ignore it.
   int netDevice = -1;
-  /// GPU transports: the stream (a non-blocking cudaStream_t) on which they prepare a new end's GPU
-  /// memory and wait for it; null: a stream of their own. One per communicator keeps a process's
-  /// streams few: CUDA spreads streams over its hardware queues in turn, so every stream made moves
-  /// the queue the application's next one lands on (src/device/hardware_queues.h).
+  /// GPU transports (which need it): the stream (a non-blocking cudaStream_t) on which they prepare
+  /// a new end's GPU memory and wait for it. One per communicator keeps a process's streams few:
+  /// streams share CUDA's hardware queues once there are more of them than queues, and a shared
+  /// queue can hold one rank's kernel behind another's (src/device/hardware_queues.h).
   void* gpuSetupStream = nullptr;
 };
 

@@ -25,23 +25,18 @@ DeviceEnd describe(char* base, size_t slotBytes, int slotCount, size_t llSlotByt
 }
 
 // Zeroes the counters and the LL slots (whose flags must match no piece yet) before anyone can see
-// the allocation, on a non-blocking stream that runs nothing else (`setupStream`, else one made
-// here): cudaMemset would return before the zeros land, and the legacy stream it uses does not
+// the allocation, on a non-blocking stream that runs nothing else (the communicator's setup
+// stream): cudaMemset would return before the zeros land, and the legacy stream it uses does not
 // order the kernels of non-blocking streams, so a peer's first post (or this rank's first kernel)
 // could come first and be wiped out. Such a stream also waits for no other rank's kernel (a
 // device-wide wait would deadlock with ranks of this process whose kernels wait for this one).
-Status zeroCountersAndLowLatencySlots(const DeviceEnd& end, cudaStream_t setupStream) {
-  cudaStream_t stream = setupStream;
-  if (stream == nullptr) {
-    WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"));
-  }
+Status zeroCountersAndLowLatencySlots(const DeviceEnd& end, cudaStream_t stream) {
   Status status = cudaStatus(cudaMemsetAsync(end.posted, 0, kHeaderBytes, stream), "cudaMemsetAsync");
   if (status.isOk() && end.llSlots != nullptr) {
     status = cudaStatus(cudaMemsetAsync(end.llSlots, 0, end.llSlotBytes * static_cast<size_t>(end.slotCount), stream),
                         "cudaMemsetAsync");
   }
   if (status.isOk()) status = cudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  if (stream != setupStream) (void)cudaStreamDestroy(stream);
   return status;
 }
 

@@ -20,8 +20,8 @@ inline constexpr size_t kReleasedOffset = 128;
 class IpcRecvConnection final : public RecvConnection {
  public:
   /// Allocates the counters, the slots and (with llSlotBytes) the LL slots on the current device,
-  /// zeroes the counters and LL slots on `setupStream` (a non-blocking stream of that device; null:
-  /// a stream of its own) and waits for it, and describes them in *blob.
+  /// zeroes the counters and LL slots on `setupStream` (a non-blocking stream of that device that
+  /// runs nothing else) and waits for it, and describes them in *blob.
   static Status create(size_t slotBytes, int slotCount, size_t llSlotBytes, cudaStream_t setupStream,
                        std::unique_ptr<IpcRecvConnection>* out, IpcBlob* blob);
   ~IpcRecvConnection() override;

@@ -17,6 +17,7 @@ class CudaIpcTransport final : public Transport {
 
   Status listen(const ConnectionParams& params, std::unique_ptr<RecvConnection>* connection,
                 std::vector<uint8_t>* blob) override {
+    if (params.gpuSetupStream == nullptr) return internalError("a cuda_ipc end is made without a setup stream");
     ScopedDevice device(params.self.cudaDevice);
     WEFT_RETURN_IF_ERROR(device.status());
     IpcBlob description;
