@@ -47,6 +47,10 @@ struct OpShape {
   int root = 0;  // root for rooted collectives; the peer for Send and Recv
   int nranks = 1;
   int rank = 0;
+  /// Elements per unit that schedules cut the data in (channel parts, a ring allreduce's chunks;
+  /// evenPartInUnits): each part that holds data starts on a multiple of it. 1 cuts anywhere;
+  /// executors pass chunkGranule(type).
+  size_t granule = 1;
 };
 
 /// Elements of the operation's count that this rank's send and receive buffers hold (0 where the

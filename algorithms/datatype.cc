@@ -29,6 +29,11 @@ size_t dataTypeSize(DataType type) {
   return 0;
 }
 
+size_t chunkGranule(DataType type) {
+  const size_t size = dataTypeSize(type);
+  return size == 0 ? 1 : kChunkAlignmentBytes / size;
+}
+
 const char* dataTypeName(DataType type) {
   switch (type) {
     case DataType::kInt8: return "int8";

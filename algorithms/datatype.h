@@ -28,6 +28,11 @@ size_t dataTypeSize(DataType type);
 /// "int8", "half", "float", "bfloat16", "f8e4m3", ... as nccl-tests prints them; "unknown"
 /// outside the enum.
 const char* dataTypeName(DataType type);
+/// Bytes that schedules cut data in (OpShape::granule): a cache line, the most that a CPU's vector
+/// loads want, and a multiple of the 16 bytes that a GPU thread's widest load needs.
+inline constexpr size_t kChunkAlignmentBytes = 64;
+/// Elements of `type` in kChunkAlignmentBytes; 1 outside the enum.
+size_t chunkGranule(DataType type);
 bool isFloatingPoint(DataType type);
 
 /// How partial results are combined.

@@ -16,7 +16,7 @@ void buildPairExchangeAllReduce(const OpShape& shape, std::span<const Ring> ring
   ProgramBuilder builder(program);
   const int peer = 1 - shape.rank;
   for (size_t channel = 0; channel < rings.size(); ++channel) {
-    const ElementRange part = evenPart(shape.count, rings.size(), channel);
+    const ElementRange part = evenPartInUnits(shape.count, rings.size(), channel, shape.granule);
     if (part.count == 0) continue;
     std::vector<Step>& steps = builder.startLane(static_cast<int>(channel));
     Step give;

@@ -60,10 +60,10 @@ void addStep(std::vector<Step>& steps, const Step& step) {
 // The part is cut into one chunk per ring position. In step s of the reduce-scatter, a rank
 // reduces the chunk s+1 positions behind its own, so that its last step completes its own chunk;
 // in step t of the all-gather, it forwards the chunk t+1 positions behind.
-void addAllReduceSteps(const RingPlace& ring, ElementRange part, std::vector<Step>& steps) {
+void addAllReduceSteps(const RingPlace& ring, ElementRange part, size_t granule, std::vector<Step>& steps) {
   const int n = ring.size();
   auto chunk = [&](int distance) {
-    ElementRange range = evenPart(part.count, n, ring.positionAfter(distance));
+    ElementRange range = evenPartInUnits(part.count, n, ring.positionAfter(distance), granule);
     range.offset += part.offset;
     return range;
   };
@@ -181,13 +181,13 @@ void addRingLanes(const OpShape& shape, std::span<const Ring> rings, ProgramBuil
   const size_t nChannels = rings.size();
   for (size_t channel = 0; channel < nChannels; ++channel) {
     assert(rings[channel].size() == static_cast<size_t>(shape.nranks));
-    const ElementRange part = evenPart(shape.count, nChannels, channel);
+    const ElementRange part = evenPartInUnits(shape.count, nChannels, channel, shape.granule);
     if (part.count == 0) continue;
     const RingPlace ring(rings[channel], shape.rank);
     std::vector<Step>& steps = builder.startLane(static_cast<int>(channel));
     switch (shape.collective) {
       case Collective::kAllReduce:
-        addAllReduceSteps(ring, part, steps);
+        addAllReduceSteps(ring, part, shape.granule, steps);
         break;
       case Collective::kReduceScatter:
         addReduceScatterSteps(ring, shape.count, part, steps);

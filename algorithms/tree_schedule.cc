@@ -113,7 +113,7 @@ void buildOnRootedTrees(const OpShape& shape, std::span<const TreePlace> trees,
   ProgramBuilder builder(program);
   if (shape.count == 0) return;
   for (size_t t = 0; t < trees.size(); ++t) {
-    const ElementRange part = evenPart(shape.count, trees.size(), t);
+    const ElementRange part = evenPartInUnits(shape.count, trees.size(), t, shape.granule);
     if (part.count == 0) continue;
     addSteps(trees[t], part, builder.startLane(static_cast<int>(t)));
   }
@@ -137,7 +137,7 @@ void buildTreeAllReduceOnTrees(const OpShape& shape, std::span<const TreePlace> 
   ProgramBuilder builder(program);
   if (shape.count == 0) return;
   for (size_t t = 0; t < trees.size(); ++t) {
-    const ElementRange part = evenPart(shape.count, trees.size(), t);
+    const ElementRange part = evenPartInUnits(shape.count, trees.size(), t, shape.granule);
     if (part.count == 0) continue;
     addTreeAllReduceLanes(trees[t], part, static_cast<int>(t), lanes, builder);
   }

@@ -4,6 +4,7 @@
 #include <map>
 #include <vector>
 
+#include "algorithms/datatype.h"
 #include "algorithms/even_split.h"
 #include "algorithms/node_tree.h"
 #include "algorithms/schedule.h"
@@ -95,6 +96,7 @@ CollectiveTiming timeCollective(const Fabric& fabric, Collective collective, Sim
   const int channels = fabric.channels();
   const bool countPerRank = collective == Collective::kAllGather || collective == Collective::kReduceScatter;
   const size_t count = bytes / options.elementSize / (countPerRank ? n : 1);
+  const size_t granule = algorithms::chunkGranule(algorithms::DataType::kFloat32);  // cut as the executors cut
   auto finish = [&](double microseconds) {
     timing.microseconds = microseconds + kLaunchMicroseconds;
     timing.algBandwidth = static_cast<double>(bytes) / timing.microseconds / 1000;
@@ -144,7 +146,7 @@ CollectiveTiming timeCollective(const Fabric& fabric, Collective collective, Sim
   std::map<std::vector<float>, double> timed;  // a channel's layout -> its time
   double slowest = 0;
   for (int c = 0; c < channels; ++c) {
-    const size_t part = algorithms::evenPart(count, channels, c).count;
+    const size_t part = algorithms::evenPartInUnits(count, channels, c, granule).count;
     if (part == 0) continue;
     // Shares summed in different orders differ in their last bits: compared as floats.
     std::vector<float> layout = {static_cast<float>(part), algorithm == SimAlgorithm::kTree ? c % 2 : 0.0f};
@@ -160,7 +162,7 @@ CollectiveTiming timeCollective(const Fabric& fabric, Collective collective, Sim
       continue;
     }
     const ProgramSource programOf = [&](int rank, algorithms::Program* program) {
-      const algorithms::OpShape shape{collective, part, kRoot, n, rank};
+      const algorithms::OpShape shape{collective, part, kRoot, n, rank, granule};
       if (algorithm == SimAlgorithm::kRing) {
         algorithms::buildRingProgram(shape, std::span<const algorithms::Ring>(&fabric.ring(c), 1), program);
         return;

@@ -25,4 +25,8 @@ struct Op {
   void* stream = nullptr;
 };
 
+/// What a schedule needs of `op` at its communicator's rank, with the data cut in units of
+/// algorithms::chunkGranule(op.type).
+algorithms::OpShape shapeOf(const Op& op);
+
 }  // namespace weft::core

@@ -147,8 +147,9 @@ WEFT_HOST_DEVICE uint32_t copyUnit(const void* from, const void* out, const void
 
 /// One block's share (`thread` of `threads`) of copying `bytes` from `from` to `out`, and to
 /// `out2` where it is set: through combineElements in units of copyUnit (so in words where all are
-/// 16-byte aligned). A collective's chunks start where the count's even parts do, rarely on 16
-/// bytes but a float's always on 4: in bytes, a block would keep a quarter as much in flight.
+/// 16-byte aligned). Chunks start on 64-byte units of the buffer, but a buffer or a rank's block
+/// may not start on 16 bytes (a float's always does on 4): in bytes, a block would keep a quarter
+/// as much in flight.
 WEFT_HOST_DEVICE void copyBytes(const void* from, void* out, void* out2, uint64_t bytes, uint32_t thread,
                                 uint32_t threads) {
   const auto copy = [&](auto unit) {

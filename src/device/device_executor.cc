@@ -586,8 +586,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
       WEFT_RETURN_IF_ERROR(chooseProtocol(op, *devices[i], &lowLatency));
       lowLatencyOps[i] = lowLatency;
     }
-    const algorithms::OpShape shape{op.collective, op.count, op.root, op.comm->nranks(), op.comm->rank()};
-    algorithms::buildRingProgram(shape, op.comm->gpuRings(), &programs[i]);
+    algorithms::buildRingProgram(core::shapeOf(op), op.comm->gpuRings(), &programs[i]);
   }
   {
     // A first call's connections are made at the call, with its peers, whether or not this or

@@ -157,10 +157,6 @@ transport::SlotKind slotKindOf(const algorithms::TuneChoice& choice) {
   return choice.protocol == algorithms::Protocol::kLL ? transport::SlotKind::kLowLatency : transport::SlotKind::kSimple;
 }
 
-algorithms::OpShape shapeOf(const core::Op& op) {
-  return algorithms::OpShape{op.collective, op.count, op.root, op.comm->nranks(), op.comm->rank()};
-}
-
 // True for an allreduce that the pair exchange serves (docs/PERFORMANCE.md, "What each change
 // bought": about twice as fast as the ring from 8 B to 4 MiB): two ranks, an operator whose result
 // has the same bits in either operand order, and data that fits the connection's slots, since
@@ -271,8 +267,8 @@ void HostExecutor::prepareDirectWork(const core::Op& op, DirectWork* work) {
   work->doneOp = allgather(&work->doneMine, work->doneAll.data(), 1);
   // Channel 0's ring only: its connections exist from init.
   std::span<const algorithms::Ring> ring(op.comm->rings().data(), 1);
-  algorithms::buildRingProgram(shapeOf(work->descriptorOp), ring, &work->descriptorProgram);
-  algorithms::buildRingProgram(shapeOf(work->doneOp), ring, &work->doneProgram);
+  algorithms::buildRingProgram(core::shapeOf(work->descriptorOp), ring, &work->descriptorProgram);
+  algorithms::buildRingProgram(core::shapeOf(work->doneOp), ring, &work->doneProgram);
 }
 
 Status HostExecutor::plan(std::span<const core::Op> ops) {
@@ -325,14 +321,14 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
     }
     if (choice.algorithm == algorithms::Algorithm::kPat) {
       if (ops[i].collective == Collective::kAllGather) {
-        algorithms::buildBruckAllGather(shapeOf(ops[i]), &programs_[i]);
+        algorithms::buildBruckAllGather(core::shapeOf(ops[i]), &programs_[i]);
       } else {
-        algorithms::buildBruckReduceScatter(shapeOf(ops[i]), &programs_[i]);
+        algorithms::buildBruckReduceScatter(core::shapeOf(ops[i]), &programs_[i]);
       }
       continue;
     }
     if (choice.algorithm == algorithms::Algorithm::kRhd) {
-      algorithms::buildRhdAllReduce(shapeOf(ops[i]), &programs_[i]);
+      algorithms::buildRhdAllReduce(core::shapeOf(ops[i]), &programs_[i]);
       continue;
     }
     if (choice.algorithm == algorithms::Algorithm::kTree) {
@@ -340,9 +336,9 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
         const std::vector<algorithms::TreePlace> trees =
             algorithms::rootedTreePlaces(rings, comm.hostOfRank(), ops[i].root, comm.rank());
         if (ops[i].collective == Collective::kBroadcast) {
-          algorithms::buildTreeBroadcast(shapeOf(ops[i]), trees, &programs_[i]);
+          algorithms::buildTreeBroadcast(core::shapeOf(ops[i]), trees, &programs_[i]);
         } else {
-          algorithms::buildTreeReduce(shapeOf(ops[i]), trees, &programs_[i]);
+          algorithms::buildTreeReduce(core::shapeOf(ops[i]), trees, &programs_[i]);
         }
       } else {
         // Two lanes per tree rank pay off once a tree's part spans several pieces (PERFORMANCE.md).
@@ -351,16 +347,16 @@ Status HostExecutor::buildPrograms(std::span<const core::Op> ops) {
         const size_t slotElements = ops[i].comm->connections().pieceBytes(slotKind) / algorithms::dataTypeSize(ops[i].type);
         const algorithms::TreeLanes lanes =
             ops[i].count / trees.size() > slotElements ? algorithms::TreeLanes::kTwo : algorithms::TreeLanes::kOne;
-        algorithms::buildTreeAllReduceOnTrees(shapeOf(ops[i]), trees, lanes, &programs_[i]);
+        algorithms::buildTreeAllReduceOnTrees(core::shapeOf(ops[i]), trees, lanes, &programs_[i]);
       }
       continue;
     }
     // The pair exchange first: where both apply, the data is small enough for it.
     if (usesPairExchange(ops[i], slotKind)) {
-      algorithms::buildPairExchangeAllReduce(shapeOf(ops[i]), rings, &programs_[i]);
+      algorithms::buildPairExchangeAllReduce(core::shapeOf(ops[i]), rings, &programs_[i]);
       continue;
     }
-    algorithms::buildRingProgram(shapeOf(ops[i]), rings, &programs_[i]);
+    algorithms::buildRingProgram(core::shapeOf(ops[i]), rings, &programs_[i]);
   }
   return Status::ok();
 }

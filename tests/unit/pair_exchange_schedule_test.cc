@@ -20,10 +20,10 @@ using tests::SimulationResult;
 using tests::SimulatorOptions;
 using tests::testRings;
 
-std::vector<Participant> pairParticipants(size_t count, const std::vector<Ring>& rings) {
+std::vector<Participant> pairParticipants(size_t count, const std::vector<Ring>& rings, size_t granule) {
   std::vector<Participant> parts;
   for (int rank = 0; rank < 2; ++rank) {
-    OpShape shape{Collective::kAllReduce, count, 0, 2, rank};
+    OpShape shape{Collective::kAllReduce, count, 0, 2, rank, granule};
     Participant part{shape, {}};
     buildPairExchangeAllReduce(shape, rings, &part.program);
     parts.push_back(part);
@@ -39,24 +39,28 @@ TEST(PairExchangeSchedule, SendsTheScaledInputThenReducesThePeers) {
             "c1: s@5+ >0 #5 | <0 s@5+ ! =>r@5 #5\n");
 }
 
+// Also with the data cut in units of 16 elements, as executors cut a float's (OpShape::granule).
 TEST(PairExchangeSchedule, IsExactInEveryInterleavingWhileTheDataFitsTheSlots) {
   ProgramSimulator simulator;
-  for (int nChannels : {1, 2, 3}) {
-    const std::vector<Ring> rings = testRings(2, nChannels);
-    for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{63}, size_t{64}, size_t{65}, size_t{200},
-                         size_t{8 * 64}}) {
-      for (bool inPlace : {false, true}) {
-        for (Interleaving interleaving : {Interleaving::kRoundRobin, Interleaving::kRandom, Interleaving::kGreedy}) {
-          SimulatorOptions options;
-          options.slotElements = 64;
-          options.slotCount = 8;  // 8 x 64 elements: every count above fits, on any channel count
-          options.inPlace = inPlace;
-          options.interleaving = interleaving;
-          options.nChannels = nChannels;
-          options.seed = count * 31 + static_cast<uint64_t>(nChannels);
-          SimulationResult result = simulator.run(pairParticipants(count, rings), options);
-          EXPECT_TRUE(result.ok()) << result.message << " (count " << count << ", " << nChannels
-                                   << " channels, " << (inPlace ? "in place" : "out of place") << ")";
+  const size_t kCounts[] = {0, 1, 7, 63, 64, 65, 200, 8 * 64};
+  const Interleaving kInterleavings[] = {Interleaving::kRoundRobin, Interleaving::kRandom, Interleaving::kGreedy};
+  for (size_t granule : {size_t{1}, size_t{16}}) {
+    for (int nChannels : {1, 2, 3}) {
+      const std::vector<Ring> rings = testRings(2, nChannels);
+      for (size_t count : kCounts) {
+        for (bool inPlace : {false, true}) {
+          for (Interleaving interleaving : kInterleavings) {
+            SimulatorOptions options;
+            options.slotElements = 64;
+            options.slotCount = 8;  // 8 x 64 elements: every count above fits, on any channel count
+            options.inPlace = inPlace;
+            options.interleaving = interleaving;
+            options.nChannels = nChannels;
+            options.seed = count * 31 + static_cast<uint64_t>(nChannels);
+            SimulationResult result = simulator.run(pairParticipants(count, rings, granule), options);
+            EXPECT_TRUE(result.ok()) << result.message << " (count " << count << ", " << nChannels << " channels, "
+                                     << (inPlace ? "in place" : "out of place") << ", granule " << granule << ")";
+          }
         }
       }
     }
@@ -69,7 +73,7 @@ TEST(PairExchangeSchedule, DeadlocksWhenTheDataExceedsTheSlots) {
   SimulatorOptions options;
   options.slotElements = 64;
   options.slotCount = 2;
-  SimulationResult result = simulator.run(pairParticipants(64 * 3, testRings(2, 1)), options);
+  SimulationResult result = simulator.run(pairParticipants(64 * 3, testRings(2, 1), 1), options);
   EXPECT_EQ(result.failure, tests::SimulationFailure::kDeadlock) << result.message;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algorithms/direct_schedule.h"
+#include "algorithms/even_split.h"
 #include "algorithms/schedule.h"
 #include "tests/unit/schedule_test_support.h"
 
@@ -57,6 +58,53 @@ TEST(RingSchedule, AllReduceLeavesOutEmptyChunks) {
             "c0: s@1+ >3 #1 | <1 s@0+ >3 #1 | <1 =>r@1 >3 #1 | <1 =>r@0 >3 #1\n");
   EXPECT_EQ(describe(build(Collective::kAllReduce, 2, 0, 4, 0, rings)),
             "c0: <3 s@1+ >1 #1 | <3 s@0+ ! =>r@0 >1 #1 | <3 =>r@1 #1\n");
+}
+
+TEST(EvenSplit, PartsInUnitsStartOnAUnitAndCoverTheWholeInOrder) {
+  for (size_t granule : {size_t{1}, size_t{3}, size_t{16}}) {
+    for (size_t parts = 1; parts <= 5; ++parts) {
+      for (size_t total = 0; total <= 200; ++total) {
+        size_t next = 0;
+        for (size_t index = 0; index < parts; ++index) {
+          const ElementRange part = evenPartInUnits(total, parts, index, granule);
+          ASSERT_EQ(part.offset, next) << total << " in " << parts << " units of " << granule;
+          if (part.count > 0) {
+            EXPECT_EQ(part.offset % granule, 0u);
+          }
+          // Whole units, as even as evenPart makes them; the partial unit goes to the last part
+          // or to the first without a whole unit, after every part that holds one.
+          const size_t units = total / granule;
+          const size_t restPart = std::min(units, parts - 1);
+          EXPECT_EQ(part.count,
+                    evenPart(units, parts, index).count * granule + (index == restPart ? total % granule : 0));
+          if (index > restPart) {
+            EXPECT_EQ(part.count, 0u);
+          }
+          next += part.count;
+        }
+        EXPECT_EQ(next, total);
+      }
+    }
+  }
+}
+
+TEST(RingSchedule, AllReduceCutsItsChunksInWholeUnits) {
+  std::vector<Ring> rings = {{0, 1, 2}};
+  // 42 elements in units of 8: five units in chunks of 2, 2 and 1, and the last chunk also takes
+  // the 2 elements left over.
+  EXPECT_EQ(describe(build(Collective::kAllReduce, 42, 0, 3, 0, rings, 8)),
+            "c0: s@32+ >1 #10 | <2 s@16+ >1 #16 | <2 s@0+ ! =>r@0 >1 #16 | <2 =>r@32 >1 #10 | <2 =>r@16 #16\n");
+  // Over channels as well: every step of every rank starts on a unit.
+  const std::vector<Ring> channels = testRings(3, 4);
+  for (int rank = 0; rank < 3; ++rank) {
+    const Program program = build(Collective::kAllReduce, 1000, 0, 3, rank, channels, 16);
+    for (const Lane& lane : program.lanes) {
+      for (const Step& step : lane.steps) {
+        EXPECT_EQ(step.src.offset % 16, 0u);
+        EXPECT_EQ(step.dst.offset % 16, 0u);
+      }
+    }
+  }
 }
 
 TEST(RingSchedule, SingleRankRunsOneLocalStep) {
@@ -227,6 +275,7 @@ struct Grid {
   bool inPlace = false;
   size_t slotCount = 0;
   bool pieceMajor = false;
+  size_t granule = 1;  // OpShape::granule
 };
 
 constexpr size_t kLargeCount = 4099;
@@ -281,12 +330,14 @@ void runGrid(const Grid& grid) {
               const int interleaving = static_cast<int>(draw() % 3);
               options.interleaving = kInterleavings[interleaving];
               options.seed = draw();
-              SimulationResult result = simulateOp(simulator, collective, nranks, root, count, nChannels, options);
+              SimulationResult result =
+                  simulateOp(simulator, collective, nranks, root, count, nChannels, options, grid.granule);
               ++cases;
               if (result.ok()) continue;
               ADD_FAILURE() << collectiveName(collective) << " nranks " << nranks << " root " << root << " count "
                             << count << " channels " << nChannels << " slot " << slot << " interleaving "
-                            << interleaving << (grid.inPlace ? " in place" : "") << ": " << result.message;
+                            << interleaving << " granule " << grid.granule << (grid.inPlace ? " in place" : "")
+                            << ": " << result.message;
               if (++failures == 5) return;
             }
           }
@@ -331,6 +382,19 @@ TEST(RingScheduleSimulated, InPlace) {
            .nranks = {1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 16},
            .counts = Counts::kSmall,
            .inPlace = true});
+}
+
+// Data cut in units of several elements, as executors cut it (OpShape::granule), at the grid's
+// counts: most leave a partial unit, and the small ones make less than a unit per rank.
+TEST(RingScheduleSimulated, CutInUnitsOfSeveralElements) {
+  for (size_t granule : {size_t{2}, size_t{16}, size_t{64}}) {
+    Grid grid{.collectives = kRingCollectives, .nranks = upTo(9), .granule = granule};
+    runGrid(grid);
+    grid.inPlace = true;
+    grid.slotCount = 2;
+    grid.pieceMajor = true;
+    runGrid(grid);
+  }
 }
 
 // Connections of two slots, lanes run round by round as a pipelining executor runs them: the

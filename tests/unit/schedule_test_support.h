@@ -52,38 +52,39 @@ inline std::vector<Ring> testRings(int nranks, int nChannels) {
 }
 
 inline Program build(Collective collective, size_t count, int root, int nranks, int rank,
-                     const std::vector<Ring>& rings) {
+                     const std::vector<Ring>& rings, size_t granule = 1) {
   Program program;
-  buildRingProgram({collective, count, root, nranks, rank}, rings, &program);
+  buildRingProgram({collective, count, root, nranks, rank, granule}, rings, &program);
   return program;
 }
 
 // Every rank's part in one operation. Send runs with Recv as a ring shift: every rank sends to the
-// rank `root` places after it and receives from the one `root` places before it.
+// rank `root` places after it and receives from the one `root` places before it. The data is cut
+// in units of `granule` elements.
 inline std::vector<Participant> participantsFor(Collective collective, int nranks, int root, size_t count,
-                                                const std::vector<Ring>& rings) {
+                                                const std::vector<Ring>& rings, size_t granule = 1) {
   std::vector<Participant> parts;
   for (int rank = 0; rank < nranks; ++rank) {
     if (collective == Collective::kSend) {
       int to = (rank + root) % nranks;
       int from = (rank - root + nranks) % nranks;
-      parts.push_back(
-          {{Collective::kSend, count, to, nranks, rank}, build(Collective::kSend, count, to, nranks, rank, rings)});
-      parts.push_back(
-          {{Collective::kRecv, count, from, nranks, rank}, build(Collective::kRecv, count, from, nranks, rank, rings)});
+      parts.push_back({{Collective::kSend, count, to, nranks, rank, granule},
+                       build(Collective::kSend, count, to, nranks, rank, rings, granule)});
+      parts.push_back({{Collective::kRecv, count, from, nranks, rank, granule},
+                       build(Collective::kRecv, count, from, nranks, rank, rings, granule)});
       continue;
     }
-    OpShape shape{collective, count, root, nranks, rank};
-    parts.push_back({shape, build(collective, count, root, nranks, rank, rings)});
+    OpShape shape{collective, count, root, nranks, rank, granule};
+    parts.push_back({shape, build(collective, count, root, nranks, rank, rings, granule)});
   }
   return parts;
 }
 
 inline SimulationResult simulateOp(ProgramSimulator& simulator, Collective collective, int nranks, int root,
-                                   size_t count, int nChannels, SimulatorOptions options) {
+                                   size_t count, int nChannels, SimulatorOptions options, size_t granule = 1) {
   std::vector<Ring> rings = testRings(nranks, nChannels);
   options.nChannels = nChannels;
-  return simulator.run(participantsFor(collective, nranks, root, count, rings), options);
+  return simulator.run(participantsFor(collective, nranks, root, count, rings, granule), options);
 }
 
 /// Options for a pipelined simulated run as an executor makes it: pieces of 1, 7 or 64 elements,

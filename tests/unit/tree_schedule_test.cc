@@ -39,10 +39,10 @@ std::vector<Ring> shuffledRings(int nranks, int nChannels) {
 }
 
 std::vector<Participant> treeParticipants(int nranks, size_t count, const std::vector<Ring>& rings,
-                                          TreeLanes lanes = TreeLanes::kTwo) {
+                                          TreeLanes lanes = TreeLanes::kTwo, size_t granule = 1) {
   std::vector<Participant> parts;
   for (int rank = 0; rank < nranks; ++rank) {
-    OpShape shape{Collective::kAllReduce, count, 0, nranks, rank};
+    OpShape shape{Collective::kAllReduce, count, 0, nranks, rank, granule};
     Participant part{shape, {}};
     buildTreeAllReduce(shape, rings, lanes, &part.program);
     parts.push_back(part);
@@ -150,10 +150,10 @@ void buildRootedTreeProgram(const OpShape& shape, const std::vector<Ring>& rings
 }
 
 std::vector<Participant> rootedParticipants(Collective collective, int nranks, int root, size_t count,
-                                            const std::vector<Ring>& rings) {
+                                            const std::vector<Ring>& rings, size_t granule = 1) {
   std::vector<Participant> parts;
   for (int rank = 0; rank < nranks; ++rank) {
-    OpShape shape{collective, count, root, nranks, rank};
+    OpShape shape{collective, count, root, nranks, rank, granule};
     Participant part{shape, {}};
     buildRootedTreeProgram(shape, rings, &part.program);
     parts.push_back(part);
@@ -217,6 +217,35 @@ TEST(TreeRootedSimulated, EveryRankCountAndRootIsExact) {
                           << result.message;
             if (++failures == 5) return;
           }
+        }
+      }
+    }
+  }
+}
+
+// Data cut in units of 16 elements, as executors cut a float's (OpShape::granule): counts below a
+// unit, of whole units and with a partial one, over one to three trees.
+TEST(TreeScheduleSimulated, CutInUnitsOfSeveralElementsIsExact) {
+  std::mt19937 draw(16);
+  ProgramSimulator simulator;
+  int failures = 0;
+  for (int nranks : {1, 2, 3, 4, 5, 8, 9, 16}) {
+    for (size_t count : {size_t{1}, size_t{15}, size_t{16}, size_t{17}, size_t{100}, size_t{1031}}) {
+      for (int nChannels : {1, 2, 3}) {
+        const bool inPlace = draw() % 2 == 0;
+        const SimulatorOptions options = tests::drawnPipelinedOptions(draw, inPlace, nChannels);
+        const std::vector<Ring> rings = shuffledRings(nranks, nChannels);
+        const int root = static_cast<int>(draw() % static_cast<uint32_t>(nranks));
+        const SimulationResult results[] = {
+            simulator.run(treeParticipants(nranks, count, rings, TreeLanes::kTwo, 16), options),
+            simulator.run(rootedParticipants(Collective::kBroadcast, nranks, root, count, rings, 16), options),
+            simulator.run(rootedParticipants(Collective::kReduce, nranks, root, count, rings, 16), options),
+        };
+        for (const SimulationResult& result : results) {
+          if (result.ok()) continue;
+          ADD_FAILURE() << "nranks " << nranks << " root " << root << " count " << count << " channels "
+                        << nChannels << (inPlace ? " in place" : "") << ": " << result.message;
+          if (++failures == 5) return;
         }
       }
     }
