@@ -1,9 +1,10 @@
 #pragma once
 // What each thread block of a communicator's GPU kernels is doing, for hang reports: the answer to
-// "what is this rank's kernel waiting for?". A block's thread 0 writes its record into mapped
-// host memory (src/device/block_progress.cuh) when the block starts a kernel, when one of its
-// waits has polled kPollsPerAbortCheck times without what it waits for, when that wait ends, and
-// when the block is done; progress_record.h prints the records. A wait that succeeds sooner
+// "what is this rank's kernel waiting for?". A block writes its record into mapped host memory
+// (src/device/block_progress.cuh): thread 0 when the block starts a kernel and when it is done,
+// and a thread whose wait has polled kPollsPerAbortCheck times without what it waits for, when no
+// other thread of the block has a wait recorded, and again when that wait ends;
+// progress_record.h prints the records. A wait that succeeds sooner
 // writes nothing, so moving data costs nothing more.
 //
 // Plain C++: the kernels, the GPU executor and the host's reports share it.
@@ -25,7 +26,7 @@ enum class BlockActivity : uint32_t {
   kReceiving = 3,  // waits for a piece from `peer`: its `posted` counter is `seen`, needs `wanted`
   kSending = 4,    // waits for a free slot towards `peer`: its `released` counter is `seen`, needs `wanted`
   kReceivingLine = 5,  // LL: waits for a line from `peer` to carry flag `wanted` (it holds `seen`;
-                       // thread 0's first line: a block whose other threads wait shows as running)
+                       // the first of the block's threads to record its wait)
   kArriving = 6,   // the direct allreduce: waits for rank `peer` to publish call `wanted` (it is at `seen`)
   kFinishing = 7,  // the direct allreduce: waits for rank `peer` to finish call `wanted` (it is at `seen`)
   kAtBarrier = 8,  // the NVLS allreduce: waits for the team's blocks (`seen` arrivals, `wanted` needed)

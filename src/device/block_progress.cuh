@@ -1,8 +1,8 @@
 #pragma once
 // The kernel's side of the blocks' progress records (src/core/gpu_block_progress.h): thread 0 of
 // a block writes its block's record in mapped host memory when the block starts and ends a kernel,
-// and around a wait that has polled kPollsPerAbortCheck times without what it waits for. Plain
-// volatile stores, posted to host memory: the block never waits for them.
+// and a thread writes it around a wait that has polled kPollsPerAbortCheck times without what it
+// waits for. Plain volatile stores, posted to host memory: the block never waits for them.
 
 #include <cstdint>
 
@@ -19,13 +19,16 @@ struct WaitSite {
   uint64_t piece = 0;
 };
 
-/// This block's record, or nothing where the work has none for it. Thread 0 only.
+/// This block's record, or nothing where the work has none for it. started() and done() are
+/// thread 0's; a wait is recorded by whichever thread holds the block's claim on the record.
 class BlockProgressWriter {
  public:
-  __device__ explicit BlockProgressWriter(const KernelWork& work)
+  /// `waitClaim`: a word of the block's shared memory, 0 before any thread records a wait.
+  __device__ BlockProgressWriter(const KernelWork& work, unsigned int* waitClaim)
       : record_(work.blockProgress != nullptr && blockIdx.x < core::kRecordedBlocks ? work.blockProgress + blockIdx.x
                                                                                    : nullptr),
-        kernel_(work.kernel) {}
+        kernel_(work.kernel),
+        waitClaim_(waitClaim) {}
 
   __device__ void started() const {
     if (record_ == nullptr) return;
@@ -35,7 +38,16 @@ class BlockProgressWriter {
 
   __device__ void done() const { setActivity(core::BlockActivity::kDone); }
 
-  /// The block has waited a while for `wanted` (it sees `seen`) from rank `peer`.
+  /// Claims the record for a wait of the calling thread: false where the block has no record or
+  /// another of its threads holds the claim (its wait is the one recorded).
+  __device__ bool claimForWait() const {
+    if (record_ == nullptr || atomicCAS(waitClaim_, 0u, 1u) != 0u) return false;
+    __threadfence_block();  // the record's stores after the last holder's (running())
+    return true;
+  }
+
+  /// The block has waited a while for `wanted` (it sees `seen`) from rank `peer`. The caller holds
+  /// the claim.
   __device__ void waiting(core::BlockActivity activity, int32_t peer, int32_t channel, const WaitSite& site,
                           uint64_t seen, uint64_t wanted) const {
     if (record_ == nullptr) return;
@@ -50,8 +62,13 @@ class BlockProgressWriter {
     record_->activity = static_cast<uint32_t>(activity);
   }
 
-  /// The wait that waiting() recorded has ended.
-  __device__ void running() const { setActivity(core::BlockActivity::kRunning); }
+  /// The wait that waiting() recorded has ended; its claim is given back once the record says so,
+  /// so that another thread's wait is recorded after it, not before.
+  __device__ void running() const {
+    setActivity(core::BlockActivity::kRunning);
+    __threadfence_system();
+    atomicExch(waitClaim_, 0u);
+  }
 
  private:
   __device__ void setActivity(core::BlockActivity activity) const {
@@ -60,17 +77,20 @@ class BlockProgressWriter {
 
   volatile core::GpuBlockProgress* record_;
   uint64_t kernel_;
+  unsigned int* waitClaim_;
 };
 
-/// One wait of thread 0, recorded the first time it looks at the abort flag in vain (note) and
-/// cleared when it ends (end), where it was recorded.
+/// One wait of one thread, recorded when the thread looks at the abort flag in vain while no other
+/// thread of its block has a wait recorded (note), and cleared when it ends (end), where it was
+/// recorded. So a block whose thread 0 has what it waits for still shows the wait of another.
 class RecordedWait {
  public:
   __device__ explicit RecordedWait(const BlockProgressWriter& progress) : progress_(progress) {}
 
   __device__ void note(core::BlockActivity activity, int32_t peer, int32_t channel, const WaitSite& site,
                        uint64_t seen, uint64_t wanted) {
-    if (!recorded_) progress_.waiting(activity, peer, channel, site, seen, wanted);
+    if (recorded_ || !progress_.claimForWait()) return;
+    progress_.waiting(activity, peer, channel, site, seen, wanted);
     recorded_ = true;
   }
 

@@ -98,8 +98,8 @@ __device__ void storeBytes(char* address, uint64_t word, uint64_t valid) {
 }
 
 // Waits until the LL line at `line` carries `flag` in both halves and returns its 8 data bytes.
-// False if the communicator was aborted. Thread 0 records a long wait for hang reports (`from`:
-// the connection's peer and channel).
+// False if the communicator was aborted. A long wait is recorded for hang reports (`from`: the
+// connection's peer and channel).
 __device__ bool readLine(const char* line, uint32_t flag, const volatile int* abortFlag, uint64_t* data,
                          const LineSource& from) {
   RecordedWait wait(from.progress);
@@ -116,7 +116,7 @@ __device__ bool readLine(const char* line, uint32_t flag, const volatile int* ab
     }
     if (polls == kPollsPerAbortCheck) {
       if (aborted(abortFlag)) return false;
-      if (threadIdx.x == 0) wait.note(core::BlockActivity::kReceivingLine, from.peer, from.channel, from.site, flag1, flag);
+      wait.note(core::BlockActivity::kReceivingLine, from.peer, from.channel, from.site, flag1, flag);
       polls = 0;
     }
   }
@@ -386,7 +386,10 @@ __device__ void runWork(const KernelWork& work, const BlockProgressWriter& progr
 
 template <class Body>
 __global__ void __launch_bounds__(kThreads, 1) stepKernel(KernelWork work, Body body) {
-  const BlockProgressWriter progress(work);
+  __shared__ unsigned int waitClaim;
+  if (threadIdx.x == 0) waitClaim = 0;
+  __syncthreads();
+  const BlockProgressWriter progress(work, &waitClaim);
   if (threadIdx.x == 0) progress.started();
   runWork(work, progress, body);
   if (threadIdx.x == 0) progress.done();
