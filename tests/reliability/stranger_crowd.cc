@@ -269,7 +269,7 @@ std::string StrangerCrowd::join(const ListeningSocket& target, PortKind port, in
     if (fd < 0) return "stranger " + std::to_string(i) + " (" + nameOf(behaviour) + "): " + error;
     Stranger stranger;
     stranger.behaviour = nameOf(behaviour);
-    stranger.local = localAddressOf(fd);
+    stranger.connection = {localAddressOf(fd), target.port};
     std::vector<uint8_t> bytes = bytesOf(behaviour, port, nranks, secret, &random);
     stranger.complete = bytes.size() >= helloBytes;
     sendWithoutWaiting(fd, bytes);
@@ -294,7 +294,7 @@ std::string StrangerCrowd::waitUntilDropped(bool completeOnly, std::chrono::seco
     for (Stranger& stranger : strangers_) {
       if (stranger.fd < 0 || (completeOnly && !stranger.complete)) continue;
       if (closedByFarEnd(stranger.fd)) continue;
-      open += (open.empty() ? "" : ", ") + stranger.behaviour + " from " + stranger.local;
+      open += (open.empty() ? "" : ", ") + stranger.behaviour + " from " + stranger.connection.local;
     }
     if (open.empty()) return "";
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -304,12 +304,18 @@ std::string StrangerCrowd::waitUntilDropped(bool completeOnly, std::chrono::seco
   }
 }
 
-std::vector<std::string> StrangerCrowd::localAddresses(bool completeOnly) const {
-  std::vector<std::string> addresses;
+std::vector<StrangerCrowd::Connection> StrangerCrowd::openConnections(bool completeOnly) const {
+  std::vector<Connection> connections;
   for (const Stranger& stranger : strangers_) {
-    if (stranger.fd >= 0 && (!completeOnly || stranger.complete)) addresses.push_back(stranger.local);
+    if (stranger.fd >= 0 && (!completeOnly || stranger.complete)) connections.push_back(stranger.connection);
   }
-  return addresses;
+  return connections;
+}
+
+int StrangerCrowd::madeBy(const Connection& connection) const {
+  int count = 0;
+  for (const Stranger& stranger : strangers_) count += stranger.connection == connection;
+  return count;
 }
 
 }  // namespace weft::reliability

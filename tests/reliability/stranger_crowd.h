@@ -52,9 +52,21 @@ class StrangerCrowd {
   /// string, or the strangers still open after `limit`.
   std::string waitUntilDropped(bool completeOnly, std::chrono::seconds limit);
 
-  /// The local addresses ("127.0.0.1:41234") of the strangers that stay connected, which the far
-  /// end's WARN lines name; `completeOnly` as above.
-  std::vector<std::string> localAddresses(bool completeOnly) const;
+  /// A stranger's connection as the far end's WARN lines name it: this side's address
+  /// ("127.0.0.1:41234") and the port it connected to.
+  struct Connection {
+    std::string local;
+    uint16_t targetPort = 0;
+    bool operator==(const Connection&) const = default;
+  };
+
+  /// The connections of the strangers that stay connected; `completeOnly` as above.
+  std::vector<Connection> openConnections(bool completeOnly) const;
+
+  /// How many of the strangers, open or closed, made `connection`: more than one where the kernel
+  /// gave a later stranger the local port of one that reset its connection (a reset leaves no
+  /// TIME_WAIT to keep the port).
+  int madeBy(const Connection& connection) const;
 
   int size() const { return static_cast<int>(strangers_.size()); }
 
@@ -62,7 +74,7 @@ class StrangerCrowd {
   struct Stranger {
     int fd = -1;            // -1 once this side closed it (the hang-up kinds close at once)
     std::string behaviour;  // for messages
-    std::string local;      // our address, as the far end logs it
+    Connection connection;  // as the far end logs it
     bool complete = false;  // sent at least a whole handshake
   };
 

@@ -202,10 +202,15 @@ INSTANTIATE_TEST_SUITE_P(
                       StrangerCase{RankMode::kThreads, Transport::kSocket, IdKind::kCommId}),
     caseName);
 
-/// How many of `lines` contain both `a` and `b`.
-int linesWith(const std::vector<std::string>& lines, const std::string& a, const std::string& b) {
+/// How many of `lines` contain `prefix`, say that they closed the connection from `local`, and end
+/// with `suffix`.
+int warningsNaming(const std::vector<std::string>& lines, const std::string& prefix, const std::string& local,
+                   const std::string& suffix) {
+  const std::string from = "closed the connection from " + local + ":";
   int count = 0;
-  for (const std::string& line : lines) count += line.find(a) != std::string::npos && line.find(b) != std::string::npos;
+  for (const std::string& line : lines) {
+    count += line.find(prefix) != std::string::npos && line.find(from) != std::string::npos && line.ends_with(suffix);
+  }
   return count;
 }
 
@@ -232,13 +237,19 @@ TEST(StrangersAtTheBootstrap, EachDroppedStrangerIsNamedInAWarning) {
     GTEST_SKIP() << "no log at " << log << ": this process set up its logging in an earlier test (NCCL_DEBUG is "
                  << "read once per process); run this test alone, as ctest does";
   }
-  for (const std::string& stranger : atRoot.localAddresses(/*completeOnly=*/false)) {
-    EXPECT_EQ(linesWith(lines, "NCCL WARN bootstrap root", "closed the connection from " + stranger + ":"), 1)
-        << "no single WARN of the root names the stranger from " << stranger;
+  // One WARN per connection; where strangers made the same one (madeBy), one per stranger at most.
+  // The root's WARN names no port (it has one); a rank's ends with the address it listens on.
+  for (const StrangerCrowd::Connection& stranger : atRoot.openConnections(/*completeOnly=*/false)) {
+    const int warnings = warningsNaming(lines, "NCCL WARN bootstrap root", stranger.local, "");
+    EXPECT_TRUE(warnings >= 1 && warnings <= atRoot.madeBy(stranger))
+        << warnings << " WARNs of the root name the stranger from " << stranger.local;
   }
-  for (const std::string& stranger : atRanks.localAddresses(/*completeOnly=*/true)) {
-    EXPECT_EQ(linesWith(lines, "NCCL WARN bootstrap rank", "closed the connection from " + stranger + ":"), 1)
-        << "no single WARN of a rank names the stranger from " << stranger;
+  for (const StrangerCrowd::Connection& stranger : atRanks.openConnections(/*completeOnly=*/true)) {
+    const int warnings =
+        warningsNaming(lines, "NCCL WARN bootstrap rank", stranger.local, ":" + std::to_string(stranger.targetPort));
+    EXPECT_TRUE(warnings >= 1 && warnings <= atRanks.madeBy(stranger))
+        << warnings << " WARNs of a rank name the stranger from " << stranger.local << " to port "
+        << stranger.targetPort;
   }
 }
 
