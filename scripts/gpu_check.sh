@@ -27,11 +27,14 @@
 #      has a communicator, prints what its kernels wait for before it is killed, as a hung test
 #      does)
 #   4. whether CUDA IPC works across processes here, asked without Weft (cuda_ipc_probe), first,
-#      on a GPU no step has used; a "no" is the machine's, not a failure
+#      on a GPU no step has used; a "no" is the machine's, not a failure (a probe that hangs, or
+#      cannot set itself up, counts as a no and as a failure)
 #   5. PyTorch: the nccl symbols libtorch_cuda.so imports against Weft's exports, then, unless
 #      some are missing, tests/gpu/torch_client.py with Weft's libnccl.so.2 in place of torch's
-#      (2 ranks on the GPU; 1 if step 4 found no CUDA IPC)
-#   6. the processes tests (their gtest process never touches CUDA; it forks the ranks): if the
+#      (2 ranks on the GPU; 1 if step 4 found no CUDA IPC); a machine without nm and readelf
+#      fails the symbol check, and the client still runs
+#   6. the processes tests, in all the time left but steps 7 and 8's (their gtest process never
+#      touches CUDA; it forks the ranks, each of which starts CUDA): if the
 #      probe passed, all of them (with a peer process that dies while a kernel waits for it); if
 #      not, it says so and runs only GPU buffers between two hosts simulated with NCCL_HOSTID, one
 #      rank each (the network proxy, no CUDA IPC needed), a lost host among them
@@ -51,9 +54,9 @@ bundle=.gpu-bundle
 
 pack() {
   set -e
+  rm -rf "$bundle"  # a failed build leaves no bundle behind to be taken for this one
   cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEFT_CUDA=ON >/dev/null
   ninja -C build-cuda nccl weft_gpu_tests weft_multirank_tests gpu_allreduce_bench cuda_ipc_probe
-  rm -rf "$bundle"
   mkdir -p "$bundle/lib"
   cp -L build-cuda/lib/libnccl.so.2 "$bundle/lib/libnccl.so.2"
   cp build-cuda/tests/gpu/weft_gpu_tests build-cuda/tests/weft_multirank_tests \
@@ -121,8 +124,10 @@ step() {
 # LOG keeps their whole output.
 suite() {
   local name=$1 log=$2 filter=$3 budget=$4
-  local left=$((deadline - SECONDS - 5))
-  [ "$budget" -le "$left" ] || budget=$((left > 0 ? left : 0))
+  # The runner's last stop (the hung test's dump, a CUDA process's end) fits before the step's limit.
+  local left=$((deadline - SECONDS - 12))
+  [ "$budget" -le "$left" ] || budget=$left
+  [ "$budget" -ge 0 ] || budget=0
   step "$name" $((budget + 10)) "${lib_env[@]}" python3 scripts/gtest_runner.py "$bundle/weft_gpu_tests" \
     --filter="$filter" --budget "$budget" --per-test 20 --dump-signal USR1 --name "$name" --log "$log"
 }
@@ -169,18 +174,26 @@ run() {
   else
     echo "bundle packed at an unknown commit (no $bundle/commit.txt)"
   fi
-  # A stale bundle still runs (its results say something), but the check fails at the end.
+  # A stale bundle still runs (its results say something), but the check fails at the end. So does
+  # one that cannot tell what it was built from.
   local stale=
-  [ ! -f "$bundle/sources.sha256" ] || stale=$(sha256sum --quiet -c "$bundle/sources.sha256" 2>&1 | head -5)
+  if [ -f "$bundle/sources.sha256" ]; then
+    stale=$(sha256sum --quiet -c "$bundle/sources.sha256" 2>&1 | head -5)
+  else
+    stale="no $bundle/sources.sha256: what the bundle was built from is unknown"
+  fi
   [ -z "$stale" ] || printf '%s\nthe bundle is older than the sources beside it (above): pack it again\n' "$stale"
-  nvidia-smi -L
-  case $? in
+  # A wedged driver must not hang the check: each nvidia-smi gets 20 s.
+  timeout 20 nvidia-smi -L
+  local smi=$?
+  case $smi in
     0) ;;
     127) echo "no nvidia-smi here: the GPU tests will say whether CUDA sees a GPU" ;;
-    *) failures+=("1. nvidia-smi sees no GPU") ;;
+    124) failures+=("1. nvidia-smi -L hung (20 s)") ;;
+    *) failures+=("1. nvidia-smi sees no GPU (exit $smi)") ;;
   esac
-  nvidia-smi --query-gpu=name,driver_version,memory.total,persistence_mode,compute_mode --format=csv || true
-  nvidia-smi | grep -m1 "CUDA Version" || true
+  timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total,persistence_mode,compute_mode --format=csv || true
+  timeout 20 nvidia-smi | grep -m1 "CUDA Version" || true
   ldd --version | head -1
   pgrep -l -f nvidia-cuda-mps || echo "no MPS daemon: processes sharing the GPU are time-sliced"
   nproc
@@ -205,7 +218,11 @@ run() {
       step "4. cross-process CUDA IPC probe, without Weft" 15 "$bundle/cuda_ipc_probe"
       case $? in
         0) ;;
-        124 | 137) echo "=== 4. the probe ran out of time: CUDA IPC counted as working, step 6 will show" ;;
+        124 | 137)
+          # Processes that share GPU memory would most likely hang as the probe did.
+          ipc=no
+          echo "=== 4. the probe ran out of time: steps 5 and 6 use no CUDA IPC"
+          ;;
         1)
           ipc=no
           unset 'failures[${#failures[@]}-1]'
@@ -225,14 +242,15 @@ run() {
         echo "=== 5. no torch for python3 here: PyTorch client not run"
         failures+=("5. PyTorch (no torch)")
       else
-        # Exit 3, no nccl symbol imported at all (torch may load NCCL with dlopen), leaves 5b to tell.
+        # Exit 3, no nccl symbol imported at all (torch may load NCCL with dlopen), leaves 5b to tell;
+        # so does 4, no tool here to read symbols with, which fails 5a.
         step "5a. nccl symbols torch imports" 20 bash -c 'bash tests/gpu/torch_symbols.sh "$1"; s=$?; exit $((s == 3 ? 0 : s))' \
           _ "$bundle/lib/libnccl.so.2"
         local symbols=$?
-        if [ "$symbols" -eq 0 ]; then
+        if [ "$symbols" -eq 0 ] || [ "$symbols" -eq 4 ]; then
           # The client's own timeout ends before the step's limit, so that it still reports, and
-          # a minute is kept for steps 6 to 8.
-          local left=$((deadline - SECONDS - 60)) ranks=2 rank_logs
+          # 95 s are kept for steps 6 to 8.
+          local left=$((deadline - SECONDS - 95)) ranks=2 rank_logs
           local limit=$((left < 65 ? left : 65))
           [ "$ipc" = yes ] || ranks=1
           if [ "$limit" -lt 20 ]; then
@@ -255,7 +273,8 @@ run() {
 
     local processes='*processes*:GpuLostPeer.*'
     [ "$ipc" = yes ] || processes='*2ranks_processes*hosts:GpuLostPeer.ALostHost*'
-    suite "6. GPU suite, ranks as processes" "$out/processes.log" "$processes" 60
+    # Every second left but those of steps 7 and 8 (each test forks ranks that start CUDA).
+    suite "6. GPU suite, ranks as processes" "$out/processes.log" "$processes" $((deadline - SECONDS - 45))
 
     # Every test's lines, so that a hang is named. (Not the dump signal: these tests' ranks are
     # forked processes, and their parent has no handler for it.)

@@ -11,7 +11,7 @@
 # Prints the missing symbols, if any, and a one-line summary. Exit status: 0 when every imported
 # symbol is exported, 1 when some are missing, 2 on a usage or setup error, 3 when torch's libraries
 # import no nccl* symbol at all (NCCL linked in statically, or loaded with dlopen: only a run shows
-# which).
+# which), 4 when this machine has neither nm nor readelf to read them with.
 set -euo pipefail
 
 die() {
@@ -23,6 +23,10 @@ die() {
 lib=$1
 [[ -f $lib ]] || die "no such library: $lib"
 python=${PYTHON:-python3}
+if ! command -v nm >/dev/null 2>&1 && ! command -v readelf >/dev/null 2>&1; then
+  echo "torch_symbols.sh: neither nm nor readelf is installed here (binutils): the symbols were not compared" >&2
+  exit 4
+fi
 
 # The dynamic symbols of an ELF file, one "STATE NAME" a line, STATE being U (undefined) or D
 # (defined), NAME without its version suffix. nm when it is installed, readelf otherwise.

@@ -3,7 +3,8 @@
 // side touches CUDA; the parent allocates device memory, fills it and exports an IPC handle
 // through a pipe; the child opens the handle, checks what it reads and writes a reply pattern,
 // which the parent checks after the child has ended.
-// Exit status: 0 IPC works; 1 it does not (the failing call is printed); 2 no usable GPU.
+// Exit status: 0 IPC works; 1 it does not (the failing call is printed); 2 no usable GPU; 3 the
+// probe could not set itself up (a pipe, a fork, or the parent's own memory failed): no answer.
 
 #include <cuda_runtime_api.h>
 #include <signal.h>
@@ -79,13 +80,13 @@ int main() {
   int fds[2];
   if (pipe(fds) != 0) {
     std::perror("cuda ipc probe: pipe");
-    return 1;
+    return 3;
   }
   std::fflush(stdout);
   const pid_t pid = fork();
   if (pid < 0) {
     std::perror("cuda ipc probe: fork");
-    return 1;
+    return 3;
   }
   if (pid == 0) {
     close(fds[1]);
@@ -105,16 +106,17 @@ int main() {
   void* memory = nullptr;
   const std::vector<uint32_t> sent = pattern(kParentSalt);
   cudaIpcMemHandle_t handle;
-  const bool ready = !failed(cudaMalloc(&memory, kWords * 4), "parent", "cudaMalloc") &&
-                     !failed(cudaMemcpy(memory, sent.data(), kWords * 4, cudaMemcpyHostToDevice), "parent",
-                             "cudaMemcpy in") &&
-                     !failed(cudaDeviceSynchronize(), "parent", "cudaDeviceSynchronize") &&
-                     !failed(cudaIpcGetMemHandle(&handle, memory), "parent", "cudaIpcGetMemHandle");
-  if (ready) transfer(true, fds[1], &handle, sizeof(handle));
+  const bool filled = !failed(cudaMalloc(&memory, kWords * 4), "parent", "cudaMalloc") &&
+                      !failed(cudaMemcpy(memory, sent.data(), kWords * 4, cudaMemcpyHostToDevice), "parent",
+                              "cudaMemcpy in") &&
+                      !failed(cudaDeviceSynchronize(), "parent", "cudaDeviceSynchronize");
+  const bool exported = filled && !failed(cudaIpcGetMemHandle(&handle, memory), "parent", "cudaIpcGetMemHandle");
+  if (exported) transfer(true, fds[1], &handle, sizeof(handle));
   close(fds[1]);
   int status = 0;
   waitpid(pid, &status, 0);
-  if (!ready) return 1;
+  if (!filled) return 3;
+  if (!exported) return 1;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::printf("cuda ipc probe: the child failed (status %d)\n", status);
     return 1;
