@@ -18,6 +18,7 @@
 #include "src/device/gpu_protocol.h"
 #include "src/device/kernel_work.h"
 #include "src/device/launch_tables.h"
+#include "src/device/local_clique.h"
 #include "src/device/nvls_plan.h"
 #include "src/device/step_kernel.h"
 #include "src/exec/program_connections.h"
@@ -52,7 +53,9 @@ Status checkStreams(std::span<const core::Op> ops) {
     for (size_t j = i + 1; j < ops.size(); ++j) {
       const core::Op& a = ops[i];
       const core::Op& b = ops[j];
-      if (a.comm != b.comm && a.comm->cliqueId() == b.comm->cliqueId() && a.stream == b.stream) {
+      // One handle names one stream on one device (0 and cudaStreamPerThread name one per device).
+      const bool sameDevice = a.comm->peer(a.comm->rank()).cudaDevice == b.comm->peer(b.comm->rank()).cudaDevice;
+      if (a.comm != b.comm && a.comm->cliqueId() == b.comm->cliqueId() && a.stream == b.stream && sameDevice) {
         return invalidUsage("ranks %d and %d of one communicator enqueue on the same CUDA stream (%p): their kernels "
                             "wait for each other, and one stream would run them one after the other; give each "
                             "rank its own stream",
@@ -341,8 +344,9 @@ Status chooseAlgorithm(const core::Op& op, algorithms::Algorithm* chosen) {
 }
 
 // Enqueues the single-kernel launch `work` of `op` with `blocks` blocks on its stream, after the
-// communicator's previous launch.
-Status enqueueWhole(CommDevice& device, const core::Op& op, KernelWork& work, int blocks) {
+// communicator's previous launch. `*enqueued` says whether the kernel was, also where a later step
+// failed.
+Status enqueueWhole(CommDevice& device, const core::Op& op, KernelWork& work, int blocks, bool* enqueued) {
   work.abortFlag = device.abortFlag();
   const cudaStream_t stream = streamOf(op);
   StreamCapture capture;
@@ -350,12 +354,13 @@ Status enqueueWhole(CommDevice& device, const core::Op& op, KernelWork& work, in
   WEFT_RETURN_IF_ERROR(device.orderAfterPrevious(stream, capture));
   device.markKernel(&work);
   WEFT_RETURN_IF_ERROR(launchStepKernel(work, blocks, &op.reduction, stream));
+  *enqueued = true;
   device.publishKernel(work, blocks, capture);
   return device.recordLaunch(stream, capture);
 }
 
 // Enqueues the NVLS allreduce `op` on its stream (nothing for no elements, on every rank).
-Status enqueueNvls(CommDevice& device, const core::Op& op) {
+Status enqueueNvls(CommDevice& device, const core::Op& op, bool* enqueued) {
   if (op.count == 0) return Status::ok();
   const NvlsTeam& team = *op.comm->nvlsTeam();
   KernelWork work;
@@ -368,11 +373,11 @@ Status enqueueNvls(CommDevice& device, const core::Op& op) {
   nvls.nranks = op.comm->nranks();
   nvls.rank = op.comm->rank();
   nvls.blocks = nvlsLaunchBlocks(nvls.bytes, std::min(team.blocks(), device.blocksPerRank()));
-  return enqueueWhole(device, op, work, nvls.blocks);
+  return enqueueWhole(device, op, work, nvls.blocks, enqueued);
 }
 
 // Enqueues the direct allreduce `op` on its stream (nothing for no elements, on every rank).
-Status enqueueDirect(CommDevice& device, const core::Op& op) {
+Status enqueueDirect(CommDevice& device, const core::Op& op, bool* enqueued) {
   if (op.count == 0) return Status::ok();
   KernelWork work;
   KernelDirect& direct = work.direct;
@@ -388,7 +393,7 @@ Status enqueueDirect(CommDevice& device, const core::Op& op) {
   std::memcpy(&work.scalar, op.reduction.scalar, sizeof(work.scalar));
   work.scalarAt = op.reduction.scalarAt;
   work.divisor = op.reduction.divisor;
-  return enqueueWhole(device, op, work, direct.blocksPerRank);
+  return enqueueWhole(device, op, work, direct.blocksPerRank, enqueued);
 }
 
 // The kernels of one communicator in one launch, in the order they run. Their tables are put in
@@ -451,38 +456,43 @@ class CommLaunch {
     return Status::ok();
   }
 
-  /// Enqueues the kernels, each on its first op's stream, and gives the pool's buffers back, in use
-  /// until the last step kernel that was enqueued has ended (also where a later one failed): the
-  /// communicator's kernels end in order, each waiting for the one before (orderAfterPrevious).
-  /// *enqueuedAny: whether some kernel was enqueued, also where a later one failed.
-  Status enqueue(bool* enqueuedAny) {
+  /// Whether every kernel has been through enqueueNext.
+  bool enqueuedAll() const { return next_ == kernels_.size(); }
+  /// Whether some kernel was enqueued, also where a later one failed.
+  bool enqueuedAny() const { return enqueuedAny_; }
+
+  /// Enqueues the next kernel on its first op's stream.
+  Status enqueueNext() {
+    Kernel& kernel = kernels_[next_++];
+    bool enqueued = false;
     Status status;
-    bool stepEnqueued = false;
-    cudaStream_t lastStepStream = nullptr;  // of the last step kernel enqueued (0 is a stream too)
-    for (Kernel& kernel : kernels_) {
-      switch (kernel.kind) {
-        case Kind::kSteps: {
-          if (kernel.steps == nullptr) break;  // it moves nothing
-          bool enqueued = false;
-          status = kernel.steps->launch(kernel.reduction, streamOf(*kernel.op), record_, &enqueued);
-          if (enqueued) {
-            stepEnqueued = true;
-            lastStepStream = streamOf(*kernel.op);
-          }
-          break;
+    switch (kernel.kind) {
+      case Kind::kSteps:
+        if (kernel.steps == nullptr) break;  // it moves nothing
+        status = kernel.steps->launch(kernel.reduction, streamOf(*kernel.op), record_, &enqueued);
+        if (enqueued) {
+          stepEnqueued_ = true;
+          lastStepStream_ = streamOf(*kernel.op);
         }
-        case Kind::kDirect: status = enqueueDirect(device_, *kernel.op); break;
-        case Kind::kNvls: status = enqueueNvls(device_, *kernel.op); break;
-      }
-      *enqueuedAny = *enqueuedAny || stepEnqueued || (kernel.kind != Kind::kSteps && status.isOk());
-      if (!status.isOk()) break;
+        break;
+      case Kind::kDirect: status = enqueueDirect(device_, *kernel.op, &enqueued); break;
+      case Kind::kNvls: status = enqueueNvls(device_, *kernel.op, &enqueued); break;
     }
+    enqueuedAny_ = enqueuedAny_ || enqueued;
+    return status;
+  }
+
+  /// Once the kernels are enqueued (or one failed): gives the pool's buffers back, in use until the
+  /// last step kernel that was enqueued has ended: the communicator's kernels end in order, each
+  /// waiting for the one before (orderAfterPrevious).
+  Status releaseBuffers() {
+    Status status;
     for (WorkPool::Buffer* buffer : buffers_) {
-      if (!stepEnqueued) {
+      if (!stepEnqueued_) {
         device_.workPool().release(buffer);
         continue;
       }
-      const Status released = device_.workPool().releaseAfter(buffer, lastStepStream);
+      const Status released = device_.workPool().releaseAfter(buffer, lastStepStream_);
       if (status.isOk()) status = released;
     }
     buffers_.clear();
@@ -522,22 +532,47 @@ class CommLaunch {
   CapturedGraphs::Capture* record_ = nullptr;  // where the launch is captured
   std::vector<WorkPool::Buffer*> buffers_;     // taken from the pool, where it is not
   size_t used_ = 0;                            // bytes of the last buffer taken
+  size_t next_ = 0;                            // the kernel enqueueNext enqueues
+  bool enqueuedAny_ = false;
+  bool stepEnqueued_ = false;
+  cudaStream_t lastStepStream_ = nullptr;  // of the last step kernel enqueued (0 is a stream too)
 };
 
-// After a launch failed part-way: the kernels it enqueued to run now (not captured into a graph,
-// which the failed capture leaves unlaunched) would wait for ever for those it did not, so their
-// communicators' kernels give up, and those communicators report why at their next call. The
-// others keep theirs: their earlier kernels and graph replays may still be running, and end well.
+// Whether some rank of `comm`'s clique that is a thread of this process on its GPU has no
+// communicator in `comms` (this launch's): another thread enqueues its kernels.
+bool gpuPeersOutside(const core::Communicator& comm, std::span<core::Communicator* const> comms) {
+  const PeerInfo& self = comm.peer(comm.rank());
+  return std::any_of(comm.peers().begin(), comm.peers().end(), [&](const PeerInfo& peer) {
+    if (peer.rank == self.rank || !peer.sameProcess(self) || peer.cudaDevice != self.cudaDevice) return false;
+    return std::none_of(comms.begin(), comms.end(), [&](const core::Communicator* other) {
+      return other->cliqueId() == comm.cliqueId() && other->rank() == peer.rank;
+    });
+  });
+}
+
+// After a launch failed part-way, at communicator `failed`: the kernels it enqueued to run now (not
+// captured into a graph, which the failed capture leaves unlaunched) would wait for ever for those
+// it did not, so their communicators' kernels give up, and those communicators report why at their
+// next call. Where ranks of the failed communicator's clique on its GPU are driven by other threads
+// of this process, their kernels of this call, enqueued or to come, wait for the one it lacks: it
+// and they give up too. The others keep theirs: their earlier kernels and graph replays may still
+// be running, and end well.
 void endKernelsLeftWaiting(std::span<const core::Op> ops, std::span<core::Communicator* const> comms,
-                           std::span<CommDevice* const> devices, const std::vector<bool>& enqueuedAny,
+                           std::span<CommDevice* const> devices, const std::vector<bool>& enqueuedAny, size_t failed,
                            const Status& why) {
   for (size_t c = 0; c < comms.size(); ++c) {
-    if (!enqueuedAny[c]) continue;
+    const bool peersWait = c == failed && gpuPeersOutside(*comms[c], comms);
+    if (!enqueuedAny[c] && !peersWait) continue;
     const auto first = std::find_if(ops.begin(), ops.end(), [&](const core::Op& op) { return op.comm == comms[c]; });
     ScopedDevice current(devices[c]->device());
     StreamCapture capture;
     if (!current.status().isOk() || !streamCapture(streamOf(*first), &capture).isOk() || capture.active) continue;
     devices[c]->endKernels(why);
+    if (!peersWait) continue;
+    (void)endLocalPeers(comms[c]->cliqueId(), devices[c]->device(), devices[c],
+                        remoteError("rank %d of this communicator, a thread of this process on the same GPU, could not "
+                                    "enqueue its kernels (%s): abort or destroy this communicator too",
+                                    comms[c]->rank(), why.message().c_str()));
   }
 }
 
@@ -650,19 +685,36 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     WEFT_RETURN_IF_ERROR(launch->prepare());
     launches.push_back(std::move(launch));
   }
+  // Kernel by kernel, every communicator's first before any one's second: where one thread drives
+  // several ranks, a kernel enqueued waits only for peers' kernels enqueued before it, so that a
+  // launch queue that fills up (the driver then blocks the thread) drains.
+  Status failure;
+  size_t failed = comms.size();
+  for (bool more = true; more && failure.isOk();) {
+    more = false;
+    for (size_t c = 0; c < comms.size() && failure.isOk(); ++c) {
+      if (launches[c]->enqueuedAll()) continue;
+      ScopedDevice current(commDevices[c]->device());
+      failure = current.status();
+      if (failure.isOk()) failure = launches[c]->enqueueNext();
+      if (!failure.isOk()) failed = c;
+      more = more || !launches[c]->enqueuedAll();
+    }
+  }
   std::vector<bool> enqueuedAny(comms.size(), false);
   for (size_t c = 0; c < comms.size(); ++c) {
+    enqueuedAny[c] = launches[c]->enqueuedAny();
     ScopedDevice current(commDevices[c]->device());
-    Status enqueued = current.status();
-    if (enqueued.isOk()) {
-      bool any = false;
-      enqueued = launches[c]->enqueue(&any);
-      enqueuedAny[c] = any;
+    Status released = current.status();
+    if (released.isOk()) released = launches[c]->releaseBuffers();
+    if (!released.isOk() && failure.isOk()) {
+      failure = released;
+      failed = c;
     }
-    if (!enqueued.isOk()) {
-      endKernelsLeftWaiting(ops, comms, commDevices, enqueuedAny, enqueued);
-      return enqueued;
-    }
+  }
+  if (!failure.isOk()) {
+    endKernelsLeftWaiting(ops, comms, commDevices, enqueuedAny, failed, failure);
+    return failure;
   }
   for (size_t c = 0; c < comms.size(); ++c) {
     if (joined[c].empty()) continue;

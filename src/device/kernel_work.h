@@ -139,4 +139,9 @@ struct KernelWork {
   uint64_t kernel = 0;
 };
 
+// The sizes WorkPool::kReservedBytes is reckoned in, and the boards' own cache lines.
+static_assert(sizeof(KernelStep) == 40 && sizeof(KernelConnection) == 72,
+              "comm_device.h reckons WorkPool::kReservedBytes in these sizes");
+static_assert(alignof(DirectBoard) == 128 && sizeof(DirectBoard) == 128, "each rank's board is one 128-byte line");
+
 }  // namespace weft::device
