@@ -212,6 +212,7 @@ CommDevice::~CommDevice() {
     }
   }
   stallWatch_.reset();  // it may have ended the kernels during that wait; it uses what follows
+  if (abortFlagHost_ != nullptr && *abortFlagHost_ == 0) awaitSendersLastPosts();
   // Once this rank's kernels gave up, so must those of its clique's ranks on its GPU in this process
   // that may wait for them: they would wait for ever.
   if (abortFlagHost_ != nullptr && *abortFlagHost_ != 0) {
@@ -244,6 +245,37 @@ CommDevice::~CommDevice() {
   if (setupStream_ != nullptr) (void)cudaStreamDestroy(setupStream_);
   if (streamJoinMark_ != nullptr) (void)cudaEventDestroy(streamJoinMark_);
   if (lastLaunch_ != nullptr) (void)cudaEventDestroy(lastLaunch_);  // last: a proxy's abort() queries it
+  (void)cudaGetLastError();
+}
+
+void CommDevice::awaitSendersLastPosts() {
+  if (connections_ == nullptr || setupStream_ == nullptr) return;
+  const PeerInfo& self = comm_.peer(comm_.rank());
+  std::vector<const transport::DeviceEnd*> ends;
+  for (int channel = 0; channel < 2 * connections_->nChannels(); ++channel) {
+    for (int peer = 0; peer < comm_.nranks(); ++peer) {
+      const transport::RecvConnection* recv = connections_->recv(channel, peer);
+      const transport::DeviceEnd* end = recv != nullptr ? recv->deviceEnd() : nullptr;
+      if (end != nullptr && end->proxy == nullptr && !comm_.peer(peer).sameProcess(self)) ends.push_back(end);
+    }
+  }
+  WaitContext context = comm_.waitContext();
+  context.timeoutSeconds = 1;
+  for (const transport::DeviceEnd* end : ends) {
+    // Read on the setup stream, which waits for no kernel (a legacy-stream copy would wait for
+    // every blocking stream's work of this process).
+    const Status posted = waitUntil(context, [&] {
+      uint64_t counters[2] = {0, 0};
+      const bool read =
+          cudaMemcpyAsync(&counters[0], end->posted, sizeof(uint64_t), cudaMemcpyDeviceToHost, setupStream_) ==
+              cudaSuccess &&
+          cudaMemcpyAsync(&counters[1], end->released, sizeof(uint64_t), cudaMemcpyDeviceToHost, setupStream_) ==
+              cudaSuccess &&
+          cudaStreamSynchronize(setupStream_) == cudaSuccess;
+      return !read || counters[0] >= counters[1];
+    });
+    if (!posted.isOk()) break;  // a sender gave up, or the communicator cannot go on
+  }
   (void)cudaGetLastError();
 }
 
@@ -306,6 +338,11 @@ void CommDevice::startStallWatch() {
 }
 
 Status CommDevice::checkAlive() {
+  // Kernels ended without an abort of the communicator (a stall, a lost end, a failed launch, a
+  // clique peer's abort) never move the pieces a proxy waits for.
+  if (abortFlagHost_ != nullptr && *abortFlagHost_ != 0) {
+    return remoteError("rank %d's GPU kernels were ended before they moved every piece", comm_.rank());
+  }
   const WaitContext& context = comm_.waitContext();
   return context.check ? context.check() : Status::ok();
 }

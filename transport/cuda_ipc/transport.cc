@@ -7,6 +7,22 @@
 namespace weft::transport::cuda_ipc {
 namespace {
 
+// kInvalidArgument unless `blob` describes the connection both ends agreed on (`params`): a sender
+// that believed the receiver's slots larger or more numerous would write past them.
+Status checkShape(const IpcBlob& blob, const ConnectionParams& params) {
+  const uint64_t bytes = kHeaderBytes + (params.slotBytes + params.llSlotBytes) * static_cast<uint64_t>(params.slotCount);
+  if (blob.slotBytes == params.slotBytes && blob.slotCount == static_cast<uint32_t>(params.slotCount) &&
+      blob.llSlotBytes == params.llSlotBytes && blob.bytes == bytes) {
+    return Status::ok();
+  }
+  return invalidArgument("cuda_ipc connection blob from rank %d describes %u slots of %llu bytes and LL slots of %llu "
+                         "bytes in %llu bytes; this rank expects %d of %zu and %zu in %llu: is it the same build of "
+                         "Weft, with the same NCCL_BUFFSIZE and NCCL_LL_BUFFSIZE?",
+                         params.peer.rank, blob.slotCount, static_cast<unsigned long long>(blob.slotBytes),
+                         static_cast<unsigned long long>(blob.llSlotBytes), static_cast<unsigned long long>(blob.bytes),
+                         params.slotCount, params.slotBytes, params.llSlotBytes, static_cast<unsigned long long>(bytes));
+}
+
 class CudaIpcTransport final : public Transport {
  public:
   const char* name() const override { return "cuda_ipc"; }
@@ -34,6 +50,7 @@ class CudaIpcTransport final : public Transport {
                  std::unique_ptr<SendConnection>* connection) override {
     IpcBlob description;
     WEFT_RETURN_IF_ERROR(decodeBlob(blob, params.peer.rank, &description));
+    WEFT_RETURN_IF_ERROR(checkShape(description, params));
     ScopedDevice device(params.self.cudaDevice);
     WEFT_RETURN_IF_ERROR(device.status());
     std::unique_ptr<IpcSendConnection> end;
