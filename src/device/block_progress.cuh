@@ -47,10 +47,9 @@ class BlockProgressWriter {
   }
 
   /// The block has waited a while for `wanted` (it sees `seen`) from rank `peer`. The caller holds
-  /// the claim.
+  /// the claim, so the block has a record.
   __device__ void waiting(core::BlockActivity activity, int32_t peer, int32_t channel, const WaitSite& site,
                           uint64_t seen, uint64_t wanted) const {
-    if (record_ == nullptr) return;
     record_->peer = peer;
     record_->channel = channel;
     record_->lane = site.lane;
