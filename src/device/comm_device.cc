@@ -115,11 +115,18 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   resources->connections_ = std::make_unique<core::ConnectionTable>(
       &comm.peers(), comm.rank(), &comm.bootstrap(), comm.commHash(), comm.gpuChannels(), comm.slotBytes(),
       comm.slotCount(), resources->lowLatencySlotBytes(), core::ConnectionKind::kDevice, resources->setupStream_);
+  // The abort flag, then two words where destroy copies a receiving end's counters.
+  struct HostWords {
+    int abortFlag;
+    int unused;
+    uint64_t counters[2];
+  };
   void* flag = nullptr;
-  WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&flag, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&flag, sizeof(HostWords), cudaHostAllocMapped | cudaHostAllocPortable),
                                   "cudaHostAlloc of the abort flag"));
-  resources->abortFlagHost_ = static_cast<volatile int*>(flag);
+  resources->abortFlagHost_ = &static_cast<HostWords*>(flag)->abortFlag;
   *resources->abortFlagHost_ = 0;
+  resources->counterCopies_ = static_cast<HostWords*>(flag)->counters;
   void* flagOnDevice = nullptr;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostGetDevicePointer(&flagOnDevice, flag, 0), "cudaHostGetDevicePointer"));
   resources->abortFlagDevice_ = static_cast<const volatile int*>(flagOnDevice);
@@ -249,7 +256,7 @@ CommDevice::~CommDevice() {
 }
 
 void CommDevice::awaitSendersLastPosts() {
-  if (connections_ == nullptr || setupStream_ == nullptr) return;
+  if (connections_ == nullptr || setupStream_ == nullptr || counterCopies_ == nullptr) return;
   const PeerInfo& self = comm_.peer(comm_.rank());
   std::vector<const transport::DeviceEnd*> ends;
   for (int channel = 0; channel < 2 * connections_->nChannels(); ++channel) {
@@ -261,20 +268,30 @@ void CommDevice::awaitSendersLastPosts() {
   }
   WaitContext context = comm_.waitContext();
   context.timeoutSeconds = 1;
+  // Copied on the setup stream, which follows no kernel (a legacy-stream copy would wait for every
+  // blocking stream's work of this process), into pinned words, and only polled: nothing here
+  // blocks, so the wait's second holds.
+  uint64_t* copies = const_cast<uint64_t*>(counterCopies_);
+  const auto copy = [this](uint64_t* to, const uint64_t* from) {
+    return cudaMemcpyAsync(to, from, sizeof(uint64_t), cudaMemcpyDeviceToHost, setupStream_) == cudaSuccess;
+  };
   for (const transport::DeviceEnd* end : ends) {
-    // Read on the setup stream, which waits for no kernel (a legacy-stream copy would wait for
-    // every blocking stream's work of this process).
+    bool copying = false;
     const Status posted = waitUntil(context, [&] {
-      uint64_t counters[2] = {0, 0};
-      const bool read =
-          cudaMemcpyAsync(&counters[0], end->posted, sizeof(uint64_t), cudaMemcpyDeviceToHost, setupStream_) ==
-              cudaSuccess &&
-          cudaMemcpyAsync(&counters[1], end->released, sizeof(uint64_t), cudaMemcpyDeviceToHost, setupStream_) ==
-              cudaSuccess &&
-          cudaStreamSynchronize(setupStream_) == cudaSuccess;
-      return !read || counters[0] >= counters[1];
+      if (!copying) {
+        copying = copy(&copies[0], end->posted) && copy(&copies[1], end->released);
+        return !copying;  // no copy: nothing to wait for
+      }
+      const cudaError_t copied = cudaStreamQuery(setupStream_);
+      if (copied == cudaErrorNotReady) return false;
+      copying = false;
+      return copied != cudaSuccess || counterCopies_[0] >= counterCopies_[1];
     });
-    if (!posted.isOk()) break;  // a sender gave up, or the communicator cannot go on
+    if (!posted.isOk()) {  // a sender gave up, or the communicator cannot go on
+      WEFT_INFO(log::kInit, "rank %d: not every piece it received was posted (%s); freeing its connections anyway",
+                comm_.rank(), posted.message().c_str());
+      break;
+    }
   }
   (void)cudaGetLastError();
 }
@@ -338,13 +355,14 @@ void CommDevice::startStallWatch() {
 }
 
 Status CommDevice::checkAlive() {
+  const WaitContext& context = comm_.waitContext();
+  WEFT_RETURN_IF_ERROR(context.check ? context.check() : Status::ok());
   // Kernels ended without an abort of the communicator (a stall, a lost end, a failed launch, a
   // clique peer's abort) never move the pieces a proxy waits for.
   if (abortFlagHost_ != nullptr && *abortFlagHost_ != 0) {
     return remoteError("rank %d's GPU kernels were ended before they moved every piece", comm_.rank());
   }
-  const WaitContext& context = comm_.waitContext();
-  return context.check ? context.check() : Status::ok();
+  return Status::ok();
 }
 
 bool CommDevice::proxiesDrained() const {
@@ -358,7 +376,14 @@ bool CommDevice::proxiesDrained() const {
   return true;
 }
 
-void CommDevice::proxyFailed(const Status& failure) { endKernels(failure); }
+void CommDevice::proxyFailed(const Status& failure) {
+  // Kernels already ended (and said why): an end that fails for that says nothing new.
+  if (abortFlagHost_ != nullptr && *abortFlagHost_ != 0) {
+    comm_.setAsyncError(failure);
+    return;
+  }
+  endKernels(failure);
+}
 
 void CommDevice::endKernels(const Status& why) {
   if (launched_.load(std::memory_order_relaxed)) {  // else no kernel ran: nothing to say

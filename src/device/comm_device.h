@@ -166,6 +166,9 @@ class CommDevice final : public core::Communicator::DeviceResources,
   std::unique_ptr<core::ConnectionTable> connections_;
   volatile int* abortFlagHost_ = nullptr;
   const volatile int* abortFlagDevice_ = nullptr;
+  // Two pinned words beside the abort flag (one allocation), where awaitSendersLastPosts copies a
+  // receiving end's posted and released counts.
+  volatile uint64_t* counterCopies_ = nullptr;
   cudaEvent_t lastLaunch_ = nullptr;
   cudaEvent_t streamJoinMark_ = nullptr;
   // Where its connections and boards are zeroed: one stream for all (ConnectionParams::gpuSetupStream).

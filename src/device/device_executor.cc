@@ -403,8 +403,10 @@ Status enqueueDirect(CommDevice& device, const core::Op& op, bool* enqueued) {
 class CommLaunch {
  public:
   explicit CommLaunch(CommDevice& device) : device_(device) {}
-  /// Gives back the pool's buffers that no enqueued kernel reads.
+  /// Gives back the pool's buffers that releaseBuffers did not, unless a kernel that reads them was
+  /// enqueued: those stay taken, never to be reused.
   ~CommLaunch() {
+    if (stepEnqueued_) return;
     for (WorkPool::Buffer* buffer : buffers_) device_.workPool().release(buffer);
   }
   CommLaunch(const CommLaunch&) = delete;
@@ -456,12 +458,12 @@ class CommLaunch {
     return Status::ok();
   }
 
-  /// Whether every kernel has been through enqueueNext.
-  bool enqueuedAll() const { return next_ == kernels_.size(); }
+  /// Whether every kernel was enqueued (or had nothing to move).
+  bool enqueuedAll() const { return next_ == kernels_.size() && !failed_; }
   /// Whether some kernel was enqueued, also where a later one failed.
   bool enqueuedAny() const { return enqueuedAny_; }
 
-  /// Enqueues the next kernel on its first op's stream.
+  /// Enqueues the next kernel on its first op's stream. Not after a failure.
   Status enqueueNext() {
     Kernel& kernel = kernels_[next_++];
     bool enqueued = false;
@@ -479,6 +481,7 @@ class CommLaunch {
       case Kind::kNvls: status = enqueueNvls(device_, *kernel.op, &enqueued); break;
     }
     enqueuedAny_ = enqueuedAny_ || enqueued;
+    failed_ = !status.isOk();
     return status;
   }
 
@@ -533,13 +536,15 @@ class CommLaunch {
   std::vector<WorkPool::Buffer*> buffers_;     // taken from the pool, where it is not
   size_t used_ = 0;                            // bytes of the last buffer taken
   size_t next_ = 0;                            // the kernel enqueueNext enqueues
+  bool failed_ = false;                        // enqueueNext failed
   bool enqueuedAny_ = false;
   bool stepEnqueued_ = false;
   cudaStream_t lastStepStream_ = nullptr;  // of the last step kernel enqueued (0 is a stream too)
 };
 
 // Whether some rank of `comm`'s clique that is a thread of this process on its GPU has no
-// communicator in `comms` (this launch's): another thread enqueues its kernels.
+// communicator in `comms` (this launch's): another thread enqueues its kernels, which wait for
+// this rank's.
 bool gpuPeersOutside(const core::Communicator& comm, std::span<core::Communicator* const> comms) {
   const PeerInfo& self = comm.peer(comm.rank());
   return std::any_of(comm.peers().begin(), comm.peers().end(), [&](const PeerInfo& peer) {
@@ -550,28 +555,28 @@ bool gpuPeersOutside(const core::Communicator& comm, std::span<core::Communicato
   });
 }
 
-// After a launch failed part-way, at communicator `failed`: the kernels it enqueued to run now (not
-// captured into a graph, which the failed capture leaves unlaunched) would wait for ever for those
-// it did not, so their communicators' kernels give up, and those communicators report why at their
-// next call. Where ranks of the failed communicator's clique on its GPU are driven by other threads
-// of this process, their kernels of this call, enqueued or to come, wait for the one it lacks: it
-// and they give up too. The others keep theirs: their earlier kernels and graph replays may still
-// be running, and end well.
+// After a launch failed part-way: the kernels it enqueued to run now (not captured into a graph,
+// which the failed capture leaves unlaunched) would wait for ever for those it did not, so their
+// communicators' kernels give up, and those communicators report why at their next call. So do
+// those that lack some kernel of the launch where ranks of their clique on their GPU are driven by
+// other threads of this process, whose kernels of this call, enqueued or to come, wait for it;
+// and those ranks give up too. The others keep theirs: their earlier kernels and graph replays
+// may still be running, and end well.
 void endKernelsLeftWaiting(std::span<const core::Op> ops, std::span<core::Communicator* const> comms,
-                           std::span<CommDevice* const> devices, const std::vector<bool>& enqueuedAny, size_t failed,
-                           const Status& why) {
+                           std::span<CommDevice* const> devices, const std::vector<bool>& enqueuedAny,
+                           const std::vector<bool>& enqueuedAll, const Status& why) {
   for (size_t c = 0; c < comms.size(); ++c) {
-    const bool peersWait = c == failed && gpuPeersOutside(*comms[c], comms);
-    if (!enqueuedAny[c] && !peersWait) continue;
+    const bool peersOutside = gpuPeersOutside(*comms[c], comms);
+    if (!enqueuedAny[c] && (enqueuedAll[c] || !peersOutside)) continue;
     const auto first = std::find_if(ops.begin(), ops.end(), [&](const core::Op& op) { return op.comm == comms[c]; });
     ScopedDevice current(devices[c]->device());
     StreamCapture capture;
     if (!current.status().isOk() || !streamCapture(streamOf(*first), &capture).isOk() || capture.active) continue;
     devices[c]->endKernels(why);
-    if (!peersWait) continue;
+    if (!peersOutside) continue;
     (void)endLocalPeers(comms[c]->cliqueId(), devices[c]->device(), devices[c],
-                        remoteError("rank %d of this communicator, a thread of this process on the same GPU, could not "
-                                    "enqueue its kernels (%s): abort or destroy this communicator too",
+                        remoteError("rank %d of this communicator, a thread of this process on the same GPU, gave up a "
+                                    "launch that failed (%s): abort or destroy this communicator too",
                                     comms[c]->rank(), why.message().c_str()));
   }
 }
@@ -685,35 +690,30 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     WEFT_RETURN_IF_ERROR(launch->prepare());
     launches.push_back(std::move(launch));
   }
-  // Kernel by kernel, every communicator's first before any one's second: where one thread drives
-  // several ranks, a kernel enqueued waits only for peers' kernels enqueued before it, so that a
-  // launch queue that fills up (the driver then blocks the thread) drains.
+  // Communicator by communicator, each one's kernels together: interleaved, communicators that
+  // share a stream could queue their kernels in different orders on different ranks (whose lists
+  // of kernels differ: Send/Recv), each behind a kernel that waits for the other.
   Status failure;
-  size_t failed = comms.size();
-  for (bool more = true; more && failure.isOk();) {
-    more = false;
-    for (size_t c = 0; c < comms.size() && failure.isOk(); ++c) {
-      if (launches[c]->enqueuedAll()) continue;
-      ScopedDevice current(commDevices[c]->device());
-      failure = current.status();
-      if (failure.isOk()) failure = launches[c]->enqueueNext();
-      if (!failure.isOk()) failed = c;
-      more = more || !launches[c]->enqueuedAll();
-    }
+  for (size_t c = 0; c < comms.size() && failure.isOk(); ++c) {
+    ScopedDevice current(commDevices[c]->device());
+    failure = current.status();
+    while (failure.isOk() && !launches[c]->enqueuedAll()) failure = launches[c]->enqueueNext();
   }
   std::vector<bool> enqueuedAny(comms.size(), false);
+  std::vector<bool> enqueuedAll(comms.size(), false);
   for (size_t c = 0; c < comms.size(); ++c) {
     enqueuedAny[c] = launches[c]->enqueuedAny();
+    enqueuedAll[c] = launches[c]->enqueuedAll();
     ScopedDevice current(commDevices[c]->device());
     Status released = current.status();
     if (released.isOk()) released = launches[c]->releaseBuffers();
-    if (!released.isOk() && failure.isOk()) {
-      failure = released;
-      failed = c;
-    }
+    if (!released.isOk() && failure.isOk()) failure = released;
   }
   if (!failure.isOk()) {
-    endKernelsLeftWaiting(ops, comms, commDevices, enqueuedAny, failed, failure);
+    // Where every kernel went in (only a buffer's release failed), none waits in vain.
+    if (!std::all_of(enqueuedAll.begin(), enqueuedAll.end(), [](bool all) { return all; })) {
+      endKernelsLeftWaiting(ops, comms, commDevices, enqueuedAny, enqueuedAll, failure);
+    }
     return failure;
   }
   for (size_t c = 0; c < comms.size(); ++c) {
