@@ -16,7 +16,13 @@ inline Status cudaStatus(cudaError_t error, const char* what) {
                        cudaGetErrorString(error));
 }
 
-/// Makes `device` current on this thread for the guard's lifetime, then restores the previous one.
+/// Whether the calling thread has a CUDA context current (cuCtxGetCurrent). cudaGetDevice answers 0
+/// on a thread that has none, and making device 0 current there creates its context (since CUDA
+/// 12): memory on a GPU that the process may never have used. True where the driver cannot say.
+bool threadHasContext();
+
+/// Makes `device` current on this thread for the guard's lifetime, then restores the previous one
+/// (none, on a thread that had no context: the guard then leaves `device` current).
 class ScopedDevice {
  public:
   explicit ScopedDevice(int device) : previous_(current()), status_(select(device, previous_)) {}
@@ -31,6 +37,7 @@ class ScopedDevice {
 
  private:
   static int current() {
+    if (!threadHasContext()) return -1;
     int device = -1;
     if (cudaGetDevice(&device) != cudaSuccess) {
       (void)cudaGetLastError();
