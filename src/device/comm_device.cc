@@ -1,6 +1,8 @@
 #include "src/device/comm_device.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -121,6 +123,7 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
     int unused;
     uint64_t counters[2];
   };
+  static_assert(offsetof(HostWords, abortFlag) == 0, "the flag's address is the allocation's, which is freed");
   void* flag = nullptr;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&flag, sizeof(HostWords), cudaHostAllocMapped | cudaHostAllocPortable),
                                   "cudaHostAlloc of the abort flag"));
@@ -267,7 +270,7 @@ void CommDevice::awaitSendersLastPosts() {
     }
   }
   WaitContext context = comm_.waitContext();
-  context.timeoutSeconds = 1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   // Copied on the setup stream, which follows no kernel (a legacy-stream copy would wait for every
   // blocking stream's work of this process), into pinned words, and only polled: nothing here
   // blocks, so the wait's second holds.
@@ -275,9 +278,16 @@ void CommDevice::awaitSendersLastPosts() {
   const auto copy = [this](uint64_t* to, const uint64_t* from) {
     return cudaMemcpyAsync(to, from, sizeof(uint64_t), cudaMemcpyDeviceToHost, setupStream_) == cudaSuccess;
   };
+  Status posted;
   for (const transport::DeviceEnd* end : ends) {
+    // What is left of the one second, for every end together.
+    context.timeoutSeconds = std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    if (context.timeoutSeconds <= 0) {
+      posted = remoteError("a second passed");
+      break;
+    }
     bool copying = false;
-    const Status posted = waitUntil(context, [&] {
+    posted = waitUntil(context, [&] {
       if (!copying) {
         copying = copy(&copies[0], end->posted) && copy(&copies[1], end->released);
         return !copying;  // no copy: nothing to wait for
@@ -287,11 +297,11 @@ void CommDevice::awaitSendersLastPosts() {
       copying = false;
       return copied != cudaSuccess || counterCopies_[0] >= counterCopies_[1];
     });
-    if (!posted.isOk()) {  // a sender gave up, or the communicator cannot go on
-      WEFT_INFO(log::kInit, "rank %d: not every piece it received was posted (%s); freeing its connections anyway",
-                comm_.rank(), posted.message().c_str());
-      break;
-    }
+    if (!posted.isOk()) break;  // a sender gave up, or the communicator cannot go on
+  }
+  if (!posted.isOk()) {
+    WEFT_INFO(log::kInit, "rank %d: not every piece it received was posted (%s); freeing its connections anyway",
+              comm_.rank(), posted.message().c_str());
   }
   (void)cudaGetLastError();
 }

@@ -555,26 +555,37 @@ bool gpuPeersOutside(const core::Communicator& comm, std::span<core::Communicato
   });
 }
 
-// After a launch failed part-way: the kernels it enqueued to run now (not captured into a graph,
-// which the failed capture leaves unlaunched) would wait for ever for those it did not, so their
-// communicators' kernels give up, and those communicators report why at their next call. So do
-// those that lack some kernel of the launch where ranks of their clique on their GPU are driven by
-// other threads of this process, whose kernels of this call, enqueued or to come, wait for it;
-// and those ranks give up too. The others keep theirs: their earlier kernels and graph replays
-// may still be running, and end well.
+// After a launch failed (before or while enqueuing, at `why`): the kernels it enqueued to run now
+// (not captured into a graph, which the failed capture leaves unlaunched) would wait for ever for
+// those it did not, so their communicators' kernels give up, and those communicators report why
+// at their next call. So do those that lack some kernel of the launch where ranks of their clique
+// on their GPU are driven by other threads of this process, whose kernels of this call, enqueued
+// or to come, wait for it; and then those ranks too, once per clique. The others keep theirs:
+// their earlier kernels and graph replays may still be running, and end well. `enqueuedAny` and
+// `enqueuedAll` are by communicator; all false before any kernel was enqueued.
 void endKernelsLeftWaiting(std::span<const core::Op> ops, std::span<core::Communicator* const> comms,
                            std::span<CommDevice* const> devices, const std::vector<bool>& enqueuedAny,
                            const std::vector<bool>& enqueuedAll, const Status& why) {
+  std::vector<size_t> withPeersOutside;
   for (size_t c = 0; c < comms.size(); ++c) {
     const bool peersOutside = gpuPeersOutside(*comms[c], comms);
     if (!enqueuedAny[c] && (enqueuedAll[c] || !peersOutside)) continue;
     const auto first = std::find_if(ops.begin(), ops.end(), [&](const core::Op& op) { return op.comm == comms[c]; });
     ScopedDevice current(devices[c]->device());
     StreamCapture capture;
-    if (!current.status().isOk() || !streamCapture(streamOf(*first), &capture).isOk() || capture.active) continue;
+    // Where CUDA cannot say, as if not captured: ending kernels that wait for nothing costs less
+    // than leaving some to wait for ever.
+    if (current.status().isOk() && streamCapture(streamOf(*first), &capture).isOk() && capture.active) continue;
     devices[c]->endKernels(why);
-    if (!peersOutside) continue;
-    (void)endLocalPeers(comms[c]->cliqueId(), devices[c]->device(), devices[c],
+    if (peersOutside) withPeersOutside.push_back(c);
+  }
+  // After the launch's own communicators have recorded the real cause.
+  std::vector<std::pair<uint64_t, int>> cliquesEnded;
+  for (size_t c : withPeersOutside) {
+    const std::pair<uint64_t, int> clique(comms[c]->cliqueId(), devices[c]->device());
+    if (std::find(cliquesEnded.begin(), cliquesEnded.end(), clique) != cliquesEnded.end()) continue;
+    cliquesEnded.push_back(clique);
+    (void)endLocalPeers(clique.first, clique.second, devices[c],
                         remoteError("rank %d of this communicator, a thread of this process on the same GPU, gave up a "
                                     "launch that failed (%s): abort or destroy this communicator too",
                                     comms[c]->rank(), why.message().c_str()));
@@ -608,7 +619,6 @@ void recordLaunches(std::span<const core::Op> ops) {
 }  // namespace
 
 Status enqueueOnStreams(std::span<const core::Op> ops) {
-  WEFT_RETURN_IF_ERROR(checkStreams(ops));
   std::vector<CommDevice*> devices(ops.size());
   std::vector<algorithms::Program> programs(ops.size());
   // Send/Recv and the collectives NCCL_ALGO does not govern move Simple pieces.
@@ -628,14 +638,29 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     }
     algorithms::buildRingProgram(core::shapeOf(op), op.comm->gpuRings(), &programs[i]);
   }
+  std::vector<core::Communicator*> comms;
+  std::vector<CommDevice*> commDevices;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (std::find(comms.begin(), comms.end(), ops[i].comm) != comms.end()) continue;
+    comms.push_back(ops[i].comm);
+    commDevices.push_back(devices[i]);
+  }
+  // From here on, where this rank fails its peers driven by other threads may already wait for it.
+  const auto failBeforeKernels = [&](const Status& failure) {
+    const std::vector<bool> none(comms.size(), false);
+    endKernelsLeftWaiting(ops, comms, commDevices, none, none, failure);
+    return failure;
+  };
+  if (Status streams = checkStreams(ops); !streams.isOk()) return failBeforeKernels(streams);
   {
     // A first call's connections are made at the call, with its peers, whether or not this or
     // another thread captures a graph: not part of any graph.
     RelaxedCapture relaxed;
-    WEFT_RETURN_IF_ERROR(exec::connectPrograms(
+    Status connected = exec::connectPrograms(
         ops, programs,
         [&](const core::Op& op) -> core::ConnectionTable& { return devices[&op - ops.data()]->connections(); },
-        [&](const core::Op& op) { warnOfConnectionsInitMissed(op, *devices[&op - ops.data()]); }));
+        [&](const core::Op& op) { warnOfConnectionsInitMissed(op, *devices[&op - ops.data()]); });
+    if (!connected.isOk()) return failBeforeKernels(connected);
   }
   // Per communicator, in order of first appearance: its Send/Recv in one kernel, then each
   // collective in a kernel of its own. As in NCCL, where its ops were given several streams, its
@@ -644,23 +669,17 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
   // Every communicator's streams are joined before any kernel, and made to wait after every
   // kernel: a wait between two communicators' kernels could hold a rank's kernel behind a peer's
   // kernel that waits for it.
-  std::vector<core::Communicator*> comms;
-  std::vector<CommDevice*> commDevices;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (std::find(comms.begin(), comms.end(), ops[i].comm) != comms.end()) continue;
-    comms.push_back(ops[i].comm);
-    commDevices.push_back(devices[i]);
-  }
   std::vector<std::vector<cudaStream_t>> joined(comms.size());
   for (size_t c = 0; c < comms.size(); ++c) {
     ScopedDevice current(commDevices[c]->device());
-    WEFT_RETURN_IF_ERROR(current.status());
-    WEFT_RETURN_IF_ERROR(joinGroupStreams(ops, comms[c], commDevices[c]->streamJoinMark(), &joined[c]));
+    Status streams = current.status();
+    if (streams.isOk()) streams = joinGroupStreams(ops, comms[c], commDevices[c]->streamJoinMark(), &joined[c]);
+    if (!streams.isOk()) return failBeforeKernels(streams);
   }
   // Every communicator's kernels and tables first, then every kernel: nothing waits or allocates
   // between two ranks' kernels of this launch.
   std::vector<std::unique_ptr<CommLaunch>> launches;
-  for (size_t c = 0; c < comms.size(); ++c) {
+  const auto prepareLaunch = [&](size_t c) -> Status {
     const core::Communicator* comm = comms[c];
     CommDevice* device = commDevices[c];
     auto launch = std::make_unique<CommLaunch>(*device);
@@ -689,6 +708,10 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     WEFT_RETURN_IF_ERROR(current.status());
     WEFT_RETURN_IF_ERROR(launch->prepare());
     launches.push_back(std::move(launch));
+    return Status::ok();
+  };
+  for (size_t c = 0; c < comms.size(); ++c) {
+    if (Status prepared = prepareLaunch(c); !prepared.isOk()) return failBeforeKernels(prepared);
   }
   // Communicator by communicator, each one's kernels together: interleaved, communicators that
   // share a stream could queue their kernels in different orders on different ranks (whose lists
@@ -707,13 +730,11 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     ScopedDevice current(commDevices[c]->device());
     Status released = current.status();
     if (released.isOk()) released = launches[c]->releaseBuffers();
-    if (!released.isOk() && failure.isOk()) failure = released;
+    // The launch goes on: a buffer whose release failed stays taken, never to be reused.
+    if (!released.isOk()) WEFT_WARN("rank %d: %s", comms[c]->rank(), released.message().c_str());
   }
   if (!failure.isOk()) {
-    // Where every kernel went in (only a buffer's release failed), none waits in vain.
-    if (!std::all_of(enqueuedAll.begin(), enqueuedAll.end(), [](bool all) { return all; })) {
-      endKernelsLeftWaiting(ops, comms, commDevices, enqueuedAny, enqueuedAll, failure);
-    }
+    endKernelsLeftWaiting(ops, comms, commDevices, enqueuedAny, enqueuedAll, failure);
     return failure;
   }
   for (size_t c = 0; c < comms.size(); ++c) {

@@ -16,17 +16,25 @@ inline Status cudaStatus(cudaError_t error, const char* what) {
                        cudaGetErrorString(error));
 }
 
-/// Whether the calling thread has a CUDA context current (cuCtxGetCurrent). cudaGetDevice answers 0
-/// on a thread that has none, and making device 0 current there creates its context (since CUDA
-/// 12): memory on a GPU that the process may never have used. True where the driver cannot say.
-bool threadHasContext();
+/// The calling thread's current CUDA context (cuCtxGetCurrent; null where it has none) into
+/// *context. False where the driver cannot say.
+bool currentContext(void** context);
+/// Makes `context` (from currentContext; null: none) current on the calling thread again.
+void restoreContext(void* context);
 
-/// Makes `device` current on this thread for the guard's lifetime, then restores the previous one
-/// (none, on a thread that had no context: the guard then leaves `device` current).
+/// Makes `device` current on this thread for the guard's lifetime, then restores what was current:
+/// the very context (none, on a thread that had none: cudaGetDevice answers 0 there, and making
+/// device 0 current would create its context, since CUDA 12, on a GPU the process may never use),
+/// or where the driver cannot say which, the previous device.
 class ScopedDevice {
  public:
-  explicit ScopedDevice(int device) : previous_(current()), status_(select(device, previous_)) {}
+  explicit ScopedDevice(int device)
+      : knowsContext_(currentContext(&context_)), previous_(current()), status_(select(device, previous_)) {}
   ~ScopedDevice() {
+    if (knowsContext_) {
+      restoreContext(context_);
+      return;
+    }
     int now = -1;
     if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) (void)cudaSetDevice(previous_);
   }
@@ -37,7 +45,6 @@ class ScopedDevice {
 
  private:
   static int current() {
-    if (!threadHasContext()) return -1;
     int device = -1;
     if (cudaGetDevice(&device) != cudaSuccess) {
       (void)cudaGetLastError();
@@ -50,6 +57,8 @@ class ScopedDevice {
     return cudaStatus(cudaSetDevice(device), "cudaSetDevice");
   }
 
+  void* context_ = nullptr;
+  bool knowsContext_ = false;
   int previous_ = -1;
   Status status_;
 };

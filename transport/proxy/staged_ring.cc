@@ -5,6 +5,8 @@
 
 #if WEFT_CUDA
 #include <cuda_runtime_api.h>
+
+#include "transport/cuda_ipc/cuda_call.h"
 #endif
 
 namespace weft::transport::proxy {
@@ -47,13 +49,10 @@ Status allocateHostStaging(size_t bytes, int /*device*/, StagedMemory* out) {
 
 #if WEFT_CUDA
 Status allocatePinnedStaging(size_t bytes, int cudaDevice, StagedMemory* out) {
-  int previous = -1;
-  (void)cudaGetDevice(&previous);
-  const bool switching = cudaDevice >= 0 && cudaDevice != previous;
-  cudaError_t error = switching ? cudaSetDevice(cudaDevice) : cudaSuccess;
+  ScopedDevice selected(cudaDevice);
+  WEFT_RETURN_IF_ERROR(selected.status());
   void* host = nullptr;
-  if (error == cudaSuccess) error = cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
-  if (switching && previous >= 0) (void)cudaSetDevice(previous);
+  cudaError_t error = cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
   if (error != cudaSuccess) {
     return systemError("cudaHostAlloc of %zu bytes for a proxied connection's ring failed: %s", bytes,
                        cudaGetErrorString(error));
