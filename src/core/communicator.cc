@@ -272,6 +272,11 @@ Status Communicator::deviceResources(const std::function<Status(std::unique_ptr<
   return Status::ok();
 }
 
+Communicator::DeviceResources* Communicator::madeDeviceResources() {
+  std::lock_guard<std::mutex> lock(deviceMutex_);
+  return device_.get();
+}
+
 Status Communicator::drainDevice() {
   DeviceResources* device = nullptr;
   {

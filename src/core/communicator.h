@@ -176,6 +176,8 @@ class Communicator {
   /// Returns the resources, making them with `make` if there are none yet. Thread-safe.
   Status deviceResources(const std::function<Status(std::unique_ptr<DeviceResources>*)>& make,
                          DeviceResources** out);
+  /// The resources where they are made, else null. Thread-safe.
+  DeviceResources* madeDeviceResources();
   /// DeviceResources::drain, if the communicator has GPU resources (ncclCommFinalize).
   Status drainDevice();
   RedOpTable& redOps() { return redOps_; }

@@ -270,6 +270,7 @@ void CommDevice::awaitSendersLastPosts() {
     }
   }
   WaitContext context = comm_.waitContext();
+  context.what = "the last posts of a sender in another process";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   // Copied on the setup stream, which follows no kernel (a legacy-stream copy would wait for every
   // blocking stream's work of this process), into pinned words, and only polled: nothing here

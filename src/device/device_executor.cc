@@ -562,12 +562,14 @@ bool gpuPeersOutside(const core::Communicator& comm, std::span<core::Communicato
 // on their GPU are driven by other threads of this process, whose kernels of this call, enqueued
 // or to come, wait for it; and then those ranks too, once per clique. The others keep theirs:
 // their earlier kernels and graph replays may still be running, and end well. `enqueuedAny` and
-// `enqueuedAll` are by communicator; all false before any kernel was enqueued.
+// `enqueuedAll` are by communicator; all false before any kernel was enqueued. `devices`: null for
+// a communicator whose GPU resources are not made.
 void endKernelsLeftWaiting(std::span<const core::Op> ops, std::span<core::Communicator* const> comms,
                            std::span<CommDevice* const> devices, const std::vector<bool>& enqueuedAny,
                            const std::vector<bool>& enqueuedAll, const Status& why) {
   std::vector<size_t> withPeersOutside;
   for (size_t c = 0; c < comms.size(); ++c) {
+    if (devices[c] == nullptr) continue;  // no GPU resources: no kernel of its peers reaches it
     const bool peersOutside = gpuPeersOutside(*comms[c], comms);
     if (!enqueuedAny[c] && (enqueuedAll[c] || !peersOutside)) continue;
     const auto first = std::find_if(ops.begin(), ops.end(), [&](const core::Op& op) { return op.comm == comms[c]; });
@@ -619,39 +621,46 @@ void recordLaunches(std::span<const core::Op> ops) {
 }  // namespace
 
 Status enqueueOnStreams(std::span<const core::Op> ops) {
-  std::vector<CommDevice*> devices(ops.size());
-  std::vector<algorithms::Program> programs(ops.size());
-  // Send/Recv and the collectives NCCL_ALGO does not govern move Simple pieces.
-  std::vector<bool> lowLatencyOps(ops.size(), false);
-  std::vector<bool> nvlsOps(ops.size(), false);
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const core::Op& op = ops[i];
-    algorithms::Algorithm algorithm = algorithms::Algorithm::kRing;
-    if (algorithms::governedByAlgo(op.collective)) WEFT_RETURN_IF_ERROR(chooseAlgorithm(op, &algorithm));
-    nvlsOps[i] = algorithm == algorithms::Algorithm::kNvls;
-    WEFT_RETURN_IF_ERROR(commDevice(*op.comm, &devices[i]));
-    if (nvlsOps[i] || runsDirect(op, *devices[i])) continue;  // no program, no connections
-    if (algorithms::governedByAlgo(op.collective)) {
-      bool lowLatency = false;
-      WEFT_RETURN_IF_ERROR(chooseProtocol(op, *devices[i], &lowLatency));
-      lowLatencyOps[i] = lowLatency;
-    }
-    algorithms::buildRingProgram(core::shapeOf(op), op.comm->gpuRings(), &programs[i]);
-  }
+  // The communicators, in order of first appearance, and their GPU resources (null until made).
   std::vector<core::Communicator*> comms;
-  std::vector<CommDevice*> commDevices;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (std::find(comms.begin(), comms.end(), ops[i].comm) != comms.end()) continue;
-    comms.push_back(ops[i].comm);
-    commDevices.push_back(devices[i]);
+  for (const core::Op& op : ops) {
+    if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
   }
-  // From here on, where this rank fails its peers driven by other threads may already wait for it.
+  std::vector<CommDevice*> commDevices(comms.size(), nullptr);
+  for (size_t c = 0; c < comms.size(); ++c) commDevices[c] = static_cast<CommDevice*>(comms[c]->madeDeviceResources());
+  // Where this rank fails before its kernels, its peers driven by other threads may already wait
+  // for them: those of communicators whose GPU resources are made (ranks that are threads of one
+  // process make them at init) give up with it.
   const auto failBeforeKernels = [&](const Status& failure) {
     const std::vector<bool> none(comms.size(), false);
     endKernelsLeftWaiting(ops, comms, commDevices, none, none, failure);
     return failure;
   };
   if (Status streams = checkStreams(ops); !streams.isOk()) return failBeforeKernels(streams);
+  std::vector<CommDevice*> devices(ops.size());
+  std::vector<algorithms::Program> programs(ops.size());
+  // Send/Recv and the collectives NCCL_ALGO does not govern move Simple pieces.
+  std::vector<bool> lowLatencyOps(ops.size(), false);
+  std::vector<bool> nvlsOps(ops.size(), false);
+  const auto plan = [&](size_t i) -> Status {
+    const core::Op& op = ops[i];
+    algorithms::Algorithm algorithm = algorithms::Algorithm::kRing;
+    if (algorithms::governedByAlgo(op.collective)) WEFT_RETURN_IF_ERROR(chooseAlgorithm(op, &algorithm));
+    nvlsOps[i] = algorithm == algorithms::Algorithm::kNvls;
+    WEFT_RETURN_IF_ERROR(commDevice(*op.comm, &devices[i]));
+    commDevices[std::find(comms.begin(), comms.end(), op.comm) - comms.begin()] = devices[i];
+    if (nvlsOps[i] || runsDirect(op, *devices[i])) return Status::ok();  // no program, no connections
+    if (algorithms::governedByAlgo(op.collective)) {
+      bool lowLatency = false;
+      WEFT_RETURN_IF_ERROR(chooseProtocol(op, *devices[i], &lowLatency));
+      lowLatencyOps[i] = lowLatency;
+    }
+    algorithms::buildRingProgram(core::shapeOf(op), op.comm->gpuRings(), &programs[i]);
+    return Status::ok();
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (Status planned = plan(i); !planned.isOk()) return failBeforeKernels(planned);
+  }
   {
     // A first call's connections are made at the call, with its peers, whether or not this or
     // another thread captures a graph: not part of any graph.

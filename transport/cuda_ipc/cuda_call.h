@@ -28,8 +28,12 @@ void restoreContext(void* context);
 /// or where the driver cannot say which, the previous device.
 class ScopedDevice {
  public:
+  /// Where the context is known, `device` is selected even if cudaGetDevice names it already: on a
+  /// thread with no context it names 0 all the same, and driver calls need one current.
   explicit ScopedDevice(int device)
-      : knowsContext_(currentContext(&context_)), previous_(current()), status_(select(device, previous_)) {}
+      : knowsContext_(currentContext(&context_)),
+        previous_(knowsContext_ ? -1 : current()),
+        status_(select(device, previous_)) {}
   ~ScopedDevice() {
     if (knowsContext_) {
       restoreContext(context_);
