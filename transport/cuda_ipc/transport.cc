@@ -10,7 +10,8 @@ namespace {
 // kInvalidArgument unless `blob` describes the connection both ends agreed on (`params`): a sender
 // that believed the receiver's slots larger or more numerous would write past them.
 Status checkShape(const IpcBlob& blob, const ConnectionParams& params) {
-  const uint64_t bytes = kHeaderBytes + (params.slotBytes + params.llSlotBytes) * static_cast<uint64_t>(params.slotCount);
+  const uint64_t slots = static_cast<uint64_t>(params.slotCount);
+  const uint64_t bytes = kHeaderBytes + (params.slotBytes + params.llSlotBytes) * slots;
   if (blob.slotBytes == params.slotBytes && blob.slotCount == static_cast<uint32_t>(params.slotCount) &&
       blob.llSlotBytes == params.llSlotBytes && blob.bytes == bytes) {
     return Status::ok();
@@ -20,7 +21,8 @@ Status checkShape(const IpcBlob& blob, const ConnectionParams& params) {
                          "Weft, with the same NCCL_BUFFSIZE and NCCL_LL_BUFFSIZE?",
                          params.peer.rank, blob.slotCount, static_cast<unsigned long long>(blob.slotBytes),
                          static_cast<unsigned long long>(blob.llSlotBytes), static_cast<unsigned long long>(blob.bytes),
-                         params.slotCount, params.slotBytes, params.llSlotBytes, static_cast<unsigned long long>(bytes));
+                         params.slotCount, params.slotBytes, params.llSlotBytes,
+                         static_cast<unsigned long long>(bytes));
 }
 
 class CudaIpcTransport final : public Transport {
