@@ -2,22 +2,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include "transport/cuda_ipc/cuda_call.h"
+
 namespace weft::device {
-namespace {
-
-// Looks up `name` as of driver API `version` into `*entry` (left null where the driver lacks it).
-template <class Function>
-void find(const char* name, int version, Function* entry) {
-  void* found = nullptr;
-  cudaDriverEntryPointQueryResult result = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion(name, &found, version, cudaEnableDefault, &result) == cudaSuccess &&
-      result == cudaDriverEntryPointSuccess) {
-    *entry = reinterpret_cast<Function>(found);
-  }
-  (void)cudaGetLastError();
-}
-
-}  // namespace
 
 bool CudaDriver::hasMulticast() const {
   return deviceGet && deviceGetAttribute && getErrorString && memCreate && memRelease && memAddressReserve &&
@@ -30,25 +17,25 @@ const CudaDriver& cudaDriver() {
   // Versions are those in which each call took its present form (cuda.h's _vNNNNN names).
   static const CudaDriver driver = [] {
     CudaDriver d;
-    find("cuDeviceGet", 2000, &d.deviceGet);
-    find("cuDeviceGetAttribute", 2000, &d.deviceGetAttribute);
-    find("cuDevicePrimaryCtxGetState", 7000, &d.devicePrimaryCtxGetState);
-    find("cuGetErrorString", 6000, &d.getErrorString);
-    find("cuMemCreate", 10020, &d.memCreate);
-    find("cuMemRelease", 10020, &d.memRelease);
-    find("cuMemAddressReserve", 10020, &d.memAddressReserve);
-    find("cuMemAddressFree", 10020, &d.memAddressFree);
-    find("cuMemMap", 10020, &d.memMap);
-    find("cuMemUnmap", 10020, &d.memUnmap);
-    find("cuMemSetAccess", 10020, &d.memSetAccess);
-    find("cuMemGetAllocationGranularity", 10020, &d.memGetAllocationGranularity);
-    find("cuMemExportToShareableHandle", 10020, &d.memExportToShareableHandle);
-    find("cuMemImportFromShareableHandle", 10020, &d.memImportFromShareableHandle);
-    find("cuMulticastCreate", 12010, &d.multicastCreate);
-    find("cuMulticastGetGranularity", 12010, &d.multicastGetGranularity);
-    find("cuMulticastAddDevice", 12010, &d.multicastAddDevice);
-    find("cuMulticastBindMem", 12010, &d.multicastBindMem);
-    find("cuMulticastUnbind", 12010, &d.multicastUnbind);
+    findDriverCall("cuDeviceGet", 2000, &d.deviceGet);
+    findDriverCall("cuDeviceGetAttribute", 2000, &d.deviceGetAttribute);
+    findDriverCall("cuDevicePrimaryCtxGetState", 7000, &d.devicePrimaryCtxGetState);
+    findDriverCall("cuGetErrorString", 6000, &d.getErrorString);
+    findDriverCall("cuMemCreate", 10020, &d.memCreate);
+    findDriverCall("cuMemRelease", 10020, &d.memRelease);
+    findDriverCall("cuMemAddressReserve", 10020, &d.memAddressReserve);
+    findDriverCall("cuMemAddressFree", 10020, &d.memAddressFree);
+    findDriverCall("cuMemMap", 10020, &d.memMap);
+    findDriverCall("cuMemUnmap", 10020, &d.memUnmap);
+    findDriverCall("cuMemSetAccess", 10020, &d.memSetAccess);
+    findDriverCall("cuMemGetAllocationGranularity", 10020, &d.memGetAllocationGranularity);
+    findDriverCall("cuMemExportToShareableHandle", 10020, &d.memExportToShareableHandle);
+    findDriverCall("cuMemImportFromShareableHandle", 10020, &d.memImportFromShareableHandle);
+    findDriverCall("cuMulticastCreate", 12010, &d.multicastCreate);
+    findDriverCall("cuMulticastGetGranularity", 12010, &d.multicastGetGranularity);
+    findDriverCall("cuMulticastAddDevice", 12010, &d.multicastAddDevice);
+    findDriverCall("cuMulticastBindMem", 12010, &d.multicastBindMem);
+    findDriverCall("cuMulticastUnbind", 12010, &d.multicastUnbind);
     return d;
   }();
   return driver;

@@ -11,22 +11,11 @@ struct ContextCalls {
   CUresult (*set)(CUcontext) = nullptr;
 };
 
-template <class Function>
-void lookUp(const char* name, Function* entry) {
-  void* found = nullptr;
-  cudaDriverEntryPointQueryResult result = cudaDriverEntryPointSymbolNotFound;
-  if (cudaGetDriverEntryPointByVersion(name, &found, 4000, cudaEnableDefault, &result) == cudaSuccess &&
-      result == cudaDriverEntryPointSuccess) {
-    *entry = reinterpret_cast<Function>(found);
-  }
-  (void)cudaGetLastError();
-}
-
 const ContextCalls& contextCalls() {
   static const ContextCalls calls = [] {
     ContextCalls c;
-    lookUp("cuCtxGetCurrent", &c.get);
-    lookUp("cuCtxSetCurrent", &c.set);
+    findDriverCall("cuCtxGetCurrent", 4000, &c.get);
+    findDriverCall("cuCtxSetCurrent", 4000, &c.set);
     return c.get != nullptr && c.set != nullptr ? c : ContextCalls{};
   }();
   return calls;

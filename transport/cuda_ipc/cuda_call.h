@@ -16,6 +16,19 @@ inline Status cudaStatus(cudaError_t error, const char* what) {
                        cudaGetErrorString(error));
 }
 
+/// Looks up driver call `name` as of driver API `version` into `*entry` (left null where the driver
+/// lacks it), through the runtime, so that libnccl.so.2 links no libcuda. Creates no context.
+template <class Function>
+void findDriverCall(const char* name, int version, Function* entry) {
+  void* found = nullptr;
+  cudaDriverEntryPointQueryResult result = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &found, version, cudaEnableDefault, &result) == cudaSuccess &&
+      result == cudaDriverEntryPointSuccess) {
+    *entry = reinterpret_cast<Function>(found);
+  }
+  (void)cudaGetLastError();
+}
+
 /// The calling thread's current CUDA context (cuCtxGetCurrent; null where it has none) into
 /// *context. False where the driver cannot say.
 bool currentContext(void** context);
