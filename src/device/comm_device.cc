@@ -15,6 +15,7 @@
 #include "src/device/direct_plan.h"
 #include "src/device/gpu_runtime.h"
 #include "src/device/hardware_queues.h"
+#include "src/device/host_function.h"
 #include "src/device/setup_at_init.h"
 #include "src/device/step_kernel.h"
 #include "transport/cuda_ipc/cuda_call.h"
@@ -320,9 +321,10 @@ void CommDevice::abort() {
   if (abortFlagHost_ == nullptr) return;
   // Where the abort ends kernels that are stuck (a watchdog's abort, say), what they waited for. A
   // replayed graph's kernels carry other numbers than the latest enqueued: the launch event
-  // (which replays record too) says whether any kernel still runs.
+  // (which replays record too) says whether any kernel still runs. Not asked from a CUDA host
+  // function (a captured launch's proxy ends, failing at exit), where CUDA allows no call.
   const core::ProgressRecord* progress = comm_.progress();
-  if (*abortFlagHost_ == 0 && progress != nullptr && lastLaunch_ != nullptr &&
+  if (*abortFlagHost_ == 0 && progress != nullptr && lastLaunch_ != nullptr && !insideHostFunction() &&
       log::enabled(log::Level::kWarn, log::kAll) && core::gpuBlocksUnfinished(*progress)) {
     ScopedDevice device(device_);  // a proxy's or the peer watch's thread may have no device, or another
     RelaxedCapture relaxed;  // another thread may be capturing a graph: this query is not part of it

@@ -16,6 +16,7 @@
 #include "src/device/comm_device.h"
 #include "src/device/direct_plan.h"
 #include "src/device/gpu_protocol.h"
+#include "src/device/host_function.h"
 #include "src/device/kernel_work.h"
 #include "src/device/launch_tables.h"
 #include "src/device/local_clique.h"
@@ -86,8 +87,12 @@ struct ProxyExpectations {
 };
 
 // A captured launch's host node (CUDA runs it on a thread of its own, where it may make no CUDA
-// call: expect() only counts and wakes the proxy thread).
-void CUDART_CB tellProxies(void* expectations) { static_cast<const ProxyExpectations*>(expectations)->tell(); }
+// call: expect() only counts and wakes the proxy thread, and an end it fails, at exit, aborts
+// without asking CUDA what still runs).
+void CUDART_CB tellProxies(void* expectations) {
+  HostFunctionScope scope;
+  static_cast<const ProxyExpectations*>(expectations)->tell();
+}
 
 // One kernel launch: the lanes of some operations of one communicator.
 class LaunchBuilder {
