@@ -30,7 +30,7 @@ namespace {
 
 constexpr int kSlotCount = algorithms::kSlotsPerConnection;
 using algorithms::kMaxChannels;
-constexpr int kOversubscribedSpinLimit = 32;
+constexpr int kOversubscribedSpinLimit = 2;
 constexpr uint32_t kSplitTag = 0x20000;
 constexpr uint32_t kShrinkTag = 0x20001;
 
@@ -126,8 +126,9 @@ int Communicator::spinLimitForMachine() const {
   int ranksHere = 0;
   for (const PeerInfo& peer : peers_) ranksHere += peer.sameMachine(peers_[rank_]) ? 1 : 0;
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  // Oversubscribed: spin a little (a hand-off between running ranks takes well under this), then
-  // let the scheduler run the rank this one waits for.
+  // Oversubscribed: the rank this one waits for is most likely not running, so poll twice and let
+  // the scheduler run it. Spinning longer costs most where a poll is a system call (a socket):
+  // 32 polls there took about 50 us per wait (docs/PERFORMANCE.md, "What each change bought").
   return cpus > 0 && ranksHere > cpus ? kOversubscribedSpinLimit : -1;
 }
 
