@@ -101,7 +101,9 @@
     "seconds without acknowledgement (of sent data or keepalive probes) before a TCP connection "  \
     "fails: the peer's host is unreachable; the kernel answers for a live peer however busy; 0: "  \
     "the kernel's default (about 15 minutes)")                                                    \
-  X(SpinCount, "WEFT_SPIN_COUNT", Int, "1000", "idle polls before a waiting rank yields the CPU (and at most 50 us of them)") \
+  X(SpinCount, "WEFT_SPIN_COUNT", Int, "1000",                                                  \
+    "idle polls before a waiting rank yields the CPU (and at most 50 us of them); 2 where a "     \
+    "communicator has more ranks on the machine than it has CPUs")                                \
   X(TopoFile, "NCCL_TOPO_FILE", String, "",                                                      \
     "NCCL topology XML or hwloc XML file that describes the machine instead of detecting it, "  \
     "for the rings of ranks on GPUs, weft topo and NCCL_TOPO_DUMP_FILE")                             \
