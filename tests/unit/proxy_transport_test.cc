@@ -7,7 +7,10 @@
 #include "transport/proxy/transport.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -74,9 +77,10 @@ void store(uint64_t* counter, uint64_t value) {
   std::atomic_ref<uint64_t>(*counter).store(value, std::memory_order_release);
 }
 
-// The kernel's sending side: post `count` pieces through `end`. False past the deadline.
-bool kernelSends(const DeviceEnd& end, uint64_t count, Clock::time_point deadline) {
-  for (uint64_t piece = 0; piece < count; ++piece) {
+// The kernel's sending side: post `count` pieces through `end`, from piece `first` (the pieces
+// posted before). False past the deadline.
+bool kernelSends(const DeviceEnd& end, uint64_t count, Clock::time_point deadline, uint64_t first = 0) {
+  for (uint64_t piece = first; piece < first + count; ++piece) {
     while (piece - load(end.released) >= static_cast<uint64_t>(end.slotCount)) {
       if (Clock::now() > deadline) return false;
       std::this_thread::yield();
@@ -450,6 +454,63 @@ TEST(ProxyThreadDeathTest, StopsAtExitBeforeTheRingsItReadsAreFreed) {
 TEST(ProxyThreadDeathTest, EndsOwingPiecesAfterTheExitHandlerFailInsteadOfHanging) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(stopForExitThenLaunch(), ::testing::ExitedWithCode(0), "");
+}
+
+// A forked child's end of its own, carried by the child's proxy: the exit status says how far
+// it got (0: every piece posted, and the child's thread joined with its last end).
+int childCarriesAnEndOfItsOwn() {
+  RecordingSink sink;
+  auto network = std::make_unique<ScriptedSend>(false);
+  ScriptedSend* recording = network.get();
+  std::unique_ptr<ProxySendConnection> send;
+  if (!ProxySendConnection::create(std::move(network), allocateHostStaging, paramsFor(kSendRank), "scripted", &send)
+           .isOk()) {
+    return 3;
+  }
+  constexpr uint64_t kPieces = 3 * kSlotCount;  // more than the ring holds: the proxy must free slots
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  send->deviceEnd()->proxy->expect(kPieces, &sink);
+  if (!kernelSends(*send->deviceEnd(), kPieces, deadline)) return 4;
+  while (recording->posted().size() < kPieces) {
+    if (Clock::now() > deadline) return 5;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  send.reset();  // the child's last end: its proxy thread is joined
+  return sink.seen().empty() ? 0 : 6;
+}
+
+// fork() copies the proxy but not its thread: the child's own ends get a thread of their own (and
+// the child's last end joins it, not the parent's), and the parent's proxy goes on.
+TEST(ProxyThreadFork, AChildCarriesItsOwnEndsAndTheParentGoesOn) {
+  RecordingSink sink;
+  auto network = std::make_unique<ScriptedSend>(false);
+  ScriptedSend* recording = network.get();
+  std::unique_ptr<ProxySendConnection> send;
+  ASSERT_TRUE(
+      ProxySendConnection::create(std::move(network), allocateHostStaging, paramsFor(kSendRank), "scripted", &send)
+          .isOk());
+  send->deviceEnd()->proxy->expect(kSlotCount, &sink);  // the parent's proxy thread runs
+  ASSERT_TRUE(kernelSends(*send->deviceEnd(), kSlotCount, Clock::now() + kDeadline));
+  ASSERT_TRUE(waitFor([&] { return recording->posted().size() == kSlotCount; }));
+
+  const pid_t child = fork();
+  ASSERT_GE(child, 0) << "fork failed";
+  if (child == 0) std::_Exit(childCarriesAnEndOfItsOwn());
+
+  send->deviceEnd()->proxy->expect(kSlotCount, &sink);
+  EXPECT_TRUE(kernelSends(*send->deviceEnd(), kSlotCount, Clock::now() + kDeadline, kSlotCount));
+  EXPECT_TRUE(waitFor([&] { return recording->posted().size() == 2 * kSlotCount; }));
+  int status = 0;
+  const bool ended = waitFor([&] { return waitpid(child, &status, WNOHANG) == child; });
+  if (!ended) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+  }
+  EXPECT_TRUE(ended) << "the child hung (its end never moved, or its last end joined the parent's thread)";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child's end did not get through: status " << status
+      << " (exit 4: no proxy freed its slots; 5: not every piece was posted)";
+  EXPECT_TRUE(sink.seen().empty());
 }
 
 TEST(ProxiedSend, ANetworkFailureReachesTheSinkWithWhatFailed) {

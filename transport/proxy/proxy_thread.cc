@@ -1,9 +1,11 @@
 #include "transport/proxy/proxy_thread.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <new>
 
 #include "src/base/log.h"
 #include "src/base/wait.h"
@@ -17,8 +19,46 @@ Status ProxyThread::exitingError() {
 }
 
 ProxyThread& ProxyThread::instance() {
-  static ProxyThread* proxy = new ProxyThread();
+  static ProxyThread* proxy = [] {
+    auto* made = new ProxyThread();
+    if (pthread_atfork(beforeFork, afterForkInParent, afterForkInChild) != 0) {
+      WEFT_WARN("the network proxy could not register its fork handlers: a forked child cannot use it");
+    }
+    return made;
+  }();
   return *proxy;
+}
+
+void ProxyThread::beforeFork() {
+  ProxyThread& proxy = instance();
+  proxy.lifecycleMutex_.lock();
+  proxy.endsMutex_.lock();  // waits for the sweep under way, which never blocks
+  proxy.wakeMutex_.lock();
+}
+
+void ProxyThread::afterForkInParent() {
+  ProxyThread& proxy = instance();
+  proxy.wakeMutex_.unlock();
+  proxy.endsMutex_.unlock();
+  proxy.lifecycleMutex_.unlock();
+}
+
+void ProxyThread::afterForkInChild() {
+  ProxyThread& proxy = instance();
+  // The copies name the parent's thread, which the child does not have: the handle must not be
+  // joined (nor destroyed while joinable), and the condition variable may count that thread among
+  // its waiters (a notify would wait for it for ever). Both are made anew, and the locks, which the
+  // fork copied held, with them.
+  new (&proxy.thread_) std::thread();
+  new (&proxy.wakeup_) std::condition_variable();
+  new (&proxy.wakeMutex_) std::mutex();
+  new (&proxy.endsMutex_) std::mutex();
+  new (&proxy.lifecycleMutex_) std::mutex();
+  proxy.ends_.clear();  // the parent's, whose rings and sockets the parent drives
+  proxy.wakeups_ = 0;
+  proxy.stopping_ = false;
+  proxy.exited_ = false;
+  proxy.owner_ = 0;
 }
 
 void ProxyThread::add(ProxiedEnd* end) {
@@ -50,7 +90,7 @@ void ProxyThread::remove(ProxiedEnd* end) {
 }
 
 void ProxyThread::stopForExit() {
-  if (getpid() != owner_) return;  // a forked child: the thread, and its locks' holder, stayed behind
+  if (getpid() != owner_) return;  // this process started no thread (a forked child with no end of its own)
   std::lock_guard<std::mutex> lifecycle(lifecycleMutex_);
   exited_ = true;
   if (thread_.get_id() == std::this_thread::get_id()) return;

@@ -5,6 +5,8 @@
 // is needed it sleeps until an expect() wakes it. At exit it stops before the process frees the
 // rings it reads (a program may exit with a communicator it never destroyed, mid-launch), and
 // every end that still owes pieces, then or later, fails to its communicator instead of hanging.
+// fork() copies the proxy but not its thread: the child starts with no thread and no ends (those
+// it inherited are the parent's to drive), and gets a thread of its own with its first new end.
 
 #include <sys/types.h>
 
@@ -36,7 +38,8 @@ class ProxyThread {
   bool wake();
   /// Stops the thread for good and fails every end that still owes pieces (ProxiedEnd::halt).
   /// Called at exit: std::atexit, registered when the thread first starts, after the CUDA runtime
-  /// registered its teardown, which so runs later. Does nothing in a forked child.
+  /// registered its teardown, which so runs later. Does nothing in a process that started no
+  /// thread (a forked child that made no end).
   void stopForExit();
   /// What an end that still owes pieces is told once the thread stopped for exit.
   static Status exitingError();
@@ -44,6 +47,11 @@ class ProxyThread {
  private:
   ProxyThread() = default;
   void run();
+  // fork() handlers: the parent holds every lock across the fork, so that what they guard is whole
+  // in the child's copy; the child forgets the parent's thread and ends.
+  static void beforeFork();
+  static void afterForkInParent();
+  static void afterForkInChild();
   void stopThread();  // under lifecycleMutex_
 
   std::mutex lifecycleMutex_;  // add and remove, whole: starting and joining the thread
