@@ -321,14 +321,24 @@ class ScriptedSend final : public SendConnection {
   std::vector<size_t> posted_;
 };
 
+// A proxied sending end over a ScriptedSend that records its posts into `*recording`; null if it
+// could not be made.
+std::unique_ptr<ProxySendConnection> makeRecordedSend(ScriptedSend** recording) {
+  auto network = std::make_unique<ScriptedSend>(false);
+  *recording = network.get();
+  std::unique_ptr<ProxySendConnection> send;
+  if (!ProxySendConnection::create(std::move(network), allocateHostStaging, paramsFor(kSendRank), "scripted", &send)
+           .isOk()) {
+    return nullptr;
+  }
+  return send;
+}
+
 TEST(ProxiedSend, PostsEachPieceWithTheKernelsByteCount) {
   RecordingSink sink;
-  auto network = std::make_unique<ScriptedSend>(false);
-  ScriptedSend* recording = network.get();
-  std::unique_ptr<ProxySendConnection> send;
-  ASSERT_TRUE(
-      ProxySendConnection::create(std::move(network), allocateHostStaging, paramsFor(kSendRank), "scripted", &send)
-          .isOk());
+  ScriptedSend* recording = nullptr;
+  std::unique_ptr<ProxySendConnection> send = makeRecordedSend(&recording);
+  ASSERT_NE(send, nullptr);
   constexpr uint64_t kPieces = 20;
   send->deviceEnd()->proxy->expect(kPieces, &sink);
   ASSERT_TRUE(kernelSends(*send->deviceEnd(), kPieces, Clock::now() + kDeadline));
@@ -460,13 +470,9 @@ TEST(ProxyThreadDeathTest, EndsOwingPiecesAfterTheExitHandlerFailInsteadOfHangin
 // it got (0: every piece posted, and the child's thread joined with its last end).
 int childCarriesAnEndOfItsOwn() {
   RecordingSink sink;
-  auto network = std::make_unique<ScriptedSend>(false);
-  ScriptedSend* recording = network.get();
-  std::unique_ptr<ProxySendConnection> send;
-  if (!ProxySendConnection::create(std::move(network), allocateHostStaging, paramsFor(kSendRank), "scripted", &send)
-           .isOk()) {
-    return 3;
-  }
+  ScriptedSend* recording = nullptr;
+  std::unique_ptr<ProxySendConnection> send = makeRecordedSend(&recording);
+  if (send == nullptr) return 3;
   constexpr uint64_t kPieces = 3 * kSlotCount;  // more than the ring holds: the proxy must free slots
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   send->deviceEnd()->proxy->expect(kPieces, &sink);
@@ -483,12 +489,9 @@ int childCarriesAnEndOfItsOwn() {
 // the child's last end joins it, not the parent's), and the parent's proxy goes on.
 TEST(ProxyThreadFork, AChildCarriesItsOwnEndsAndTheParentGoesOn) {
   RecordingSink sink;
-  auto network = std::make_unique<ScriptedSend>(false);
-  ScriptedSend* recording = network.get();
-  std::unique_ptr<ProxySendConnection> send;
-  ASSERT_TRUE(
-      ProxySendConnection::create(std::move(network), allocateHostStaging, paramsFor(kSendRank), "scripted", &send)
-          .isOk());
+  ScriptedSend* recording = nullptr;
+  std::unique_ptr<ProxySendConnection> send = makeRecordedSend(&recording);
+  ASSERT_NE(send, nullptr);
   send->deviceEnd()->proxy->expect(kSlotCount, &sink);  // the parent's proxy thread runs
   ASSERT_TRUE(kernelSends(*send->deviceEnd(), kSlotCount, Clock::now() + kDeadline));
   ASSERT_TRUE(waitFor([&] { return recording->posted().size() == kSlotCount; }));
