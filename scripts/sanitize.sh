@@ -72,6 +72,7 @@ mpi_runs='^abi_nvidia_collectives_|_mpi$|^compare_mpi_'
 # runs under mpirun (whose OpenMPI is not built with TSan either).
 forked_ranks='^Collectives/|^ApiErrors\.|^RankRunnerProcesses\.|/Processes$'
 forked_ranks+='|^BootstrapTest\.RanksAsForkedProcesses$|^ShmTransport\.ForkedSenderProcessStreamsToParent$'
+forked_ranks+='|^ProxyThreadFork\.'
 forked_ranks+="|^compare_(visible_allreduce|tcp_loopback)_bound_|$mpi_runs"
 
 # CI's share of the multirank suite: every collective (and the trees) at 2 and 3 ranks over both

@@ -32,14 +32,17 @@ ProxyThread& ProxyThread::instance() {
 void ProxyThread::beforeFork() {
   ProxyThread& proxy = instance();
   proxy.lifecycleMutex_.lock();
-  proxy.endsMutex_.lock();  // waits for the sweep under way, which never blocks
+  // The wake lock first: the thread takes it at the top of each sweep, so it stops there, and the
+  // ends lock is had once the sweep under way (brief) ends, however busy the proxy. (Nothing takes
+  // the wake lock while holding the ends lock.)
   proxy.wakeMutex_.lock();
+  proxy.endsMutex_.lock();
 }
 
 void ProxyThread::afterForkInParent() {
   ProxyThread& proxy = instance();
-  proxy.wakeMutex_.unlock();
   proxy.endsMutex_.unlock();
+  proxy.wakeMutex_.unlock();
   proxy.lifecycleMutex_.unlock();
 }
 

@@ -55,7 +55,7 @@ class ProxyThread {
   void stopThread();  // under lifecycleMutex_
 
   std::mutex lifecycleMutex_;  // add and remove, whole: starting and joining the thread
-  std::mutex endsMutex_;       // ends_; held by the thread through each sweep
+  std::mutex endsMutex_;       // ends_; held by the thread through each sweep, never while taking wakeMutex_
   std::vector<ProxiedEnd*> ends_;
   std::mutex wakeMutex_;
   std::condition_variable wakeup_;
