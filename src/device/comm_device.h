@@ -101,7 +101,7 @@ class CommDevice final : public core::Communicator::DeviceResources,
   Status checkAlive() override;
 
   int device() const { return device_; }
-  int rank() const { return comm_.rank(); }
+  int rank() const override { return comm_.rank(); }
   int nranks() const { return comm_.nranks(); }
   core::ConnectionTable& connections() { return *connections_; }
   WorkPool& workPool() { return *workPool_; }
@@ -140,6 +140,10 @@ class CommDevice final : public core::Communicator::DeviceResources,
   /// with the resources, so that no call creates one while a peer's kernel may wait for it. One
   /// thread at a time enqueues a communicator's calls (as NCCL requires), so one event serves all.
   cudaEvent_t streamJoinMark() const { return streamJoinMark_; }
+  /// The collectives enqueued or captured before (a number that every rank counts alike, the
+  /// stream claims' of local_clique.h), and adding the `calls` of a launch just enqueued.
+  uint64_t collectivesLaunched() const { return collectivesLaunched_; }
+  void countCollectives(uint64_t calls) { collectivesLaunched_ += calls; }
   /// Records the launch just enqueued on `stream` (in `capture`) as this communicator's latest; a
   /// captured one becomes the latest each time its graph is launched.
   Status recordLaunch(cudaStream_t stream, const StreamCapture& capture);
@@ -184,6 +188,7 @@ class CommDevice final : public core::Communicator::DeviceResources,
   DirectBoard* directBoards_ = nullptr;
   BlockProgressArray blockProgress_;
   uint64_t kernels_ = 0;  // kernels enqueued or captured so far: the last one's number
+  uint64_t collectivesLaunched_ = 0;
   bool watchesStalls_ = false;  // WEFT_TIMEOUT is set and the blocks keep records
   std::unique_ptr<core::GpuStallWatch> stallWatch_;  // from the first launch on, where watchesStalls_
   int multiprocessors_ = 0;

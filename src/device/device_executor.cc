@@ -41,7 +41,8 @@ bool sharesGpuInThisProcess(const core::Communicator& comm) {
   });
 }
 
-Status checkStreams(std::span<const core::Op> ops) {
+// The legacy default stream would run every rank's kernels in turn.
+Status checkLegacyStream(std::span<const core::Op> ops) {
   for (const core::Op& op : ops) {
     if ((op.stream == nullptr || streamOf(op) == cudaStreamLegacy) && sharesGpuInThisProcess(*op.comm)) {
       return invalidUsage("rank %d enqueues on the legacy default stream, but other ranks of its communicator are "
@@ -50,19 +51,34 @@ Status checkStreams(std::span<const core::Op> ops) {
                           op.comm->rank());
     }
   }
-  for (size_t i = 0; i < ops.size(); ++i) {
-    for (size_t j = i + 1; j < ops.size(); ++j) {
-      const core::Op& a = ops[i];
-      const core::Op& b = ops[j];
-      // One handle names one stream on one device (0 and cudaStreamPerThread name one per device).
-      const bool sameDevice = a.comm->peer(a.comm->rank()).cudaDevice == b.comm->peer(b.comm->rank()).cudaDevice;
-      if (a.comm != b.comm && a.comm->cliqueId() == b.comm->cliqueId() && a.stream == b.stream && sameDevice) {
-        return invalidUsage("ranks %d and %d of one communicator enqueue on the same CUDA stream (%p): their kernels "
-                            "wait for each other, and one stream would run them one after the other; give each "
-                            "rank its own stream",
-                            a.comm->rank(), b.comm->rank(), a.stream);
-      }
+  return Status::ok();
+}
+
+// The collectives (not Send/Recv) of `comm` among `ops`.
+uint64_t collectiveCalls(std::span<const core::Op> ops, const core::Communicator* comm) {
+  return std::count_if(ops.begin(), ops.end(),
+                       [comm](const core::Op& op) { return op.comm == comm && !isPointToPoint(op.collective); });
+}
+
+// Claims the streams of each communicator's calls for its launch (local_clique.h), where other
+// ranks of its clique are threads of this process on its GPU; `claimed` says whose claims were
+// recorded, to be withdrawn if the launch fails before its kernels.
+Status claimLaunchStreams(std::span<const core::Op> ops, std::span<core::Communicator* const> comms,
+                          std::span<CommDevice* const> devices, std::vector<bool>* claimed) {
+  for (size_t c = 0; c < comms.size(); ++c) {
+    if (!sharesGpuInThisProcess(*comms[c])) continue;
+    ScopedDevice current(devices[c]->device());
+    WEFT_RETURN_IF_ERROR(current.status());
+    std::vector<unsigned long long> ids;  // one id names one stream, cudaStreamPerThread's this thread's
+    for (const core::Op& op : ops) {
+      if (op.comm != comms[c]) continue;
+      unsigned long long id = 0;
+      WEFT_RETURN_IF_ERROR(cudaStatus(cudaStreamGetId(streamOf(op), &id), "cudaStreamGetId"));
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
     }
+    const LaunchStreams launch{ids, devices[c]->collectivesLaunched(), collectiveCalls(ops, comms[c])};
+    WEFT_RETURN_IF_ERROR(claimStreams(devices[c], launch));
+    (*claimed)[c] = true;
   }
   return Status::ok();
 }
@@ -636,12 +652,16 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
   // Where this rank fails before its kernels, its peers driven by other threads may already wait
   // for them: those of communicators whose GPU resources are made (ranks that are threads of one
   // process make them at init) give up with it.
+  std::vector<bool> claimed(comms.size(), false);  // streams claimed (local_clique.h)
   const auto failBeforeKernels = [&](const Status& failure) {
+    for (size_t c = 0; c < comms.size(); ++c) {
+      if (claimed[c]) withdrawLatestClaim(commDevices[c]);
+    }
     const std::vector<bool> none(comms.size(), false);
     endKernelsLeftWaiting(ops, comms, commDevices, none, none, failure);
     return failure;
   };
-  if (Status streams = checkStreams(ops); !streams.isOk()) return failBeforeKernels(streams);
+  if (Status legacy = checkLegacyStream(ops); !legacy.isOk()) return failBeforeKernels(legacy);
   std::vector<CommDevice*> devices(ops.size());
   std::vector<algorithms::Program> programs(ops.size());
   // Send/Recv and the collectives NCCL_ALGO does not govern move Simple pieces.
@@ -665,6 +685,9 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
   };
   for (size_t i = 0; i < ops.size(); ++i) {
     if (Status planned = plan(i); !planned.isOk()) return failBeforeKernels(planned);
+  }
+  if (Status streams = claimLaunchStreams(ops, comms, commDevices, &claimed); !streams.isOk()) {
+    return failBeforeKernels(streams);
   }
   {
     // A first call's connections are made at the call, with its peers, whether or not this or
@@ -751,6 +774,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     endKernelsLeftWaiting(ops, comms, commDevices, enqueuedAny, enqueuedAll, failure);
     return failure;
   }
+  for (size_t c = 0; c < comms.size(); ++c) commDevices[c]->countCollectives(collectiveCalls(ops, comms[c]));
   for (size_t c = 0; c < comms.size(); ++c) {
     if (joined[c].empty()) continue;
     ScopedDevice current(commDevices[c]->device());

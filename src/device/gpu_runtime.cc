@@ -120,6 +120,8 @@ void useDevice(int device) {
   if (!selected.status().isOk() || cudaFree(nullptr) != cudaSuccess) (void)cudaGetLastError();
 }
 
+bool isPerThreadStream(const void* stream) { return stream == static_cast<const void*>(cudaStreamPerThread); }
+
 bool anyDeviceInUse() {
   // Once a context is active it stays so (short of cudaDeviceReset): ask the driver until then.
   static std::atomic<bool> seen{false};
@@ -146,6 +148,7 @@ void useDevice(int) {}
 bool multicastSupported(int) { return false; }
 int multiprocessorCount(int) { return 0; }
 bool anyDeviceInUse() { return false; }
+bool isPerThreadStream(const void*) { return false; }
 Status preloadKernelsIfInUse(int) { return Status::ok(); }
 Status preloadKernels(int) { return Status::ok(); }
 Status allocateOnDevice(size_t, void**) { return internalError("this build of Weft has no CUDA"); }

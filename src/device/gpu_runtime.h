@@ -52,6 +52,10 @@ int multiprocessorCount(int device);
 /// True if this process uses any CUDA device (inUse). Creates no context.
 bool anyDeviceInUse();
 
+/// True if `stream` is cudaStreamPerThread, which names the calling thread's own stream. False
+/// without CUDA.
+bool isPerThreadStream(const void* stream);
+
 /// `bytes` of device memory on the device current on the calling thread (cudaMalloc, which CUDA
 /// IPC can export). An error where the build has no CUDA or the allocation fails.
 Status allocateOnDevice(size_t bytes, void** out);

@@ -1,16 +1,25 @@
 #include "src/device/local_clique.h"
 
 #include <algorithm>
+#include <deque>
 #include <mutex>
 #include <vector>
 
 namespace weft::device {
 namespace {
 
+// One stream of a launch (claimStreams), and the last call the launch holds.
+struct Claim {
+  unsigned long long stream;
+  uint64_t lastCall;
+};
+constexpr size_t kKeptLaunches = 64;
+
 struct Entry {
   uint64_t cliqueId;
   int device;
   LocalCliqueMember* member;
+  std::deque<std::vector<Claim>> launches;  // its latest, newest last
 };
 
 struct Kept {
@@ -30,11 +39,18 @@ std::vector<Kept>& kept() {
   return *leftovers;
 }
 
+// The registered entry of `member`, or null. Under the registry's lock.
+Entry* entryOf(const LocalCliqueMember* member) {
+  std::vector<Entry>& entries = registry();
+  const auto found = std::find_if(entries.begin(), entries.end(), [member](const Entry& e) { return e.member == member; });
+  return found == entries.end() ? nullptr : &*found;
+}
+
 }  // namespace
 
 void joinLocalClique(uint64_t cliqueId, int device, LocalCliqueMember* member) {
   std::lock_guard<std::mutex> lock(registryMutex);
-  registry().push_back({cliqueId, device, member});
+  registry().push_back({cliqueId, device, member, {}});
 }
 
 void leaveLocalClique(LocalCliqueMember* member) {
@@ -64,6 +80,40 @@ void freeWhenCliqueHasLeft(uint64_t cliqueId, std::unique_ptr<LocalCliqueLeftove
     freed.push_back(std::move(leftovers));
   }
   freed.clear();  // the frees wait for the GPU: not under the lock
+}
+
+Status claimStreams(LocalCliqueMember* member, const LaunchStreams& launch) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  Entry* self = entryOf(member);
+  if (self == nullptr) return internalError("rank %d claims streams without having joined its clique", member->rank());
+  for (const Entry& peer : registry()) {
+    if (peer.member == member || peer.cliqueId != self->cliqueId || peer.device != self->device) continue;
+    for (const std::vector<Claim>& claims : peer.launches) {
+      for (const Claim& claim : claims) {
+        if (claim.lastCall < launch.firstCall) continue;
+        if (std::find(launch.streamIds.begin(), launch.streamIds.end(), claim.stream) == launch.streamIds.end()) {
+          continue;
+        }
+        return invalidUsage("ranks %d and %d of one communicator, threads of this process on one GPU, enqueue on "
+                            "the same CUDA stream (id %llu): rank %d's kernel there waits for rank %d's of call "
+                            "%llu, which would queue behind it; give each rank its own stream",
+                            peer.member->rank(), member->rank(), claim.stream, peer.member->rank(), member->rank(),
+                            static_cast<unsigned long long>(launch.firstCall));
+      }
+    }
+  }
+  const uint64_t lastCall = launch.firstCall + std::max<uint64_t>(launch.calls, 1) - 1;
+  std::vector<Claim> claims;
+  for (unsigned long long stream : launch.streamIds) claims.push_back({stream, lastCall});
+  self->launches.push_back(std::move(claims));
+  if (self->launches.size() > kKeptLaunches) self->launches.pop_front();
+  return Status::ok();
+}
+
+void withdrawLatestClaim(LocalCliqueMember* member) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  Entry* self = entryOf(member);
+  if (self != nullptr && !self->launches.empty()) self->launches.pop_back();
 }
 
 int endLocalPeers(uint64_t cliqueId, int device, const LocalCliqueMember* aborted, const Status& why) {

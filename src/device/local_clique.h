@@ -6,10 +6,13 @@
 // copy to pageable memory): a rank that went first would wait for a peer's kernel that waits for
 // a third rank whose thread waits for the free. So the memory of a rank that leaves stays until
 // the clique's last rank in this process has left, when every kernel of theirs has ended (other
-// communicators' kernels may still run). Every build has this; unit tests check it anywhere.
+// communicators' kernels may still run). It also keeps the streams of each rank's recent launches,
+// so that two ranks on one stream are refused rather than left waiting for each other. Every build
+// has this; unit tests check it anywhere.
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "src/base/status.h"
 
@@ -19,6 +22,8 @@ namespace weft::device {
 class LocalCliqueMember {
  public:
   virtual ~LocalCliqueMember() = default;
+  /// The rank in its communicator, for messages.
+  virtual int rank() const = 0;
   /// Makes this rank's kernels give up and records `why` as its communicator's asynchronous error.
   /// Called with the registry's lock held: must not call back into it.
   virtual void endKernels(const Status& why) = 0;
@@ -43,6 +48,27 @@ void leaveLocalClique(LocalCliqueMember* member);
 /// lock is the process's); else keeps them until the last registered one hands over its own. Frees
 /// outside the registry's lock.
 void freeWhenCliqueHasLeft(uint64_t cliqueId, std::unique_ptr<LocalCliqueLeftovers> leftovers);
+
+/// The streams of a launch that a rank is about to enqueue, and the collective calls of its
+/// communicator that the launch holds: numbers firstCall to firstCall + calls - 1, counted alike on
+/// every rank (a launch of Send/Recv alone holds firstCall, the number of its next collective).
+struct LaunchStreams {
+  std::span<const unsigned long long> streamIds;  // CUDA's ids of the streams, unique in the process
+  uint64_t firstCall = 0;
+  uint64_t calls = 0;
+};
+
+/// Records `launch` as `member`'s. Fails with ncclInvalidUsage, recording nothing, where another
+/// registered rank of its clique on its GPU launched on one of these streams a kernel holding a
+/// call numbered firstCall or later: that kernel, queued there, waits for this rank's kernel of
+/// that call, which runs after this launch (a communicator's kernels run in call order), itself
+/// queued behind it. Ranks may change streams from call to call. (A launch of Send/Recv alone is
+/// taken to hold the next collective's number: a rank whose Send/Recv kernel is on a stream keeps
+/// its peers' next collectives off it.) A rank's latest 64 launches are kept.
+Status claimStreams(LocalCliqueMember* member, const LaunchStreams& launch);
+
+/// Withdraws `member`'s latest claim, that of a launch that failed before enqueuing any kernel.
+void withdrawLatestClaim(LocalCliqueMember* member);
 
 /// Calls endKernels(why) on every other registered rank of clique `cliqueId` on `device`; returns
 /// how many.

@@ -426,6 +426,23 @@ TEST_F(OneGpuClique, TwoRanksOnOneStreamAreRefused) {
   EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "same CUDA stream"), nullptr) << ncclGetLastError(comms_[0]);
 }
 
+// Not in one group: rank 0's kernel is enqueued first, and waits for rank 1's, which would queue
+// behind it. Rank 1's call is refused, and rank 0's kernel gives up with it.
+TEST_F(OneGpuClique, TwoRanksCallingInTurnOnOneStreamAreRefused) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "two ranks' calls in turn on one stream");
+  ASSERT_NO_FATAL_FAILURE(start(2, 1024));
+  ASSERT_TRUE(ncclSucceeded(
+      ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0], streams_[0])));
+  EXPECT_EQ(ncclAllReduce(buffers_[1], buffers_[1], count_, ncclFloat32, ncclSum, comms_[1], streams_[0]),
+            ncclInvalidUsage);
+  EXPECT_NE(std::strstr(ncclGetLastError(comms_[1]), "same CUDA stream"), nullptr) << ncclGetLastError(comms_[1]);
+  ASSERT_CUDA(cudaStreamSynchronize(streams_[0]));
+  ncclResult_t asyncError = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(comms_[0], &asyncError), ncclSuccess);
+  EXPECT_EQ(asyncError, ncclRemoteError);
+}
+
 TEST_F(OneGpuClique, TheLegacyStreamIsRefusedWhereRanksShareAGpuInOneProcess) {
   SKIP_WITHOUT_GPU();
   harness::DeadlineGuard guard(kDeadline, "a rank on the legacy default stream");

@@ -10,6 +10,9 @@ namespace weft::device {
 namespace {
 
 struct FakeRank : LocalCliqueMember {
+  explicit FakeRank(int number = 0) : number(number) {}
+  int rank() const override { return number; }
+  int number;
   int ended = 0;
   std::string why;
   void endKernels(const Status& reason) override {
@@ -74,6 +77,58 @@ TEST(LocalClique, MemoryOfTheLastRankOfItsCliqueIsFreedAtOnce) {
   freeWhenCliqueHasLeft(12, std::make_unique<FakeLeftovers>(&freed, "alone"));  // clique 13 is another
   EXPECT_EQ(freed, std::vector<std::string>{"alone"});
   leaveLocalClique(&otherClique);
+}
+
+// A launch on `streams` holding `calls` collectives from number `firstCall` on.
+Status claim(FakeRank* rank, std::vector<unsigned long long> streams, uint64_t firstCall, uint64_t calls = 1) {
+  return claimStreams(rank, LaunchStreams{streams, firstCall, calls});
+}
+
+TEST(LocalClique, AStreamHoldingAPeersKernelOfACallNotYetLaunchedIsRefused) {
+  FakeRank first(0), second(1);
+  joinLocalClique(13, 0, &first);
+  joinLocalClique(13, 0, &second);
+  ASSERT_TRUE(claim(&first, {100, 101}, 0).isOk());
+  const Status refused = claim(&second, {102, 101}, 0);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidUsage);
+  EXPECT_NE(refused.message().find("ranks 0 and 1"), std::string::npos) << refused.message();
+  EXPECT_NE(refused.message().find("same CUDA stream (id 101)"), std::string::npos) << refused.message();
+  // Refused, it recorded nothing: 102 is free.
+  EXPECT_TRUE(claim(&second, {102}, 0).isOk());
+  // Streams may change hands from call to call: the kernel of call 0 on each waits for nothing
+  // that is not launched.
+  EXPECT_TRUE(claim(&first, {102}, 1).isOk());
+  EXPECT_TRUE(claim(&second, {100}, 1).isOk());
+  // A rank a launch ahead: its kernels of calls 2 and 3 wait for the other's.
+  ASSERT_TRUE(claim(&first, {104}, 2, 2).isOk());
+  EXPECT_FALSE(claim(&second, {104}, 2).isOk());
+  EXPECT_TRUE(claim(&second, {105}, 2).isOk());
+  EXPECT_FALSE(claim(&second, {104}, 3).isOk());
+  EXPECT_TRUE(claim(&second, {104}, 4).isOk());
+  // Send/Recv alone holds the next collective's number.
+  ASSERT_TRUE(claim(&first, {106}, 4, 0).isOk());
+  EXPECT_FALSE(claim(&second, {106}, 4, 0).isOk());
+  // A launch that failed before its kernels holds nothing once withdrawn.
+  withdrawLatestClaim(&first);
+  EXPECT_TRUE(claim(&second, {106}, 4, 0).isOk());
+  leaveLocalClique(&first);
+  leaveLocalClique(&second);
+}
+
+TEST(LocalClique, StreamsAreClaimedWithinOneCliqueOnOneGpu) {
+  FakeRank rank(0), otherGpu(1), otherClique(1), left(2);
+  joinLocalClique(15, 0, &rank);
+  joinLocalClique(15, 1, &otherGpu);
+  joinLocalClique(16, 0, &otherClique);
+  joinLocalClique(15, 0, &left);
+  ASSERT_TRUE(claim(&left, {200}, 0).isOk());
+  leaveLocalClique(&left);
+  EXPECT_TRUE(claim(&otherGpu, {200}, 0).isOk());
+  EXPECT_TRUE(claim(&otherClique, {200}, 0).isOk());
+  EXPECT_TRUE(claim(&rank, {200}, 0).isOk());
+  FakeRank stranger(3);
+  EXPECT_EQ(claim(&stranger, {200}, 0).code(), StatusCode::kInternalError);
+  for (FakeRank* member : {&rank, &otherGpu, &otherClique}) leaveLocalClique(member);
 }
 
 }  // namespace
