@@ -487,6 +487,7 @@ Status setUpGpuAtInit(core::Communicator& comm) {
   // Where a call on GPU buffers would fail anyway, its failure stays the call's, not init's. Every
   // rank is a thread of this process, so every rank reaches the same answer.
   if (!core::checkGpuPeerAccess(comm.peers()).isOk() || !gpusReachEachOther(comm.peers())) return Status::ok();
+  RelaxedCapture relaxed;  // another thread may be capturing a graph: this setup is not part of it
   CommDevice* device = nullptr;
   WEFT_RETURN_IF_ERROR(commDevice(comm, &device));
   ScopedDevice current(device->device());
@@ -513,6 +514,7 @@ Status preloadKernels(int device) {
   static std::set<int> loaded;
   std::lock_guard<std::mutex> lock(mutex);
   if (loaded.count(device) != 0) return Status::ok();
+  RelaxedCapture relaxed;  // another thread may be capturing a graph: loading code is not part of it
   ScopedDevice current(device);
   WEFT_RETURN_IF_ERROR(current.status());
   WEFT_RETURN_IF_ERROR(loadStepKernels());

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include "src/device/cuda_driver.h"
+#include "src/device/stream_capture.h"
 #include "transport/cuda_ipc/cuda_call.h"
 #endif
 
@@ -116,6 +117,7 @@ Status freeOnDevice(void* ptr) { return cudaStatus(cudaFree(ptr), "cudaFree of n
 
 void useDevice(int device) {
   if (device < 0 || device >= deviceCount() || inUse(device)) return;
+  RelaxedCapture relaxed;  // another thread may be capturing a graph: this is not part of it
   ScopedDevice selected(device);
   if (!selected.status().isOk() || cudaFree(nullptr) != cudaSuccess) (void)cudaGetLastError();
 }

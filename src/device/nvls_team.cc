@@ -14,6 +14,7 @@
 
 #if WEFT_CUDA
 #include "src/device/cuda_driver.h"
+#include "src/device/stream_capture.h"
 #include "transport/cuda_ipc/cuda_call.h"
 #endif
 
@@ -207,6 +208,7 @@ Status NvlsTeam::create(core::Bootstrap& bootstrap, const std::vector<PeerInfo>&
   team->nranks_ = nranks;
   NvlsResources& res = *team->resources_;
   res.ordinal = peers[rank].cudaDevice;
+  RelaxedCapture relaxed;  // another thread may be capturing a graph: this setup is not part of it
   ScopedDevice current(res.ordinal);
   const CudaDriver& driver = cudaDriver();
 

@@ -4,7 +4,7 @@
 // reused by later captures once it is destroyed; a group on two streams per rank joined inside
 // the graph, and refused where only one of the two is captured; two communicators' kernels on two
 // streams of a graph, ordered by edges from the kernels themselves; a device scalar read at each
-// replay.
+// replay; an init on one thread while another captures in CUDA's global mode.
 // Ranks are communicators of this process (ncclCommInitAll on one GPU) driven from the test's
 // thread, with the ring for allreduces (WEFT_GPU_DIRECT=0). Skipped, saying so, where no GPU is
 // present.
@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nccl.h"
@@ -415,6 +416,36 @@ TEST_F(CapturedCalls, AGroupOnACapturedStreamAndAnUncapturedOneIsRefused) {
   ASSERT_NO_FATAL_FAILURE(fill(values_, streams_, 1.0f));
   ASSERT_NO_FATAL_FAILURE(allReduce(values_, streams_));
   ASSERT_NO_FATAL_FAILURE(expect(values_, streams_, kCount, [](int, size_t) { return 6.0f; }));
+}
+
+// Init allocates GPU memory, makes connections and loads code, which CUDA's global capture mode
+// forbids on every thread while any captures, unless the thread relaxes it: init must neither
+// fail nor invalidate the other thread's capture.
+TEST(CaptureElsewhere, AnInitWhileAnotherThreadCapturesLeavesTheCaptureWhole) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "an init while another thread captures");
+  ASSERT_CUDA(cudaSetDevice(0));
+  cudaStream_t stream = nullptr;
+  ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  std::vector<ncclComm_t> comms(2, nullptr);
+  ncclResult_t init = ncclInternalError;
+  std::string why;
+  std::thread([&] {
+    std::vector<int> devices(comms.size(), 0);
+    init = ncclCommInitAll(comms.data(), static_cast<int>(comms.size()), devices.data());
+    why = ncclGetLastError(nullptr);
+  }).join();
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+  if (graph != nullptr) {
+    EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  }
+  harness::CommClique clique;
+  clique.adopt(comms);
+  EXPECT_EQ(init, ncclSuccess) << why;
+  EXPECT_EQ(ended, cudaSuccess) << cudaGetErrorString(ended);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
 }  // namespace
