@@ -46,8 +46,10 @@ Status allocateHostMemory(size_t bytes, void** out, int* fdOut) {
 Status allocateMemory(size_t bytes, void** out) {
   void* memory = nullptr;
   int fd = -1;
-  WEFT_RETURN_IF_ERROR(device::inUse(device::currentDevice()) ? device::allocateOnDevice(bytes, &memory)
-                                                               : allocateHostMemory(bytes, &memory, &fd));
+  // A process that uses any GPU gets device memory on the calling thread's device (device 0 on a
+  // thread that selected none, as in CUDA), though that device is not yet in use.
+  WEFT_RETURN_IF_ERROR(device::anyDeviceInUse() ? device::allocateOnDevice(bytes, &memory)
+                                                : allocateHostMemory(bytes, &memory, &fd));
   std::lock_guard<std::mutex> lock(gMutex);
   gAllocations[static_cast<const char*>(memory)] = Allocation{bytes, fd};
   *out = memory;

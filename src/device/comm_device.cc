@@ -267,7 +267,11 @@ void CommDevice::awaitSendersLastPosts() {
     for (int peer = 0; peer < comm_.nranks(); ++peer) {
       const transport::RecvConnection* recv = connections_->recv(channel, peer);
       const transport::DeviceEnd* end = recv != nullptr ? recv->deviceEnd() : nullptr;
-      if (end != nullptr && end->proxy == nullptr && !comm_.peer(peer).sameProcess(self)) ends.push_back(end);
+      // A sender in this process leaves it alone where this rank's memory stays until the clique
+      // has left (one host); across hosts it is freed at once, and a sender on another GPU is not
+      // among the kernels that cudaFree waits for.
+      const bool memoryKept = oneHost_ && comm_.peer(peer).sameProcess(self);
+      if (end != nullptr && end->proxy == nullptr && !memoryKept) ends.push_back(end);
     }
   }
   WaitContext context = comm_.waitContext();

@@ -158,9 +158,11 @@ class CommDevice final : public core::Communicator::DeviceResources,
   /// Whether every proxied sending end has sent all its kernels posted.
   bool proxiesDrained() const;
   /// Waits (a second at most, and only while the communicator can go on) until every piece this
-  /// rank released from a sender in another process of its host was posted: an LL receiver does
-  /// not wait for `posted`, so its kernel may end before its sender's last stores to this rank's
-  /// memory (clean lines, then `posted`) have landed, and they must not land in freed memory.
+  /// rank released from a sender of its host was posted (from one in another process, or, where
+  /// the communicator spans hosts and its memory is freed at once, in this one too): an LL
+  /// receiver does not wait for `posted`, so its kernel may end before its sender's last stores to
+  /// this rank's memory (clean lines, then `posted`) have landed, and they must not land in freed
+  /// memory.
   void awaitSendersLastPosts();
   /// Starts the watch that ends kernels stuck for WEFT_TIMEOUT seconds (gpu_stall_watch.h).
   void startStallWatch();
