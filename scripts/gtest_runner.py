@@ -7,6 +7,8 @@
 Every selected test runs in one process. When a test runs longer than --per-test seconds, or its
 process dies under it, the runner kills the process and everything it forked (its process group),
 records that test as hung or crashed, and starts a new process for the tests that have not run.
+It does so after a failed test too: a GPU fault there (an illegal address) would fail every later
+test of the process.
 No test is started once --budget seconds have passed; a test still running then is stopped (with
 a hang's report where it had run for more than a few seconds).
 
@@ -22,6 +24,7 @@ skipped and every process ended cleanly.
 """
 
 import argparse
+import ctypes
 import os
 import platform
 import select
@@ -135,6 +138,13 @@ def group_threads(group):
     return lines
 
 
+def die_with_parent():
+    """In a test process, before exec: the kernel kills it if this runner dies (a KILL past the
+    step's limit), so that it cannot keep the GPU for the steps after."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
     """Runs names in one process until it ends, a test outlasts per_test, or deadline passes.
     Before killing a hung test's process, sends dump_signal (if given) to those of its processes
@@ -143,7 +153,8 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
     seconds is reported as a hung one is."""
     global running
     process = running = subprocess.Popen([binary, "--gtest_color=no", "--gtest_filter=" + ":".join(names)],
-                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+                                         preexec_fn=die_with_parent)
     current, started, output, pending = None, time.monotonic(), [], b""
     quiet_since, failed_here = time.monotonic(), False
 
@@ -193,6 +204,10 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
             continue
         chunk = os.read(process.stdout.fileno(), 65536)
         if not chunk:
+            if pending:  # a last line without its newline: an abort's message, say
+                line = pending.decode(errors="replace")
+                log.write(line + "\n")
+                output.append(line)
             break
         pending += chunk
         *lines, pending = pending.split(b"\n")
@@ -203,8 +218,12 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
             for prefix, outcome in ((OK, "ok"), (FAILED, "FAILED"), (SKIPPED, "skipped")):
                 if current and marked(line, prefix, current):
                     run.record(current, outcome, time.monotonic() - started, output)
-                    failed_here |= outcome == "FAILED"
                     current, quiet_since = None, time.monotonic()
+                    if outcome == "FAILED":  # the next test starts in a new process
+                        os.killpg(process.pid, signal.SIGKILL)
+                        process.wait()
+                        running = None
+                        return
             at = line.find(RUN)
             if at >= 0:
                 if current is not None:
