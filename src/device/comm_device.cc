@@ -216,10 +216,16 @@ CommDevice::~CommDevice() {
     // context says the communicator cannot go on (aborted, or a peer dead), its kernels give up.
     // Never on WEFT_TIMEOUT: a kernel that runs long is not one that makes no progress (the stall
     // watch ends kernels that make none).
-    const auto ended = [this] { return cudaEventQuery(lastLaunch_) != cudaErrorNotReady; };
+    cudaError_t state = cudaErrorNotReady;
+    const auto ended = [&] { return (state = cudaEventQuery(lastLaunch_)) != cudaErrorNotReady; };
     if (!waitUntil(withoutTimeout(kernelWaits_), ended).isOk()) {
       abort();
       (void)waitUntil(WaitContext{}, ended);
+    }
+    // A kernel that faulted (or a context with a sticky error) moves no more pieces: its ends must
+    // not be waited for below, and the proxies must fail those that still owe some.
+    if (state != cudaSuccess && state != cudaErrorNotReady) {
+      endKernels(cudaStatus(state, "cudaEventQuery of the last launch"));
     }
   }
   stallWatch_.reset();  // it may have ended the kernels during that wait; it uses what follows
@@ -323,23 +329,30 @@ void CommDevice::publishKernel(const KernelWork& work, int blocks, const StreamC
 
 void CommDevice::abort() {
   if (abortFlagHost_ == nullptr) return;
-  // Where the abort ends kernels that are stuck (a watchdog's abort, say), what they waited for. A
-  // replayed graph's kernels carry other numbers than the latest enqueued: the launch event
-  // (which replays record too) says whether any kernel still runs. Not asked from a CUDA host
-  // function (a captured launch's proxy ends, failing at exit), where CUDA allows no call.
+  // Where the abort ends kernels that are stuck (a watchdog's abort, say), what they waited for,
+  // as their records say before the flag ends them. A replayed graph's kernels carry other numbers
+  // than the latest enqueued: the launch event (which replays record too) says whether any kernel
+  // still runs. Not asked from a CUDA host function (a captured launch's proxy ends, failing at
+  // exit), where CUDA allows no call.
   const core::ProgressRecord* progress = comm_.progress();
-  if (*abortFlagHost_ == 0 && progress != nullptr && lastLaunch_ != nullptr && !insideHostFunction() &&
-      log::enabled(log::Level::kWarn, log::kAll) && core::gpuBlocksUnfinished(*progress)) {
-    ScopedDevice device(device_);  // a proxy's or the peer watch's thread may have no device, or another
-    RelaxedCapture relaxed;  // another thread may be capturing a graph: this query is not part of it
-    if (cudaEventQuery(lastLaunch_) == cudaErrorNotReady) {
-      std::istringstream lines(core::describeGpuBlocks(*progress));
-      for (std::string line; std::getline(lines, line);) {
-        WEFT_WARN("rank %d: aborted before its GPU kernel was done: %s", comm_.rank(), line.c_str());
-      }
+  const bool describe = *abortFlagHost_ == 0 && progress != nullptr && lastLaunch_ != nullptr &&
+                        !insideHostFunction() && log::enabled(log::Level::kWarn, log::kAll) &&
+                        core::gpuBlocksUnfinished(*progress);
+  const std::string blocks = describe ? core::describeGpuBlocks(*progress) : std::string();
+  // The flag first: the query below may wait behind another thread's free, which waits for every
+  // kernel on the GPU, these too. (A kernel looks at the flag only every kPollsPerAbortCheck
+  // polls, so it is still running when the query comes, right after.)
+  *abortFlagHost_ = 1;
+  if (!describe) return;
+  ScopedDevice device(device_);  // a proxy's or the peer watch's thread may have no device, or another
+  RelaxedCapture relaxed;  // another thread may be capturing a graph: this query is not part of it
+  if (cudaEventQuery(lastLaunch_) == cudaErrorNotReady) {
+    std::istringstream lines(blocks);
+    for (std::string line; std::getline(lines, line);) {
+      WEFT_WARN("rank %d: aborted before its GPU kernel was done: %s", comm_.rank(), line.c_str());
     }
   }
-  *abortFlagHost_ = 1;
+  (void)cudaGetLastError();
 }
 
 Status CommDevice::drain() {

@@ -190,13 +190,19 @@ class LaunchBuilder {
       if (proxies_[i] != nullptr && pieces[i] > 0) expectations.ends.emplace_back(proxies_[i], pieces[i]);
     }
     WEFT_RETURN_IF_ERROR(device_.orderAfterPrevious(stream, capture));
+    std::shared_ptr<ProxyExpectations> kept;
     if (capture.active && !expectations.ends.empty()) {
-      auto kept = std::make_shared<ProxyExpectations>(std::move(expectations));
+      kept = std::make_shared<ProxyExpectations>(std::move(expectations));
       WEFT_RETURN_IF_ERROR(device_.capturedGraphs().keep(record, kept));
       WEFT_RETURN_IF_ERROR(cudaStatus(cudaLaunchHostFunc(stream, tellProxies, kept.get()), "cudaLaunchHostFunc"));
     }
     device_.markKernel(&work);
-    WEFT_RETURN_IF_ERROR(launchStepKernel(work, blocks_, reduction, stream));
+    if (Status launched = launchStepKernel(work, blocks_, reduction, stream); !launched.isOk()) {
+      // Where the capture goes on, its host node must not promise the proxies pieces at each replay
+      // that no kernel moves (the graph cannot run before its capture has ended).
+      if (kept != nullptr) kept->ends.clear();
+      return launched;
+    }
     *enqueued = true;
     device_.publishKernel(work, blocks_, capture);
     if (!capture.active) expectations.tell();
