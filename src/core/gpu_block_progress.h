@@ -45,6 +45,8 @@ struct GpuBlockProgress {
   uint64_t piece = 0;     // the round of the lane's steps
   uint64_t seen = 0;
   uint64_t wanted = 0;
+  uint32_t blocks = 0;    // the kernel's blocks (its grid), written as the block starts; 0: not known
+  uint32_t reserved = 0;
 };
 
 }  // namespace weft::core

@@ -1,5 +1,7 @@
 #include "src/core/gpu_stall_watch.h"
 
+#include <algorithm>
+
 #include "src/core/progress_record.h"
 
 namespace weft::core {
@@ -8,7 +10,25 @@ namespace {
 bool sameRecord(const GpuBlockProgress& a, const GpuBlockProgress& b) {
   return a.kernel == b.kernel && a.activity == b.activity && a.peer == b.peer && a.channel == b.channel &&
          a.lane == b.lane && a.step == b.step && a.steps == b.steps && a.piece == b.piece && a.seen == b.seen &&
-         a.wanted == b.wanted;
+         a.wanted == b.wanted && a.blocks == b.blocks;
+}
+
+// Whether some recorded block of the newest kernel that has a block waiting has not started it:
+// its record still names an earlier kernel. Such a block may be waiting for a multiprocessor
+// (another stream's kernel holds them), and the waiting block may wait for it.
+bool newestKernelPartlyStarted(const std::vector<GpuBlockProgress>& records) {
+  const GpuBlockProgress* newest = nullptr;
+  for (const GpuBlockProgress& record : records) {
+    if (isGpuWait(static_cast<BlockActivity>(record.activity)) && (newest == nullptr || record.kernel > newest->kernel)) {
+      newest = &record;
+    }
+  }
+  if (newest == nullptr) return false;
+  const size_t blocks = std::min<size_t>(newest->blocks, records.size());
+  for (size_t b = 0; b < blocks; ++b) {
+    if (records[b].kernel != newest->kernel) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -27,7 +47,7 @@ GpuStallClock::Clock::duration GpuStallClock::look(const GpuBlockProgress* block
       last_[b] = block;
     }
   }
-  if (!waiting || running) {
+  if (!waiting || running || newestKernelPartlyStarted(last_)) {
     stuck_ = false;
     return Clock::duration::zero();
   }

@@ -8,7 +8,9 @@
 //
 // "Stuck" is what the records can prove: a block is in a wait and stays there, no block runs, and no
 // record changes. A kernel that computes, or whose waits end before they are recorded, is never
-// stuck; nor is one that has not started (the stream may be busy with the caller's earlier work).
+// stuck; nor is one that has not started (the stream may be busy with the caller's earlier work),
+// nor one some of whose blocks have not (they may wait for multiprocessors that another stream's
+// kernel holds, and the waiting block for them).
 
 #include <chrono>
 #include <condition_variable>
@@ -29,8 +31,9 @@ class GpuStallClock {
   using Clock = std::chrono::steady_clock;
 
   /// One look at the kRecordedBlocks records `blocks` at `now`. Returns how long they have shown
-  /// the kernels stuck: some block in a wait, none running, no record changed since the first look
-  /// that showed it so. Zero otherwise.
+  /// the kernels stuck: some block in a wait, none running, every recorded block of the newest
+  /// kernel with a waiting block started (where its records say how many it has), no record
+  /// changed since the first look that showed it so. Zero otherwise.
   Clock::duration look(const GpuBlockProgress* blocks, Clock::time_point now);
   /// Forgets the looks so far (no kernel is in flight).
   void reset() { stuck_ = false; }

@@ -42,13 +42,14 @@ Status runLaunch(std::vector<Group::InitJob>& inits, std::span<const Op> ops) {
 }
 
 /// Starts the launch on a background thread. Its communicators are marked busy until it ends; the
-/// inits publish their own results in their handles, the operations' failures become the
-/// communicators' async errors.
+/// inits publish their own results in their handles, and a failed launch becomes the async error
+/// of its operations' communicators (also a refusal, which a blocking launch would return).
 Status launchInBackground(std::vector<Group::InitJob> inits, std::vector<Op> ops) {
   std::vector<Communicator*> comms;
   for (const Op& op : ops) {
     if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
   }
+  const size_t opComms = comms.size();
   for (const Group::InitJob& init : inits) {
     if (init.uses != nullptr && std::find(comms.begin(), comms.end(), init.uses) == comms.end()) {
       comms.push_back(init.uses);
@@ -58,9 +59,11 @@ Status launchInBackground(std::vector<Group::InitJob> inits, std::vector<Op> ops
     comm->waitForBackground();
     comm->beginBackground();
   }
-  std::thread([inits = std::move(inits), ops = std::move(ops), comms]() mutable {
-    Status status = runLaunch(inits, ops);
-    (void)status;  // recorded in the handles and the communicators
+  std::thread([inits = std::move(inits), ops = std::move(ops), comms, opComms]() mutable {
+    const Status status = runLaunch(inits, ops);
+    if (!status.isOk()) {
+      for (size_t c = 0; c < opComms; ++c) comms[c]->setAsyncError(status);
+    }
     for (Communicator* comm : comms) comm->endBackground();
   }).detach();
   return makeStatus(StatusCode::kInProgress,

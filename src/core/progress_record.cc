@@ -179,6 +179,7 @@ GpuBlockProgress readGpuBlock(const GpuBlockProgress& record) {
   copy.piece = live.piece;
   copy.seen = live.seen;
   copy.wanted = live.wanted;
+  copy.blocks = live.blocks;
   return copy;
 }
 

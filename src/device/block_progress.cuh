@@ -33,6 +33,7 @@ class BlockProgressWriter {
   __device__ void started() const {
     if (record_ == nullptr) return;
     record_->activity = static_cast<uint32_t>(core::BlockActivity::kRunning);
+    record_->blocks = gridDim.x;
     record_->kernel = kernel_;
   }
 

@@ -2,7 +2,8 @@
 // their calls may return ncclInProgress, ncclCommGetAsyncError says when each is done, and the
 // calls are then on their streams. A call on cudaStreamPerThread is refused: a nonblocking launch
 // runs on a thread of Weft's own, where that handle names another stream. Ranks are communicators
-// of this process on GPU 0, driven from the test's thread. Skipped, saying so, where no GPU is
+// of this process on GPU 0, driven from the test's thread. A launch refused in the background
+// (two ranks on one stream) is the communicators' async error. Skipped, saying so, where no GPU is
 // present.
 
 #include <cuda_runtime_api.h>
@@ -90,6 +91,17 @@ TEST(GpuNonblocking, InitAndAGroupOfCallsSettleThroughGetAsyncError) {
             ncclInvalidUsage);
   EXPECT_NE(std::strstr(ncclGetLastError(comms[0]), "cudaStreamPerThread"), nullptr) << ncclGetLastError(comms[0]);
   for (int r = 0; r < kRanks; ++r) EXPECT_EQ(settled(comms[r]), ncclSuccess) << "rank " << r << " after the refusal";
+
+  // Refused in the background (both ranks on one stream): the async error says so, and the
+  // communicators are done for.
+  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(succeededOrInProgress(
+        ncclAllReduce(buffers[r], buffers[r], kCount, ncclFloat32, ncclSum, comms[r], streams[0])));
+  }
+  const ncclResult_t grouped = ncclGroupEnd();
+  EXPECT_TRUE(grouped == ncclInProgress || grouped == ncclInvalidUsage) << ncclGetErrorString(grouped);
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(settled(comms[r]), ncclInvalidUsage) << "rank " << r;
 
   clique = harness::CommClique();  // destroys the communicators before their buffers
   for (int r = 0; r < kRanks; ++r) {

@@ -443,16 +443,26 @@ TEST_F(OneGpuClique, TwoRanksCallingInTurnOnOneStreamAreRefused) {
   EXPECT_EQ(asyncError, ncclRemoteError);
 }
 
-TEST_F(OneGpuClique, TheLegacyStreamIsRefusedWhereRanksShareAGpuInOneProcess) {
+// The refusal ends the communicator (a peer's kernel of that call may wait already): one clique
+// for each of the two handles.
+TEST_F(OneGpuClique, TheNullStreamIsRefusedWhereRanksShareAGpuInOneProcess) {
   SKIP_WITHOUT_GPU();
-  harness::DeadlineGuard guard(kDeadline, "a rank on the legacy default stream");
+  harness::DeadlineGuard guard(kDeadline, "a rank on the null stream");
   ASSERT_NO_FATAL_FAILURE(start(2, 1024));
-  for (cudaStream_t legacy : {static_cast<cudaStream_t>(nullptr), cudaStreamLegacy}) {
-    EXPECT_EQ(ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0], legacy),
-              ncclInvalidUsage);
-    EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "legacy default stream"), nullptr)
-        << ncclGetLastError(comms_[0]);
-  }
+  EXPECT_EQ(ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0], nullptr),
+            ncclInvalidUsage);
+  EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "rank 0 enqueues on the legacy default stream"), nullptr)
+      << ncclGetLastError(comms_[0]);
+}
+
+TEST_F(OneGpuClique, CudaStreamLegacyIsRefusedWhereRanksShareAGpuInOneProcess) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "a rank on cudaStreamLegacy");
+  ASSERT_NO_FATAL_FAILURE(start(2, 1024));
+  EXPECT_EQ(ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0], cudaStreamLegacy),
+            ncclInvalidUsage);
+  EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "rank 0 enqueues on the legacy default stream"), nullptr)
+      << ncclGetLastError(comms_[0]);
 }
 
 TEST_F(OneGpuClique, GpuAndHostBuffersInOneCallAreRefused) {

@@ -127,6 +127,28 @@ TEST(Nonblocking, FailureInTheBackgroundIsTheAsyncError) {
   }));
 }
 
+// A refusal that a blocking call would return (here WEFT_CHECK's: the ranks' counts differ) reaches
+// a nonblocking caller as its communicator's async error.
+TEST(Nonblocking, ARefusalInTheBackgroundIsTheAsyncError) {
+  RankRunOptions options;
+  options.nranks = 2;
+  options.mode = RankMode::kThreads;
+  options.env = {{"WEFT_CHECK", "1"}};
+  options.deadline = std::chrono::seconds(60);
+  EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
+    ScopedComm comm;
+    ncclConfig_t config = nonblockingConfig();
+    ncclCommInitRankConfig(comm.out(), nranks, id, rank, &config);
+    RANK_CHECK(waitUntilSettled(comm) == ncclSuccess);
+    std::vector<int> buffer(rank == 0 ? 100 : 200, 1);
+    const ncclResult_t result =
+        ncclAllReduce(buffer.data(), buffer.data(), buffer.size(), ncclInt32, ncclSum, comm, nullptr);
+    RANK_CHECK(result == ncclInProgress || result == ncclInvalidUsage);
+    RANK_EXPECT(waitUntilSettled(comm) == ncclInvalidUsage);
+    RANK_EXPECT(buffer.front() == 1);
+  }));
+}
+
 TEST(Nonblocking, AbortEndsAnInitWhosePeerNeverComes) {
   harness::DeadlineGuard guard(std::chrono::seconds(60), "Nonblocking.AbortEndsAnInitWhosePeerNeverComes");
   ncclUniqueId id;

@@ -65,6 +65,22 @@ TEST_F(GpuStallClockTest, KernelsThatRunOrHaveNotStartedAreNeverStuck) {
   EXPECT_EQ(clock_.look(blocks_.data(), start_ + seconds(120)), Clock::duration::zero());
 }
 
+TEST_F(GpuStallClockTest, AKernelSomeOfWhoseBlocksHaveNotStartedIsNeverStuck) {
+  for (size_t b = 0; b < 3; ++b) {
+    blocks_[b] = block(4, BlockActivity::kDone);
+    blocks_[b].blocks = 3;
+  }
+  blocks_[0] = block(5, BlockActivity::kReceiving, 4);
+  blocks_[0].blocks = 3;
+  blocks_[1].kernel = 5;  // block 2 still shows kernel 4: it waits for a multiprocessor
+  clock_.look(blocks_.data(), start_);
+  EXPECT_EQ(clock_.look(blocks_.data(), start_ + seconds(60)), Clock::duration::zero());
+  blocks_[2] = block(5, BlockActivity::kSending, 7);
+  blocks_[2].blocks = 3;
+  EXPECT_EQ(clock_.look(blocks_.data(), start_ + seconds(61)), Clock::duration::zero());
+  EXPECT_EQ(clock_.look(blocks_.data(), start_ + seconds(63)), seconds(2));
+}
+
 TEST_F(GpuStallClockTest, ResetForgetsTheLooksSoFar) {
   blocks_[0] = block(2, BlockActivity::kAtBarrier, 1);
   clock_.look(blocks_.data(), start_);
