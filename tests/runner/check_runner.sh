@@ -3,7 +3,7 @@
 # marker after output without a newline is still seen; a disabled test is not waited for); a run
 # with a failure, a hang and a crash reports each (with what the hung test printed on the dump
 # signal and what each of its threads, its child's too, was doing), runs the tests after them,
-# exits 1, and leaves no process of the hung test behind.
+# each time in a new process, exits 1, and leaves no process of the hung test behind.
 #   check_runner.sh RUNNER FIXTURE
 set -uo pipefail
 runner=$1 fixture=$2
@@ -34,6 +34,9 @@ child=$(cat "$work/child.pid")
 grep -q "| thread $child of $child " "$work/faults.log" || fail "the hung test's child is not among its threads"
 grep -q '| .*failing as asked' "$work/faults.log" || fail "the failure's output is not shown"
 grep -q 'RUN .*PassesAfterTheCrash' "$work/faults.full" || fail "the log misses the test after the crash"
+# One process at first, and a new one after the failure, the hang and the crash.
+processes=$(grep -c '^Running main()' "$work/faults.full")
+[ "$processes" -eq 4 ] || fail "$processes processes ran the tests, not 4"
 # Killed means gone or a zombie waiting for its new parent to reap it (state Z).
 sleep 0.5
 state=$(awk '{print $3}' "/proc/$child/stat" 2>/dev/null)
