@@ -12,13 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
-#if defined(__CUDACC__)
-#define WEFT_HOST_DEVICE __host__ __device__ __forceinline__
-#define WEFT_UNROLL _Pragma("unroll")
-#else
-#define WEFT_HOST_DEVICE inline
-#define WEFT_UNROLL
-#endif
+#include "src/device/host_device.h"
 
 namespace weft::device {
 

@@ -6,19 +6,61 @@
 // saturating to its largest finite value); max/min ignore a NaN operand unless both are NaN,
 // count +0 above -0, and return one of the two input codes unchanged. One difference: a NaN that a
 // sum, product or average makes or passes on is the GPU's canonical NaN, where the host's keeps
-// the input's sign and payload (both are NaN; only the bits differ).
+// the input's sign and payload (both are NaN; only the bits differ). It compiles as plain C++ too,
+// so that a host test compares it with the host's arithmetic on the CPU.
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "algorithms/datatype.h"
+#include "src/device/host_device.h"
 
 namespace weft::device {
 
 using algorithms::RedOpKind;
+
+// One IEEE operation rounded to nearest even, never fused into a multiply-add: the GPU's
+// intrinsics, and on the CPU (host tests; x86-64 without FMA) the plain operation.
+WEFT_HOST_DEVICE float addRn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+WEFT_HOST_DEVICE float mulRn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+WEFT_HOST_DEVICE double addRn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+WEFT_HOST_DEVICE double mulRn(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+template <class F>
+WEFT_HOST_DEVICE bool negative(F x) {
+#if defined(__CUDA_ARCH__)
+  return signbit(x) != 0;  // CUDA promises only some nonzero value for a negative
+#else
+  return std::signbit(x);
+#endif
+}
 
 // --- integers ------------------------------------------------------------------------------------
 
@@ -26,15 +68,15 @@ template <class T>
 struct IntegerMath {
   using Storage = T;
   using Unsigned = std::make_unsigned_t<T>;
-  __device__ static T add(T a, T b) { return static_cast<T>(static_cast<Unsigned>(a) + static_cast<Unsigned>(b)); }
-  __device__ static T mul(T a, T b) {
+  WEFT_HOST_DEVICE static T add(T a, T b) { return static_cast<T>(static_cast<Unsigned>(a) + static_cast<Unsigned>(b)); }
+  WEFT_HOST_DEVICE static T mul(T a, T b) {
     // Promote to at least 32 bits unsigned, so that narrow types do not multiply as signed int.
     using Wide = std::conditional_t<(sizeof(T) < 4), uint32_t, Unsigned>;
     return static_cast<T>(static_cast<Wide>(static_cast<Unsigned>(a)) * static_cast<Wide>(static_cast<Unsigned>(b)));
   }
-  __device__ static T max(T a, T b) { return a > b ? a : b; }
-  __device__ static T min(T a, T b) { return a < b ? a : b; }
-  __device__ static T divide(T value, uint64_t divisor) {
+  WEFT_HOST_DEVICE static T max(T a, T b) { return a > b ? a : b; }
+  WEFT_HOST_DEVICE static T min(T a, T b) { return a < b ? a : b; }
+  WEFT_HOST_DEVICE static T divide(T value, uint64_t divisor) {
     if constexpr (std::is_signed_v<T>) {
       return static_cast<T>(static_cast<int64_t>(value) / static_cast<int64_t>(divisor));
     } else {
@@ -47,7 +89,7 @@ struct IntegerMath {
 
 // Picks max or min among two codes by their values (see the header comment).
 template <class Math, bool kMax>
-__device__ typename Math::Storage pickExtreme(typename Math::Storage peer, typename Math::Storage local) {
+WEFT_HOST_DEVICE typename Math::Storage pickExtreme(typename Math::Storage peer, typename Math::Storage local) {
   const auto p = Math::value(peer);
   const auto l = Math::value(local);
   const bool peerNan = p != p;
@@ -55,9 +97,8 @@ __device__ typename Math::Storage pickExtreme(typename Math::Storage peer, typen
   if (localNan) return peerNan ? local : peer;
   if (peerNan) return local;
   if (p == l) {
-    // signbit promises only some nonzero value for a negative: compared as bools.
-    const bool peerNegative = signbit(p) != 0;
-    if (p == 0 && peerNegative != (signbit(l) != 0)) return peerNegative == kMax ? local : peer;
+    const bool peerNegative = negative(p);
+    if (p == 0 && peerNegative != negative(l)) return peerNegative == kMax ? local : peer;
     return local;
   }
   return ((p > l) == kMax) ? peer : local;
@@ -65,16 +106,16 @@ __device__ typename Math::Storage pickExtreme(typename Math::Storage peer, typen
 
 struct FloatMath {
   using Storage = float;
-  __device__ static float value(float x) { return x; }
-  __device__ static float add(float a, float b) { return __fadd_rn(a, b); }
-  __device__ static float mul(float a, float b) { return __fmul_rn(a, b); }
+  WEFT_HOST_DEVICE static float value(float x) { return x; }
+  WEFT_HOST_DEVICE static float add(float a, float b) { return addRn(a, b); }
+  WEFT_HOST_DEVICE static float mul(float a, float b) { return mulRn(a, b); }
 };
 
 struct DoubleMath {
   using Storage = double;
-  __device__ static double value(double x) { return x; }
-  __device__ static double add(double a, double b) { return __dadd_rn(a, b); }
-  __device__ static double mul(double a, double b) { return __dmul_rn(a, b); }
+  WEFT_HOST_DEVICE static double value(double x) { return x; }
+  WEFT_HOST_DEVICE static double add(double a, double b) { return addRn(a, b); }
+  WEFT_HOST_DEVICE static double mul(double a, double b) { return mulRn(a, b); }
 };
 
 // Narrow floats: the operation in float (exact for these formats' products and sums of two
@@ -82,34 +123,34 @@ struct DoubleMath {
 template <class Codec>
 struct NarrowMath {
   using Storage = typename Codec::Storage;
-  __device__ static float value(Storage x) { return Codec::toFloat(x); }
-  __device__ static Storage add(Storage a, Storage b) {
-    return Codec::fromFloat(__fadd_rn(Codec::toFloat(a), Codec::toFloat(b)));
+  WEFT_HOST_DEVICE static float value(Storage x) { return Codec::toFloat(x); }
+  WEFT_HOST_DEVICE static Storage add(Storage a, Storage b) {
+    return Codec::fromFloat(addRn(Codec::toFloat(a), Codec::toFloat(b)));
   }
-  __device__ static Storage mul(Storage a, Storage b) {
-    return Codec::fromFloat(__fmul_rn(Codec::toFloat(a), Codec::toFloat(b)));
+  WEFT_HOST_DEVICE static Storage mul(Storage a, Storage b) {
+    return Codec::fromFloat(mulRn(Codec::toFloat(a), Codec::toFloat(b)));
   }
 };
 
 struct HalfCodec {
   using Storage = uint16_t;
-  __device__ static float toFloat(uint16_t x) { return __half2float(__ushort_as_half(x)); }
-  __device__ static uint16_t fromFloat(float x) { return __half_as_ushort(__float2half_rn(x)); }
+  WEFT_HOST_DEVICE static float toFloat(uint16_t x) { return __half2float(__ushort_as_half(x)); }
+  WEFT_HOST_DEVICE static uint16_t fromFloat(float x) { return __half_as_ushort(__float2half_rn(x)); }
 };
 
 struct Bfloat16Codec {
   using Storage = uint16_t;
-  __device__ static float toFloat(uint16_t x) { return __bfloat162float(__ushort_as_bfloat16(x)); }
-  __device__ static uint16_t fromFloat(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
+  WEFT_HOST_DEVICE static float toFloat(uint16_t x) { return __bfloat162float(__ushort_as_bfloat16(x)); }
+  WEFT_HOST_DEVICE static uint16_t fromFloat(float x) { return __bfloat16_as_ushort(__float2bfloat16_rn(x)); }
 };
 
 template <__nv_fp8_interpretation_t kFormat>
 struct Fp8Codec {
   using Storage = uint8_t;
-  __device__ static float toFloat(uint8_t x) {
+  WEFT_HOST_DEVICE static float toFloat(uint8_t x) {
     return __half2float(__half(__nv_cvt_fp8_to_halfraw(static_cast<__nv_fp8_storage_t>(x), kFormat)));
   }
-  __device__ static uint8_t fromFloat(float x) {
+  WEFT_HOST_DEVICE static uint8_t fromFloat(float x) {
     return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, kFormat));
   }
 };
@@ -121,7 +162,7 @@ struct Combine;
 
 template <class Math>
 struct Combine<Math, RedOpKind::kSum> {
-  __device__ static typename Math::Storage apply(typename Math::Storage peer, typename Math::Storage local) {
+  WEFT_HOST_DEVICE static typename Math::Storage apply(typename Math::Storage peer, typename Math::Storage local) {
     return Math::add(peer, local);
   }
 };
@@ -129,14 +170,14 @@ template <class Math>
 struct Combine<Math, RedOpKind::kPreMulSum> : Combine<Math, RedOpKind::kSum> {};
 template <class Math>
 struct Combine<Math, RedOpKind::kProd> {
-  __device__ static typename Math::Storage apply(typename Math::Storage peer, typename Math::Storage local) {
+  WEFT_HOST_DEVICE static typename Math::Storage apply(typename Math::Storage peer, typename Math::Storage local) {
     return Math::mul(peer, local);
   }
 };
 
 template <class T, bool kMax>
 struct IntegerExtreme {
-  __device__ static T apply(T peer, T local) {
+  WEFT_HOST_DEVICE static T apply(T peer, T local) {
     return kMax ? IntegerMath<T>::max(peer, local) : IntegerMath<T>::min(peer, local);
   }
 };
@@ -148,14 +189,14 @@ inline constexpr bool kIsInteger<IntegerMath<T>> = true;
 
 template <class Math>
 struct Combine<Math, RedOpKind::kMax> {
-  __device__ static typename Math::Storage apply(typename Math::Storage peer, typename Math::Storage local) {
+  WEFT_HOST_DEVICE static typename Math::Storage apply(typename Math::Storage peer, typename Math::Storage local) {
     if constexpr (kIsInteger<Math>) return IntegerExtreme<typename Math::Storage, true>::apply(peer, local);
     else return pickExtreme<Math, true>(peer, local);
   }
 };
 template <class Math>
 struct Combine<Math, RedOpKind::kMin> {
-  __device__ static typename Math::Storage apply(typename Math::Storage peer, typename Math::Storage local) {
+  WEFT_HOST_DEVICE static typename Math::Storage apply(typename Math::Storage peer, typename Math::Storage local) {
     if constexpr (kIsInteger<Math>) return IntegerExtreme<typename Math::Storage, false>::apply(peer, local);
     else return pickExtreme<Math, false>(peer, local);
   }
@@ -169,16 +210,16 @@ struct Reducer {
   Storage scalar;
   uint64_t divisor;
 
-  __device__ Storage scale(Storage local) const { return scaleBy(local, scalar); }
+  WEFT_HOST_DEVICE Storage scale(Storage local) const { return scaleBy(local, scalar); }
   /// `local` scaled by a given multiplier (another rank's, in the direct allreduce).
-  __device__ static Storage scaleBy(Storage local, Storage multiplier) {
+  WEFT_HOST_DEVICE static Storage scaleBy(Storage local, Storage multiplier) {
     if constexpr (kKind == RedOpKind::kPreMulSum) return Math::mul(local, multiplier);
     else return local;
   }
-  __device__ Storage reduce(Storage peer, Storage local) const {
+  WEFT_HOST_DEVICE Storage reduce(Storage peer, Storage local) const {
     return Combine<Math, kKind>::apply(peer, scale(local));
   }
-  __device__ Storage finish(Storage value) const {
+  WEFT_HOST_DEVICE Storage finish(Storage value) const {
     if constexpr (kIsInteger<Math>) {
       if (divisor > 1) return Math::divide(value, divisor);
     }
