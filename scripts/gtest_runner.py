@@ -159,6 +159,7 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
     quiet_since, failed_here = time.monotonic(), False
 
     def stop(outcome):
+        global running
         threads = []
         report = outcome == "HUNG" or (current is not None and time.monotonic() - started > REPORTED_AFTER)
         signalled = False
@@ -184,6 +185,7 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
                 output.append(line)
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+        running = None
         if current is not None:
             run.record(current, outcome, time.monotonic() - started, output, threads)
 
@@ -211,6 +213,7 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
             break
         pending += chunk
         *lines, pending = pending.split(b"\n")
+        failed_now = False
         for raw in lines:
             line = raw.decode(errors="replace")
             log.write(line + "\n")
@@ -219,17 +222,18 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
                 if current and marked(line, prefix, current):
                     run.record(current, outcome, time.monotonic() - started, output)
                     current, quiet_since = None, time.monotonic()
-                    if outcome == "FAILED":  # the next test starts in a new process
-                        os.killpg(process.pid, signal.SIGKILL)
-                        process.wait()
-                        running = None
-                        return
+                    failed_now |= outcome == "FAILED"
             at = line.find(RUN)
             if at >= 0:
                 if current is not None:
                     run.record(current, "FAILED", time.monotonic() - started, output + ["(no result line)"])
                     failed_here = True
                 current, started, output = line[at + len(RUN):].strip(), time.monotonic(), []
+        if failed_now:  # the next test (begun already in these lines, or not) starts in a new process
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            running = None
+            return
     status = process.wait()
     running = None
     if current is not None:

@@ -100,12 +100,6 @@ Status checkAndBuild(const Call& call, Op* op) {
                                  recvOnDevice ? "GPU" : "host");
   }
   op->onDevice = sendOnDevice || recvOnDevice;
-  if (op->onDevice && !comm->options().blocking && weft::device::isPerThreadStream(call.stream)) {
-    return weft::invalidUsage("rank %d's communicator is nonblocking: it enqueues its calls from a thread of its "
-                              "own, where cudaStreamPerThread names that thread's stream, not this one's; give the "
-                              "call a stream you created",
-                              comm->rank());
-  }
   op->stream = call.stream;
   op->comm = comm;
   op->collective = call.collective;

@@ -47,10 +47,11 @@ GpuStallClock::Clock::duration GpuStallClock::look(const GpuBlockProgress* block
       last_[b] = block;
     }
   }
-  if (!waiting || running || newestKernelPartlyStarted(last_)) {
+  if (!waiting || running) {
     stuck_ = false;
     return Clock::duration::zero();
   }
+  partlyStarted_ = newestKernelPartlyStarted(last_);
   if (changed) {
     stuck_ = true;
     stuckSince_ = now;
@@ -84,7 +85,8 @@ void GpuStallWatch::run() {
     lock.unlock();  // a look, and the report, must not hold up the destructor's stop
     if (!inFlight_()) {
       clock.reset();
-    } else if (const auto stuck = clock.look(blocks_, GpuStallClock::Clock::now()); stuck > timeout) {
+    } else if (const auto stuck = clock.look(blocks_, GpuStallClock::Clock::now());
+               stuck > (clock.partlyStarted() ? 2 * timeout : timeout)) {
       onStall_(remoteError("its GPU kernel made no progress for %.0f s (WEFT_TIMEOUT=%.0f): %s; a peer may be stuck "
                            "or not calling the same operation",
                            std::chrono::duration<double>(stuck).count(), timeoutSeconds_,

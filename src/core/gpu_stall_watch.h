@@ -8,9 +8,9 @@
 //
 // "Stuck" is what the records can prove: a block is in a wait and stays there, no block runs, and no
 // record changes. A kernel that computes, or whose waits end before they are recorded, is never
-// stuck; nor is one that has not started (the stream may be busy with the caller's earlier work),
-// nor one some of whose blocks have not (they may wait for multiprocessors that another stream's
-// kernel holds, and the waiting block for them).
+// stuck; nor is one that has not started (the stream may be busy with the caller's earlier work).
+// One some of whose blocks have not started (they may wait for multiprocessors that another
+// stream's kernel holds, and the waiting block for them) gets twice the time.
 
 #include <chrono>
 #include <condition_variable>
@@ -31,12 +31,16 @@ class GpuStallClock {
   using Clock = std::chrono::steady_clock;
 
   /// One look at the kRecordedBlocks records `blocks` at `now`. Returns how long they have shown
-  /// the kernels stuck: some block in a wait, none running, every recorded block of the newest
-  /// kernel with a waiting block started (where its records say how many it has), no record
-  /// changed since the first look that showed it so. Zero otherwise.
+  /// the kernels stuck: some block in a wait, none running, no record changed since the first look
+  /// that showed it so. Zero otherwise.
   Clock::duration look(const GpuBlockProgress* blocks, Clock::time_point now);
   /// Forgets the looks so far (no kernel is in flight).
   void reset() { stuck_ = false; }
+  /// Whether, at the latest look that showed the kernels stuck, some recorded block of the newest
+  /// kernel with a waiting block had not started it (its record named an earlier kernel; the
+  /// records say how many blocks a kernel has). A graph's replays share one number: a block that
+  /// has not started a second replay in a row is not seen.
+  bool partlyStarted() const { return partlyStarted_; }
   /// The records as the latest look saw them (kRecordedBlocks).
   const GpuBlockProgress* lastLook() const { return last_.data(); }
 
@@ -44,6 +48,7 @@ class GpuStallClock {
   std::vector<GpuBlockProgress> last_ = std::vector<GpuBlockProgress>(kRecordedBlocks);
   Clock::time_point stuckSince_;
   bool stuck_ = false;  // whether the previous look showed the kernels stuck (last_ is that look)
+  bool partlyStarted_ = false;
 };
 
 /// A thread that looks at a communicator's kernels every kLookPeriod while `inFlight` says one has

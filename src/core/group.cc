@@ -6,6 +6,7 @@
 
 #include "src/core/communicator.h"
 #include "src/core/op_tuning.h"
+#include "src/device/gpu_runtime.h"
 #include "src/exec/launch.h"
 
 namespace weft::core {
@@ -45,6 +46,16 @@ Status runLaunch(std::vector<Group::InitJob>& inits, std::span<const Op> ops) {
 /// inits publish their own results in their handles, and a failed launch becomes the async error
 /// of its operations' communicators (also a refusal, which a blocking launch would return).
 Status launchInBackground(std::vector<Group::InitJob> inits, std::vector<Op> ops) {
+  for (const Op& op : ops) {
+    if (op.onDevice && device::isPerThreadStream(op.stream)) {
+      const Status refused = invalidUsage(
+          "rank %d's call is part of a nonblocking launch, which enqueues it from a thread of Weft's own, where "
+          "cudaStreamPerThread names that thread's stream, not the caller's; give the call a stream you created",
+          op.comm->rank());
+      for (Group::InitJob& init : inits) init.cancel(refused);
+      return refused;
+    }
+  }
   std::vector<Communicator*> comms;
   for (const Op& op : ops) {
     if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);

@@ -281,7 +281,7 @@ void CommDevice::awaitSendersLastPosts() {
     }
   }
   WaitContext context = comm_.waitContext();
-  context.what = "the last posts of a sender in another process";
+  context.what = "a sender's last posts";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
   // Copied on the setup stream, which follows no kernel (a legacy-stream copy would wait for every
   // blocking stream's work of this process), into pinned words, and only polled: nothing here
@@ -420,7 +420,8 @@ void CommDevice::endKernels(const Status& why) {
     WEFT_WARN("rank %d: %s; the communicator's kernels give up", comm_.rank(), why.message().c_str());
   }
   comm_.setAsyncError(why);
-  abort();
+  // The flag alone, with no CUDA call (local_clique.h says why).
+  if (abortFlagHost_ != nullptr) *abortFlagHost_ = 1;
 }
 
 Status CommDevice::orderAfterPrevious(cudaStream_t stream) {

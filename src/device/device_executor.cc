@@ -62,7 +62,8 @@ uint64_t collectiveCalls(std::span<const core::Op> ops, const core::Communicator
 
 // Claims the streams of each communicator's calls for its launch (local_clique.h), where other
 // ranks of its clique are threads of this process on its GPU; `claimed` says whose claims were
-// recorded, to be withdrawn if the launch fails before its kernels.
+// recorded, to be withdrawn for those that enqueue no kernel. Just before the kernels: nothing
+// between the claims and the enqueues waits, so claims of one stream reach it in their order.
 Status claimLaunchStreams(std::span<const core::Op> ops, std::span<core::Communicator* const> comms,
                           std::span<CommDevice* const> devices, std::vector<bool>* claimed) {
   for (size_t c = 0; c < comms.size(); ++c) {
@@ -692,9 +693,6 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
   for (size_t i = 0; i < ops.size(); ++i) {
     if (Status planned = plan(i); !planned.isOk()) return failBeforeKernels(planned);
   }
-  if (Status streams = claimLaunchStreams(ops, comms, commDevices, &claimed); !streams.isOk()) {
-    return failBeforeKernels(streams);
-  }
   {
     // A first call's connections are made at the call, with its peers, whether or not this or
     // another thread captures a graph: not part of any graph.
@@ -756,6 +754,9 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
   for (size_t c = 0; c < comms.size(); ++c) {
     if (Status prepared = prepareLaunch(c); !prepared.isOk()) return failBeforeKernels(prepared);
   }
+  if (Status streams = claimLaunchStreams(ops, comms, commDevices, &claimed); !streams.isOk()) {
+    return failBeforeKernels(streams);
+  }
   // Communicator by communicator, each one's kernels together: interleaved, communicators that
   // share a stream could queue their kernels in different orders on different ranks (whose lists
   // of kernels differ: Send/Recv), each behind a kernel that waits for the other.
@@ -776,11 +777,16 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     // The launch goes on: a buffer whose release failed stays taken, never to be reused.
     if (!released.isOk()) WEFT_WARN("rank %d: %s", comms[c]->rank(), released.message().c_str());
   }
+  // A communicator counts its collectives where all its kernels were enqueued (its peers count
+  // theirs), and keeps its claim where some were.
+  for (size_t c = 0; c < comms.size(); ++c) {
+    if (enqueuedAll[c]) commDevices[c]->countCollectives(collectiveCalls(ops, comms[c]));
+    if (claimed[c] && !enqueuedAny[c]) withdrawLatestClaim(commDevices[c]);
+  }
   if (!failure.isOk()) {
     endKernelsLeftWaiting(ops, comms, commDevices, enqueuedAny, enqueuedAll, failure);
     return failure;
   }
-  for (size_t c = 0; c < comms.size(); ++c) commDevices[c]->countCollectives(collectiveCalls(ops, comms[c]));
   for (size_t c = 0; c < comms.size(); ++c) {
     if (joined[c].empty()) continue;
     ScopedDevice current(commDevices[c]->device());

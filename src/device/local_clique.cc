@@ -95,8 +95,8 @@ Status claimStreams(LocalCliqueMember* member, const LaunchStreams& launch) {
           continue;
         }
         return invalidUsage("ranks %d and %d of one communicator, threads of this process on one GPU, enqueue on "
-                            "the same CUDA stream (id %llu): rank %d's kernel there waits for rank %d's of call "
-                            "%llu, which would queue behind it; give each rank its own stream",
+                            "the same CUDA stream (id %llu): rank %d's kernel there waits for a kernel of rank "
+                            "%d's from call %llu on, which would queue behind it; give each rank its own stream",
                             peer.member->rank(), member->rank(), claim.stream, peer.member->rank(), member->rank(),
                             static_cast<unsigned long long>(launch.firstCall));
       }

@@ -25,7 +25,8 @@ class LocalCliqueMember {
   /// The rank in its communicator, for messages.
   virtual int rank() const = 0;
   /// Makes this rank's kernels give up and records `why` as its communicator's asynchronous error.
-  /// Called with the registry's lock held: must not call back into it.
+  /// Called with the registry's lock held: must not call back into it, nor make a CUDA call (one
+  /// could wait behind another thread's free, which waits for kernels not yet ended).
   virtual void endKernels(const Status& why) = 0;
 };
 
@@ -64,7 +65,8 @@ struct LaunchStreams {
 /// that call, which runs after this launch (a communicator's kernels run in call order), itself
 /// queued behind it. Ranks may change streams from call to call. (A launch of Send/Recv alone is
 /// taken to hold the next collective's number: a rank whose Send/Recv kernel is on a stream keeps
-/// its peers' next collectives off it.) A rank's latest 64 launches are kept.
+/// its peers' next collectives off it; and two ranks' Send/Recv on one stream a collective apart
+/// are not caught.) A rank's latest 64 launches are kept.
 Status claimStreams(LocalCliqueMember* member, const LaunchStreams& launch);
 
 /// Withdraws `member`'s latest claim, that of a launch that failed before enqueuing any kernel.

@@ -65,7 +65,7 @@ TEST_F(GpuStallClockTest, KernelsThatRunOrHaveNotStartedAreNeverStuck) {
   EXPECT_EQ(clock_.look(blocks_.data(), start_ + seconds(120)), Clock::duration::zero());
 }
 
-TEST_F(GpuStallClockTest, AKernelSomeOfWhoseBlocksHaveNotStartedIsNeverStuck) {
+TEST_F(GpuStallClockTest, SaysWhenSomeBlocksOfTheStuckKernelHaveNotStarted) {
   for (size_t b = 0; b < 3; ++b) {
     blocks_[b] = block(4, BlockActivity::kDone);
     blocks_[b].blocks = 3;
@@ -74,11 +74,17 @@ TEST_F(GpuStallClockTest, AKernelSomeOfWhoseBlocksHaveNotStartedIsNeverStuck) {
   blocks_[0].blocks = 3;
   blocks_[1].kernel = 5;  // block 2 still shows kernel 4: it waits for a multiprocessor
   clock_.look(blocks_.data(), start_);
-  EXPECT_EQ(clock_.look(blocks_.data(), start_ + seconds(60)), Clock::duration::zero());
+  EXPECT_EQ(clock_.look(blocks_.data(), start_ + seconds(60)), seconds(60));
+  EXPECT_TRUE(clock_.partlyStarted());
   blocks_[2] = block(5, BlockActivity::kSending, 7);
   blocks_[2].blocks = 3;
   EXPECT_EQ(clock_.look(blocks_.data(), start_ + seconds(61)), Clock::duration::zero());
   EXPECT_EQ(clock_.look(blocks_.data(), start_ + seconds(63)), seconds(2));
+  EXPECT_FALSE(clock_.partlyStarted());
+  blocks_[0].blocks = 0;  // a record that does not say how many blocks its kernel has
+  blocks_[2] = block(4, BlockActivity::kDone);
+  clock_.look(blocks_.data(), start_ + seconds(64));
+  EXPECT_FALSE(clock_.partlyStarted());
 }
 
 TEST_F(GpuStallClockTest, ResetForgetsTheLooksSoFar) {

@@ -11,6 +11,7 @@ namespace {
 
 struct FakeRank : LocalCliqueMember {
   explicit FakeRank(int number = 0) : number(number) {}
+  ~FakeRank() override { leaveLocalClique(this); }  // a test that stopped early leaves no stale entry
   int rank() const override { return number; }
   int number;
   int ended = 0;
