@@ -68,7 +68,7 @@ pack() {
   # What the bundle was built from, so that run can tell a bundle older than the sources beside it.
   # (A tracked file deleted here is left out, and counts as changed at run. Scripts run from the
   # tree, not the bundle: they are left out.)
-  git ls-files -z --cached --others --exclude-standard $source_dirs | grep -zv -e '\.py$' -e '\.pyc$' -e '\.sh$' \
+  git ls-files -z --cached --others --exclude-standard $source_dirs | grep -zv -e '\.py$' -e '\.sh$' \
     | xargs -0 sha256sum > "$bundle/sources.sha256" 2>/dev/null || true
   echo "newest glibc the bundle needs: $(objdump -T "$bundle"/lib/libnccl.so.2 "$bundle"/weft_* \
     "$bundle"/gpu_allreduce_bench "$bundle"/cuda_ipc_probe | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
@@ -209,7 +209,7 @@ run() {
   case $smi in
     0) ;;
     127) echo "no nvidia-smi here: the GPU tests will say whether CUDA sees a GPU" ;;
-    124 | 137) failures+=("1. nvidia-smi -L hung (20 s)") ;;
+    124 | 137) failures+=("1. nvidia-smi -L hung (its 20 s ran out)") ;;
     *) failures+=("1. nvidia-smi sees no GPU (exit $smi)") ;;
   esac
   timeout -k 5 20 nvidia-smi --query-gpu=name,driver_version,memory.total,persistence_mode,compute_mode --format=csv || true

@@ -217,6 +217,8 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
         for raw in lines:
             line = raw.decode(errors="replace")
             log.write(line + "\n")
+            if failed_now:
+                continue  # logged only: what follows a failure runs again in a new process
             output.append(line)
             for prefix, outcome in ((OK, "ok"), (FAILED, "FAILED"), (SKIPPED, "skipped")):
                 if current and marked(line, prefix, current):
@@ -230,6 +232,8 @@ def run_once(binary, names, run, per_test, deadline, log, dump_signal=None):
                     failed_here = True
                 current, started, output = line[at + len(RUN):].strip(), time.monotonic(), []
         if failed_now:  # the next test (begun already in these lines, or not) starts in a new process
+            if pending:
+                log.write(pending.decode(errors="replace") + "\n")
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             running = None

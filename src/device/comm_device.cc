@@ -416,12 +416,20 @@ void CommDevice::proxyFailed(const Status& failure) {
 }
 
 void CommDevice::endKernels(const Status& why) {
+  recordGivingUp(why);
+  abort();  // with what each block waited for
+}
+
+void CommDevice::endKernelsUnderLock(const Status& why) {
+  recordGivingUp(why);
+  if (abortFlagHost_ != nullptr) *abortFlagHost_ = 1;  // the flag alone: no CUDA call (local_clique.h)
+}
+
+void CommDevice::recordGivingUp(const Status& why) {
   if (launched_.load(std::memory_order_relaxed)) {  // else no kernel ran: nothing to say
     WEFT_WARN("rank %d: %s; the communicator's kernels give up", comm_.rank(), why.message().c_str());
   }
   comm_.setAsyncError(why);
-  // The flag alone, with no CUDA call (local_clique.h says why).
-  if (abortFlagHost_ != nullptr) *abortFlagHost_ = 1;
 }
 
 Status CommDevice::orderAfterPrevious(cudaStream_t stream) {

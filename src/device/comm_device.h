@@ -98,6 +98,7 @@ class CommDevice final : public core::Communicator::DeviceResources,
   Status drain() override;
   void proxyFailed(const Status& failure) override;
   void endKernels(const Status& why) override;
+  void endKernelsUnderLock(const Status& why) override;
   Status checkAlive() override;
 
   int device() const { return device_; }
@@ -164,6 +165,8 @@ class CommDevice final : public core::Communicator::DeviceResources,
   /// this rank's memory (clean lines, then `posted`) have landed, and they must not land in freed
   /// memory.
   void awaitSendersLastPosts();
+  /// Says (WARN) that the kernels give up, and records `why` as the asynchronous error.
+  void recordGivingUp(const Status& why);
   /// Starts the watch that ends kernels stuck for WEFT_TIMEOUT seconds (gpu_stall_watch.h).
   void startStallWatch();
 

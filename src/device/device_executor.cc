@@ -62,8 +62,9 @@ uint64_t collectiveCalls(std::span<const core::Op> ops, const core::Communicator
 
 // Claims the streams of each communicator's calls for its launch (local_clique.h), where other
 // ranks of its clique are threads of this process on its GPU; `claimed` says whose claims were
-// recorded, to be withdrawn for those that enqueue no kernel. Just before the kernels: nothing
-// between the claims and the enqueues waits, so claims of one stream reach it in their order.
+// recorded, to be withdrawn for those that enqueue no kernel. Just before the kernels, where
+// nothing between the claims and the enqueues waits: that narrows, without closing, the window in
+// which another thread's claim of the same stream could reach it first.
 Status claimLaunchStreams(std::span<const core::Op> ops, std::span<core::Communicator* const> comms,
                           std::span<CommDevice* const> devices, std::vector<bool>* claimed) {
   for (size_t c = 0; c < comms.size(); ++c) {

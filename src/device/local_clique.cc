@@ -121,7 +121,7 @@ int endLocalPeers(uint64_t cliqueId, int device, const LocalCliqueMember* aborte
   int ended = 0;
   for (const Entry& entry : registry()) {
     if (entry.cliqueId != cliqueId || entry.device != device || entry.member == aborted) continue;
-    entry.member->endKernels(why);
+    entry.member->endKernelsUnderLock(why);
     ++ended;
   }
   return ended;

@@ -27,7 +27,7 @@ class LocalCliqueMember {
   /// Makes this rank's kernels give up and records `why` as its communicator's asynchronous error.
   /// Called with the registry's lock held: must not call back into it, nor make a CUDA call (one
   /// could wait behind another thread's free, which waits for kernels not yet ended).
-  virtual void endKernels(const Status& why) = 0;
+  virtual void endKernelsUnderLock(const Status& why) = 0;
 };
 
 /// What a rank that left holds in GPU or pinned memory: destroying it frees that memory.
@@ -40,7 +40,8 @@ class LocalCliqueLeftovers {
 /// A registered rank may have kernels running.
 void joinLocalClique(uint64_t cliqueId, int device, LocalCliqueMember* member);
 
-/// Unregisters `member`, once its kernels have ended; from then on no endKernels call reaches it.
+/// Unregisters `member`, once its kernels have ended; from then on no endKernelsUnderLock call
+/// reaches it.
 /// Before it is destroyed.
 void leaveLocalClique(LocalCliqueMember* member);
 
@@ -69,10 +70,11 @@ struct LaunchStreams {
 /// are not caught.) A rank's latest 64 launches are kept.
 Status claimStreams(LocalCliqueMember* member, const LaunchStreams& launch);
 
-/// Withdraws `member`'s latest claim, that of a launch that failed before enqueuing any kernel.
+/// Withdraws `member`'s latest claim, that of a launch that enqueued no kernel of its (it failed
+/// first, or had nothing to move).
 void withdrawLatestClaim(LocalCliqueMember* member);
 
-/// Calls endKernels(why) on every other registered rank of clique `cliqueId` on `device`; returns
+/// Calls endKernelsUnderLock(why) on every other registered rank of clique `cliqueId` on `device`; returns
 /// how many.
 int endLocalPeers(uint64_t cliqueId, int device, const LocalCliqueMember* aborted, const Status& why);
 

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <random>
 #include <string>
 #include <vector>
@@ -158,9 +159,10 @@ TEST(DeviceReduce, HalfAndBfloat16MatchTheHostOnEveryCode) {
                                                                    0x0001, 0x7f80, 0xff80, 0x7fc0, 0x3dcd});
 }
 
-// Random bit patterns, and every pair of `specials`.
+// Every pair of `specials`, then random pairs of codes: for integers, of a random width (so that
+// sums and products do not all wrap) and sign; for floating types, random bits.
 template <class Storage>
-void randomAndSpecialPairs(const std::vector<Storage>& specials, std::vector<Storage>* peers,
+void randomAndSpecialPairs(const std::vector<Storage>& specials, bool integer, std::vector<Storage>* peers,
                            std::vector<Storage>* locals) {
   for (Storage a : specials) {
     for (Storage b : specials) {
@@ -168,12 +170,22 @@ void randomAndSpecialPairs(const std::vector<Storage>& specials, std::vector<Sto
       locals->push_back(b);
     }
   }
+  using Bits = std::conditional_t<sizeof(Storage) == 8, uint64_t, uint32_t>;
+  constexpr int kBits = 8 * sizeof(Storage);
   std::mt19937_64 random(6122026);
+  const auto code = [&] {
+    Bits bits = static_cast<Bits>(random());
+    if (integer) {
+      bits >>= (8 * sizeof(Bits) - kBits) + random() % kBits;  // within the type, of random width
+      if (random() % 2 != 0) bits = static_cast<Bits>(Bits{0} - bits);
+    }
+    Storage value;
+    std::memcpy(&value, &bits, sizeof(Storage));  // the low bytes: the type's own code
+    return value;
+  };
   for (int i = 0; i < 100000; ++i) {
-    // Mostly values of a few bits' span, whose sums and products do not all overflow.
-    const int shift = static_cast<int>(random() % (8 * sizeof(Storage)));
-    peers->push_back(static_cast<Storage>(random() >> shift));
-    locals->push_back(static_cast<Storage>(random() >> shift));
+    peers->push_back(code());
+    locals->push_back(code());
   }
 }
 
@@ -190,7 +202,7 @@ TEST(DeviceReduce, FloatAndDoubleMatchTheHost) {
   }
   std::vector<uint32_t> floatBits, peerBits, localBits;
   for (float value : floats) floatBits.push_back(std::bit_cast<uint32_t>(value));
-  randomAndSpecialPairs(floatBits, &peerBits, &localBits);
+  randomAndSpecialPairs(floatBits, false, &peerBits, &localBits);
   for (uint32_t bits : peerBits) floatPeers.push_back(std::bit_cast<float>(bits));
   for (uint32_t bits : localBits) floatLocals.push_back(std::bit_cast<float>(bits));
   expectSameOnBothPaths<FloatMath>(DataType::kFloat32, 0.3f, floatPeers, floatLocals, wideNan<float>);
@@ -200,7 +212,7 @@ TEST(DeviceReduce, FloatAndDoubleMatchTheHost) {
                        -static_cast<double>(inf), static_cast<double>(NAN)}) {
     doubleBits.push_back(std::bit_cast<uint64_t>(value));
   }
-  randomAndSpecialPairs(doubleBits, &doublePeerBits, &doubleLocalBits);
+  randomAndSpecialPairs(doubleBits, false, &doublePeerBits, &doubleLocalBits);
   std::vector<double> doublePeers, doubleLocals;
   for (uint64_t bits : doublePeerBits) doublePeers.push_back(std::bit_cast<double>(bits));
   for (uint64_t bits : doubleLocalBits) doubleLocals.push_back(std::bit_cast<double>(bits));
@@ -212,7 +224,7 @@ void integersMatch(DataType type) {
   const std::vector<T> specials = {T(0), T(1), T(-1), std::numeric_limits<T>::min(), std::numeric_limits<T>::max(),
                                    T(std::numeric_limits<T>::max() / 3), T(7), T(-7)};
   std::vector<T> peers, locals;
-  randomAndSpecialPairs(specials, &peers, &locals);
+  randomAndSpecialPairs(specials, true, &peers, &locals);
   expectSameOnBothPaths<IntegerMath<T>>(type, T(3), peers, locals, nullptr);
 }
 

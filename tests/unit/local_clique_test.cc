@@ -16,7 +16,7 @@ struct FakeRank : LocalCliqueMember {
   int number;
   int ended = 0;
   std::string why;
-  void endKernels(const Status& reason) override {
+  void endKernelsUnderLock(const Status& reason) override {
     ++ended;
     why = reason.message();
   }
