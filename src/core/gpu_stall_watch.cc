@@ -19,9 +19,8 @@ bool sameRecord(const GpuBlockProgress& a, const GpuBlockProgress& b) {
 bool newestKernelPartlyStarted(const std::vector<GpuBlockProgress>& records) {
   const GpuBlockProgress* newest = nullptr;
   for (const GpuBlockProgress& record : records) {
-    if (isGpuWait(static_cast<BlockActivity>(record.activity)) && (newest == nullptr || record.kernel > newest->kernel)) {
-      newest = &record;
-    }
+    const bool waits = isGpuWait(static_cast<BlockActivity>(record.activity));
+    if (waits && (newest == nullptr || record.kernel > newest->kernel)) newest = &record;
   }
   if (newest == nullptr) return false;
   const size_t blocks = std::min<size_t>(newest->blocks, records.size());

@@ -141,8 +141,9 @@ class CommDevice final : public core::Communicator::DeviceResources,
   /// with the resources, so that no call creates one while a peer's kernel may wait for it. One
   /// thread at a time enqueues a communicator's calls (as NCCL requires), so one event serves all.
   cudaEvent_t streamJoinMark() const { return streamJoinMark_; }
-  /// The collectives enqueued or captured before (a number that every rank counts alike, the
-  /// stream claims' of local_clique.h), and adding the `calls` of a launch just enqueued.
+  /// The collectives enqueued or captured so far, which every rank counts alike (the stream claims
+  /// of local_clique.h number calls by it); countCollectives adds a launch's `calls` once all its
+  /// kernels are enqueued.
   uint64_t collectivesLaunched() const { return collectivesLaunched_; }
   void countCollectives(uint64_t calls) { collectivesLaunched_ += calls; }
   /// Records the launch just enqueued on `stream` (in `capture`) as this communicator's latest; a

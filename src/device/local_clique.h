@@ -40,9 +40,8 @@ class LocalCliqueLeftovers {
 /// A registered rank may have kernels running.
 void joinLocalClique(uint64_t cliqueId, int device, LocalCliqueMember* member);
 
-/// Unregisters `member`, once its kernels have ended; from then on no endKernelsUnderLock call
-/// reaches it.
-/// Before it is destroyed.
+/// Unregisters `member`, once its kernels have ended and before it is destroyed; from then on no
+/// endKernelsUnderLock call reaches it.
 void leaveLocalClique(LocalCliqueMember* member);
 
 /// Frees `leftovers`, of a rank of clique `cliqueId` that has left: at once, with the leftovers
@@ -70,12 +69,12 @@ struct LaunchStreams {
 /// are not caught.) A rank's latest 64 launches are kept.
 Status claimStreams(LocalCliqueMember* member, const LaunchStreams& launch);
 
-/// Withdraws `member`'s latest claim, that of a launch that enqueued no kernel of its (it failed
-/// first, or had nothing to move).
+/// Withdraws `member`'s latest claim, that of a launch that enqueued no kernel (it failed first, or
+/// moved nothing).
 void withdrawLatestClaim(LocalCliqueMember* member);
 
-/// Calls endKernelsUnderLock(why) on every other registered rank of clique `cliqueId` on `device`; returns
-/// how many.
+/// Calls endKernelsUnderLock(why) on every other registered rank of clique `cliqueId` on `device`;
+/// returns how many.
 int endLocalPeers(uint64_t cliqueId, int device, const LocalCliqueMember* aborted, const Status& why);
 
 }  // namespace weft::device
