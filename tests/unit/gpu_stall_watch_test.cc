@@ -156,6 +156,15 @@ TEST_F(GpuStallWatchTest, ReportsAStuckKernelOnceAfterTheTimeoutSayingWhatItWait
   EXPECT_GE(stalledAt_ - startedAt_, seconds(1));
 }
 
+TEST_F(GpuStallWatchTest, GivesAKernelSomeOfWhoseBlocksHaveNotStartedTwiceTheTimeout) {
+  blocks_[0] = block(7, BlockActivity::kReceiving, 4);
+  blocks_[0].blocks = 2;
+  blocks_[1] = block(6, BlockActivity::kDone);  // block 1 has not started kernel 7
+  start(1);
+  ASSERT_TRUE(awaitStall(seconds(30)));
+  EXPECT_GE(stalledAt_ - startedAt_, seconds(2));
+}
+
 TEST_F(GpuStallWatchTest, SaysNothingWhileNoKernelIsInFlight) {
   blocks_[0] = block(7, BlockActivity::kReceiving, 4);  // a record left by a kernel that gave up uncleanly
   inFlight_ = false;
