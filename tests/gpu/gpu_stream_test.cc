@@ -179,6 +179,16 @@ class OneGpuClique : public ::testing::Test {
     comms_[caller] = nullptr;
   }
 
+  // Rank 0 of two on one GPU calls on `legacy`, a handle of the legacy default stream, which the
+  // other rank, a thread of this process, shares: refused.
+  void expectLegacyStreamRefused(cudaStream_t legacy) {
+    ASSERT_NO_FATAL_FAILURE(start(2, 1024));
+    EXPECT_EQ(ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0], legacy),
+              ncclInvalidUsage);
+    EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "rank 0 enqueues on the legacy default stream"), nullptr)
+        << ncclGetLastError(comms_[0]);
+  }
+
   // The progress dump's handler is installed by the first init that sees it asked for.
   harness::ScopedEnv dumpSignal_{"WEFT_DUMP_SIGNAL", "USR1"};
   std::vector<ncclComm_t> comms_;
@@ -444,25 +454,17 @@ TEST_F(OneGpuClique, TwoRanksCallingInTurnOnOneStreamAreRefused) {
 }
 
 // The refusal ends the communicator (a peer's kernel of that call may wait already): one clique
-// for each of the two handles.
+// for each handle of the legacy default stream.
 TEST_F(OneGpuClique, TheNullStreamIsRefusedWhereRanksShareAGpuInOneProcess) {
   SKIP_WITHOUT_GPU();
   harness::DeadlineGuard guard(kDeadline, "a rank on the null stream");
-  ASSERT_NO_FATAL_FAILURE(start(2, 1024));
-  EXPECT_EQ(ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0], nullptr),
-            ncclInvalidUsage);
-  EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "rank 0 enqueues on the legacy default stream"), nullptr)
-      << ncclGetLastError(comms_[0]);
+  expectLegacyStreamRefused(nullptr);
 }
 
 TEST_F(OneGpuClique, CudaStreamLegacyIsRefusedWhereRanksShareAGpuInOneProcess) {
   SKIP_WITHOUT_GPU();
   harness::DeadlineGuard guard(kDeadline, "a rank on cudaStreamLegacy");
-  ASSERT_NO_FATAL_FAILURE(start(2, 1024));
-  EXPECT_EQ(ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0], cudaStreamLegacy),
-            ncclInvalidUsage);
-  EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "rank 0 enqueues on the legacy default stream"), nullptr)
-      << ncclGetLastError(comms_[0]);
+  expectLegacyStreamRefused(cudaStreamLegacy);
 }
 
 TEST_F(OneGpuClique, GpuAndHostBuffersInOneCallAreRefused) {
