@@ -11,12 +11,12 @@
 
 #include <chrono>
 #include <cstring>
-#include <thread>
 #include <vector>
 
 #include "nccl.h"
 #include "tests/gpu/cuda_assert.h"
 #include "tests/gpu/gpu_presence.h"
+#include "tests/harness/async_state.h"
 #include "tests/harness/comm_clique.h"
 #include "tests/harness/deadline_guard.h"
 
@@ -28,16 +28,6 @@ using harness::ncclSucceeded;
 constexpr std::chrono::seconds kDeadline{60};
 constexpr int kRanks = 2;
 constexpr size_t kCount = 4099;
-
-// Polls ncclCommGetAsyncError until `comm` has no work in progress; returns what it then says.
-ncclResult_t settled(ncclComm_t comm) {
-  ncclResult_t state = ncclInProgress;
-  while (state == ncclInProgress) {
-    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
-    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return state;
-}
 
 ::testing::AssertionResult succeededOrInProgress(ncclResult_t result) {
   if (result == ncclInProgress) return ::testing::AssertionSuccess();
@@ -60,7 +50,9 @@ TEST(GpuNonblocking, InitAndAGroupOfCallsSettleThroughGetAsyncError) {
   }
   ASSERT_TRUE(succeededOrInProgress(ncclGroupEnd()));
   clique.adopt(comms);
-  for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(ncclSucceeded(settled(comms[r]))) << "init of rank " << r;
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(ncclSucceeded(harness::settledState(comms[r]))) << "init of rank " << r;
+  }
 
   std::vector<cudaStream_t> streams(kRanks, nullptr);
   std::vector<float*> buffers(kRanks, nullptr);
@@ -79,7 +71,9 @@ TEST(GpuNonblocking, InitAndAGroupOfCallsSettleThroughGetAsyncError) {
         ncclAllReduce(buffers[r], buffers[r], kCount, ncclFloat32, ncclSum, comms[r], streams[r])));
   }
   ASSERT_TRUE(succeededOrInProgress(ncclGroupEnd()));
-  for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(ncclSucceeded(settled(comms[r]))) << "allreduce of rank " << r;
+  for (int r = 0; r < kRanks; ++r) {
+    ASSERT_TRUE(ncclSucceeded(harness::settledState(comms[r]))) << "allreduce of rank " << r;
+  }
   for (int r = 0; r < kRanks; ++r) {
     std::vector<float> got(kCount);
     ASSERT_CUDA(cudaMemcpyAsync(got.data(), buffers[r], kCount * sizeof(float), cudaMemcpyDeviceToHost, streams[r]));
@@ -90,7 +84,9 @@ TEST(GpuNonblocking, InitAndAGroupOfCallsSettleThroughGetAsyncError) {
   EXPECT_EQ(ncclAllReduce(buffers[0], buffers[0], kCount, ncclFloat32, ncclSum, comms[0], cudaStreamPerThread),
             ncclInvalidUsage);
   EXPECT_NE(std::strstr(ncclGetLastError(comms[0]), "cudaStreamPerThread"), nullptr) << ncclGetLastError(comms[0]);
-  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(settled(comms[r]), ncclSuccess) << "rank " << r << " after the refusal";
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(harness::settledState(comms[r]), ncclSuccess) << "rank " << r << " after the refusal";
+  }
 
   // Refused in the background (both ranks on one stream): the async error says so, and the
   // communicators are done for.
@@ -101,7 +97,7 @@ TEST(GpuNonblocking, InitAndAGroupOfCallsSettleThroughGetAsyncError) {
   }
   const ncclResult_t grouped = ncclGroupEnd();
   EXPECT_TRUE(grouped == ncclInProgress || grouped == ncclInvalidUsage) << ncclGetErrorString(grouped);
-  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(settled(comms[r]), ncclInvalidUsage) << "rank " << r;
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(harness::settledState(comms[r]), ncclInvalidUsage) << "rank " << r;
 
   clique = harness::CommClique();  // destroys the communicators before their buffers
   for (int r = 0; r < kRanks; ++r) {

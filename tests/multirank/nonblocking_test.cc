@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "tests/harness/async_state.h"
 #include "tests/harness/deadline_guard.h"
 #include "tests/harness/rank_check.h"
 #include "tests/harness/rank_runner.h"
@@ -21,16 +22,6 @@ namespace {
 using harness::RankMode;
 using harness::RankRunOptions;
 using harness::ScopedComm;
-
-/// Polls ncclCommGetAsyncError until the state is not ncclInProgress; returns that state.
-ncclResult_t waitUntilSettled(ncclComm_t comm) {
-  ncclResult_t state = ncclInProgress;
-  while (state == ncclInProgress) {
-    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
-    if (state == ncclInProgress) std::this_thread::yield();
-  }
-  return state;
-}
 
 ncclConfig_t nonblockingConfig() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -45,12 +36,12 @@ void nonblockingRank(int rank, int nranks, const ncclUniqueId& id, bool useConfi
   ncclResult_t result = useConfig ? ncclCommInitRankConfig(comm.out(), nranks, id, rank, &config)
                                   : ncclCommInitRank(comm.out(), nranks, id, rank);
   RANK_CHECK(result == ncclInProgress || result == ncclSuccess);
-  RANK_CHECK(waitUntilSettled(comm) == ncclSuccess);
+  RANK_CHECK(harness::settledState(comm) == ncclSuccess);
 
   std::vector<int> buffer(100003, rank + 1);
   result = ncclAllReduce(buffer.data(), buffer.data(), buffer.size(), ncclInt32, ncclSum, comm, nullptr);
   RANK_CHECK(result == ncclInProgress || result == ncclSuccess);
-  RANK_CHECK(waitUntilSettled(comm) == ncclSuccess);
+  RANK_CHECK(harness::settledState(comm) == ncclSuccess);
   const int sum = nranks * (nranks + 1) / 2;
   RANK_EXPECT(buffer.front() == sum && buffer.back() == sum);
 
@@ -60,14 +51,14 @@ void nonblockingRank(int rank, int nranks, const ncclUniqueId& id, bool useConfi
   RANK_CHECK_NCCL(ncclAllReduce(second.data(), second.data(), second.size(), ncclInt32, ncclMax, comm, nullptr));
   result = ncclGroupEnd();
   RANK_CHECK(result == ncclInProgress || result == ncclSuccess);
-  RANK_CHECK(waitUntilSettled(comm) == ncclSuccess);
+  RANK_CHECK(harness::settledState(comm) == ncclSuccess);
   RANK_EXPECT(first[999] == nranks * (nranks - 1) / 2);
   RANK_EXPECT(second[0] == 2 * (nranks - 1));
 
   ScopedComm half;
   result = ncclCommSplit(comm, rank % 2, rank, half.out(), useConfig ? &config : nullptr);
   RANK_CHECK(result == ncclInProgress || result == ncclSuccess);
-  ncclResult_t halfState = waitUntilSettled(half);
+  ncclResult_t halfState = harness::settledState(half);
   int unusedCount = 0;
   ncclCommCount(half, &unusedCount);
   RANK_CHECK(halfState == ncclSuccess) << halfState << " " << ncclGetLastError(half);
@@ -109,10 +100,10 @@ TEST(Nonblocking, FailureInTheBackgroundIsTheAsyncError) {
     ScopedComm comm;
     ncclConfig_t config = nonblockingConfig();
     ncclCommInitRankConfig(comm.out(), nranks, id, rank, &config);
-    RANK_CHECK(waitUntilSettled(comm) == ncclSuccess);
+    RANK_CHECK(harness::settledState(comm) == ncclSuccess);
     std::vector<float> buffer(4099, 1.0f);
     ncclAllReduce(buffer.data(), buffer.data(), buffer.size(), ncclFloat, ncclSum, comm, nullptr);
-    RANK_CHECK(waitUntilSettled(comm) == ncclSuccess);
+    RANK_CHECK(harness::settledState(comm) == ncclSuccess);
     // Rank 1 leaves only once rank 0 has seen the first allreduce succeed: after that, its death
     // is what rank 0's state reports.
     if (rank == 0) firstSettledOnRank0.store(true);
@@ -122,7 +113,7 @@ TEST(Nonblocking, FailureInTheBackgroundIsTheAsyncError) {
       return;
     }
     ncclAllReduce(buffer.data(), buffer.data(), buffer.size(), ncclFloat, ncclSum, comm, nullptr);
-    RANK_EXPECT(waitUntilSettled(comm) == ncclRemoteError);
+    RANK_EXPECT(harness::settledState(comm) == ncclRemoteError);
     RANK_CHECK_NCCL(ncclCommAbort(comm.release()));
   }));
 }
@@ -139,12 +130,12 @@ TEST(Nonblocking, ARefusalInTheBackgroundIsTheAsyncError) {
     ScopedComm comm;
     ncclConfig_t config = nonblockingConfig();
     ncclCommInitRankConfig(comm.out(), nranks, id, rank, &config);
-    RANK_CHECK(waitUntilSettled(comm) == ncclSuccess);
+    RANK_CHECK(harness::settledState(comm) == ncclSuccess);
     std::vector<int> buffer(rank == 0 ? 100 : 200, 1);
     const ncclResult_t result =
         ncclAllReduce(buffer.data(), buffer.data(), buffer.size(), ncclInt32, ncclSum, comm, nullptr);
     RANK_CHECK(result == ncclInProgress || result == ncclInvalidUsage);
-    RANK_EXPECT(waitUntilSettled(comm) == ncclInvalidUsage);
+    RANK_EXPECT(harness::settledState(comm) == ncclInvalidUsage);
     RANK_EXPECT(buffer.front() == 1);
   }));
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "nccl.h"
+#include "tests/harness/async_state.h"
 #include "tests/harness/comm_clique.h"
 #include "tests/harness/rank_check.h"
 #include "tests/harness/rank_runner.h"
@@ -333,8 +334,7 @@ TEST(WindowBroadcast, NonRootsInputNeedsNoWindow) {
 
 // Polls a nonblocking communicator until its launch has ended, and checks that it succeeded.
 void waitUntilDone(ncclComm_t comm) {
-  ncclResult_t state = ncclInProgress;
-  while (state == ncclInProgress) RANK_CHECK_NCCL(ncclCommGetAsyncError(comm, &state));
+  const ncclResult_t state = harness::settledState(comm);
   RANK_CHECK(state == ncclSuccess) << ncclGetErrorString(state);
 }
 
