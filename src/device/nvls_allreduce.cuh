@@ -152,6 +152,7 @@ __device__ inline bool barrier(const KernelNvls& nvls, int block, const volatile
         reinterpret_cast<unsigned int*>(nvls.unicast + kMaxNvlsBlocks * kNvlsControlLineBytes + line);
     const unsigned int target = *passed + static_cast<unsigned int>(nvls.nranks);
     WEFT_NVLS_ASM("multimem.red.release.sys.global.add.u32 [%0], %1;" ::"l"(nvls.multicast + line), "r"(1u) : "memory");
+    fenceAliases();  // the add went through the multicast address; the polls read the unicast one
     proceed = true;
     RecordedWait wait(progress);
     for (int polls = 0;; ++polls) {

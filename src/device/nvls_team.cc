@@ -40,6 +40,7 @@ struct NvlsResources {
   bool multicastMapped = false;
 
   ~NvlsResources() {
+    RelaxedCapture relaxed;  // another thread may be capturing a graph: these frees are not part of it
     ScopedDevice current(ordinal);
     const CudaDriver& driver = cudaDriver();
     if (bound) (void)driver.multicastUnbind(multicast, device, 0, bytes);

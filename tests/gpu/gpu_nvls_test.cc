@@ -27,8 +27,9 @@ namespace {
 using harness::ncclSucceeded;
 
 constexpr std::chrono::seconds kDeadline{120};
-// Several 256 KiB pieces per block and a tail that fills no 16-byte word.
-constexpr size_t kCount = 700001;
+// At least three 256 KiB pieces for each of 16 blocks in every type (the 2-byte ones too), so
+// blocks reuse their areas, and a tail that fills no 16-byte word.
+constexpr size_t kCount = 3 * 16 * (256 * 1024 / 2) + 1;
 
 // Rank r's element i: small integers, exact in every type (sums of 8 ranks stay within 8 bits).
 double inputValue(int rank, size_t i, bool isSigned) {
@@ -81,6 +82,7 @@ class NvlsAllReduce : public ::testing::Test {
     for (size_t r = 0; r < buffers_.size(); ++r) {
       (void)cudaSetDevice(static_cast<int>(r));
       (void)cudaFree(buffers_[r]);
+      (void)cudaFree(outputs_[r]);
       (void)cudaStreamDestroy(streams_[r]);
     }
   }
@@ -101,12 +103,15 @@ class NvlsAllReduce : public ::testing::Test {
       void* memory = nullptr;
       ASSERT_CUDA(cudaMalloc(&memory, kCount * 8));
       buffers_.push_back(static_cast<char*>(memory));
+      ASSERT_CUDA(cudaMalloc(&memory, kCount * 8 + 16));
+      outputs_.push_back(static_cast<char*>(memory));
     }
   }
 
   std::vector<ncclComm_t> comms_;
   std::vector<cudaStream_t> streams_;
   std::vector<char*> buffers_;
+  std::vector<char*> outputs_;  // out of place, one element past the start (no 16-byte alignment)
 };
 
 TEST_F(NvlsAllReduce, IsExactForEveryTypeAndOpTheSwitchesReduce) {
@@ -129,10 +134,13 @@ TEST_F(NvlsAllReduce, IsExactForEveryTypeAndOpTheSwitchesReduce) {
         ASSERT_CUDA(cudaSetDevice(r));
         ASSERT_CUDA(cudaMemcpy(buffers_[r], inputs[r].data(), kCount * t.bytes, cudaMemcpyHostToDevice));
       }
+      // Sum and max in place; min out of place into memory the kernel must copy piecewise.
+      const bool inPlace = op != ncclMin;
+      auto output = [&](int r) { return inPlace ? buffers_[r] : outputs_[r] + t.bytes; };
       ASSERT_EQ(ncclGroupStart(), ncclSuccess);
       ncclResult_t result = ncclSuccess;
       for (int r = 0; r < n && result == ncclSuccess; ++r) {
-        result = ncclAllReduce(buffers_[r], buffers_[r], kCount, t.type, op, comms_[r], streams_[r]);
+        result = ncclAllReduce(buffers_[r], output(r), kCount, t.type, op, comms_[r], streams_[r]);
       }
       const ncclResult_t ended = ncclGroupEnd();
       if (result == ncclInvalidUsage || ended == ncclInvalidUsage) {
@@ -146,7 +154,7 @@ TEST_F(NvlsAllReduce, IsExactForEveryTypeAndOpTheSwitchesReduce) {
         ASSERT_CUDA(cudaSetDevice(r));
         ASSERT_CUDA(cudaStreamSynchronize(streams_[r]));
         std::vector<char> got(kCount * t.bytes);
-        ASSERT_CUDA(cudaMemcpy(got.data(), buffers_[r], got.size(), cudaMemcpyDeviceToHost));
+        ASSERT_CUDA(cudaMemcpy(got.data(), output(r), got.size(), cudaMemcpyDeviceToHost));
         std::vector<char> want(t.bytes);
         for (size_t i = 0; i < kCount; ++i) {
           double expected = inputValue(0, i, t.isSigned);
@@ -156,7 +164,7 @@ TEST_F(NvlsAllReduce, IsExactForEveryTypeAndOpTheSwitchesReduce) {
           }
           encode(t.type, expected, want.data());
           ASSERT_EQ(std::memcmp(got.data() + i * t.bytes, want.data(), t.bytes), 0)
-              << t.name << " op " << op << ", rank " << r << ", element " << i << " of " << kCount;
+              << t.name << " op " << op << (inPlace ? " in place" : " out of place") << ", rank " << r << ", element " << i << " of " << kCount;
         }
       }
     }
