@@ -46,8 +46,8 @@ Status driverStatus(CUresult result, const char* what) {
   const char* words = nullptr;
   const CudaDriver& driver = cudaDriver();
   if (driver.getErrorString == nullptr || driver.getErrorString(result, &words) != CUDA_SUCCESS) words = nullptr;
-  return internalError("%s failed: CUDA driver error %d (%s)", what, static_cast<int>(result),
-                       words != nullptr ? words : "no description");
+  return makeStatus(StatusCode::kUnhandledCudaError, "%s failed: CUDA driver error %d (%s)", what,
+                    static_cast<int>(result), words != nullptr ? words : "no description");
 }
 
 }  // namespace weft::device

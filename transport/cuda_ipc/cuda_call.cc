@@ -9,6 +9,7 @@ namespace {
 struct ContextCalls {
   CUresult (*get)(CUcontext*) = nullptr;
   CUresult (*set)(CUcontext) = nullptr;
+  CUresult (*device)(CUdevice*) = nullptr;
 };
 
 const ContextCalls& contextCalls() {
@@ -16,7 +17,8 @@ const ContextCalls& contextCalls() {
     ContextCalls c;
     findDriverCall("cuCtxGetCurrent", 4000, &c.get);
     findDriverCall("cuCtxSetCurrent", 4000, &c.set);
-    return c.get != nullptr && c.set != nullptr ? c : ContextCalls{};
+    findDriverCall("cuCtxGetDevice", 2000, &c.device);
+    return c.get != nullptr && c.set != nullptr && c.device != nullptr ? c : ContextCalls{};
   }();
   return calls;
 }
@@ -34,6 +36,13 @@ bool currentContext(void** context) {
 void restoreContext(void* context) {
   const ContextCalls& calls = contextCalls();
   if (calls.set != nullptr) (void)calls.set(static_cast<CUcontext>(context));
+}
+
+int currentContextDevice() {
+  const ContextCalls& calls = contextCalls();
+  CUdevice device = -1;
+  if (calls.device == nullptr || calls.device(&device) != CUDA_SUCCESS) return -1;
+  return static_cast<int>(device);
 }
 
 }  // namespace weft

@@ -7,13 +7,14 @@
 
 namespace weft {
 
-/// Ok for cudaSuccess; otherwise an internal error naming `what` and CUDA's own words. Clears the
-/// runtime's sticky last error so that it does not surface in the application's next check.
+/// Ok for cudaSuccess; otherwise an unhandled CUDA error (ncclUnhandledCudaError, as NCCL says)
+/// naming `what` and CUDA's own words. Clears the runtime's last error so that it does not surface
+/// in the application's next check.
 inline Status cudaStatus(cudaError_t error, const char* what) {
   if (error == cudaSuccess) return Status::ok();
   (void)cudaGetLastError();
-  return internalError("%s failed: CUDA error %d (%s): %s", what, static_cast<int>(error), cudaGetErrorName(error),
-                       cudaGetErrorString(error));
+  return makeStatus(StatusCode::kUnhandledCudaError, "%s failed: CUDA error %d (%s): %s", what,
+                    static_cast<int>(error), cudaGetErrorName(error), cudaGetErrorString(error));
 }
 
 /// Looks up driver call `name` as of driver API `version` into `*entry` (left null where the driver
@@ -34,6 +35,9 @@ void findDriverCall(const char* name, int version, Function* entry) {
 bool currentContext(void** context);
 /// Makes `context` (from currentContext; null: none) current on the calling thread again.
 void restoreContext(void* context);
+/// The device of the calling thread's current context (cuCtxGetDevice); -1 where it has none or
+/// the driver cannot say.
+int currentContextDevice();
 
 /// Makes `device` current on this thread for the guard's lifetime, then restores what was current:
 /// the very context (none, on a thread that had none: cudaGetDevice answers 0 there, and making
@@ -42,10 +46,11 @@ void restoreContext(void* context);
 class ScopedDevice {
  public:
   /// Where the context is known, `device` is selected even if cudaGetDevice names it already: on a
-  /// thread with no context it names 0 all the same, and driver calls need one current.
+  /// thread with no context it names 0 all the same, and driver calls need one current. A current
+  /// context of `device` is kept, primary or not: the caller's streams belong to it.
   explicit ScopedDevice(int device)
       : knowsContext_(currentContext(&context_)),
-        previous_(knowsContext_ ? -1 : current()),
+        previous_(knowsContext_ ? (context_ != nullptr ? currentContextDevice() : -1) : current()),
         status_(select(device, previous_)) {}
   ~ScopedDevice() {
     if (knowsContext_) {

@@ -54,6 +54,7 @@ Status allocatePinnedStaging(size_t bytes, int cudaDevice, StagedMemory* out) {
   void* host = nullptr;
   cudaError_t error = cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
   if (error != cudaSuccess) {
+    (void)cudaGetLastError();  // handled: not left as the thread's last error
     return systemError("cudaHostAlloc of %zu bytes for a proxied connection's ring failed: %s", bytes,
                        cudaGetErrorString(error));
   }
@@ -61,6 +62,7 @@ Status allocatePinnedStaging(size_t bytes, int cudaDevice, StagedMemory* out) {
   error = cudaHostGetDevicePointer(&device, host, 0);
   if (error != cudaSuccess) {
     (void)cudaFreeHost(host);
+    (void)cudaGetLastError();
     return systemError("cudaHostGetDevicePointer of a proxied connection's ring failed: %s",
                        cudaGetErrorString(error));
   }

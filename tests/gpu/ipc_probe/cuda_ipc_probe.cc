@@ -77,6 +77,7 @@ int child(int handleFd) {
 }  // namespace
 
 int main() {
+  signal(SIGPIPE, SIG_IGN);  // a child that died early is reported as a failed write, not a killed parent
   int fds[2];
   if (pipe(fds) != 0) {
     std::perror("cuda ipc probe: pipe");
@@ -111,12 +112,16 @@ int main() {
                               "cudaMemcpy in") &&
                       !failed(cudaDeviceSynchronize(), "parent", "cudaDeviceSynchronize");
   const bool exported = filled && !failed(cudaIpcGetMemHandle(&handle, memory), "parent", "cudaIpcGetMemHandle");
-  if (exported) transfer(true, fds[1], &handle, sizeof(handle));
+  const bool handed = exported && transfer(true, fds[1], &handle, sizeof(handle));
   close(fds[1]);
   int status = 0;
   waitpid(pid, &status, 0);
   if (!filled) return 3;
   if (!exported) return 1;
+  if (!handed) {
+    std::printf("cuda ipc probe: the handle could not be written to the child (status %d)\n", status);
+    return 1;
+  }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::printf("cuda ipc probe: the child failed (status %d)\n", status);
     return 1;
