@@ -147,6 +147,18 @@ WEFT_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* de
                                           static_cast<void*>(comms), ndev),
                     "ncclCommInitAll");
   }
+  // As NCCL, a listed device must exist. Without a list, rank i uses device i where the machine has
+  // one, and no device otherwise (it works on host memory only).
+  const int devices = weft::device::deviceCount();
+  for (int rank = 0; devlist != nullptr && rank < ndev; ++rank) {
+    if (devlist[rank] < 0 || (devices > 0 && devlist[rank] >= devices)) {
+      const Status bad = devices > 0 ? weft::invalidArgument("devlist[%d] is %d, but this machine's CUDA devices "
+                                                            "are 0 to %d", rank, devlist[rank], devices - 1)
+                                     : weft::invalidArgument("devlist[%d] is %d: not a device number", rank,
+                                                            devlist[rank]);
+      return toResult(bad, "ncclCommInitAll");
+    }
+  }
   ncclUniqueId id;
   ncclResult_t result = ncclGetUniqueId(&id);
   if (result != ncclSuccess) return result;

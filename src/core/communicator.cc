@@ -430,9 +430,10 @@ Status Communicator::init(const UniqueId& id) {
   peers_.resize(nranks_);
   WEFT_RETURN_IF_ERROR(describeLocalPeer(rank_, &peers_[rank_]));
   transport::describeTransports(&peers_[rank_]);
-  peers_[rank_].cudaDevice = options_.cudaDevice >= 0 && options_.cudaDevice < device::deviceCount()
-                                 ? options_.cudaDevice
-                                 : device::currentDevice();
+  // The device the caller chose (api/comm_api.cc); none where it names no device of this machine
+  // (ranks on host memory).
+  peers_[rank_].cudaDevice =
+      options_.cudaDevice >= 0 && options_.cudaDevice < device::deviceCount() ? options_.cudaDevice : -1;
   snprintf(peers_[rank_].gpuBusId, sizeof(PeerInfo::gpuBusId), "%s",
            device::pciBusId(peers_[rank_].cudaDevice).c_str());
   peers_[rank_].gpuMulticast = device::multicastSupported(peers_[rank_].cudaDevice) ? 1 : 0;

@@ -37,7 +37,8 @@ struct CommOptions {
   /// Set (from any thread) to make the init fail promptly: ncclCommAbort of a handle whose
   /// nonblocking init is still running. May be null.
   std::shared_ptr<std::atomic<bool>> abortInit;
-  /// The CUDA device of this rank (ncclCommInitAll's devlist); -1: the calling thread's current one.
+  /// The CUDA device of this rank (the caller's current one, or ncclCommInitAll's); -1, or a number
+  /// this machine has no device for: none (the rank works on host memory only).
   int cudaDevice = -1;
   /// ncclConfig_t.minCTAs / maxCTAs: bounds on the channels of GPU collectives, and maxCTAs on the
   /// blocks of any launch; -1: NCCL_MIN_CTAS / NCCL_MAX_CTAS, or none.

@@ -2,9 +2,10 @@
 // Whether a communicator's ranks may exchange GPU buffers. Ranks of one host do so through CUDA IPC,
 // so each such pair needs GPUs that NCCL_P2P_DISABLE and NCCL_P2P_LEVEL let talk peer to peer.
 // (NCCL would stage the data through host memory where these settings forbid peer to peer; Weft
-// does not yet.) Without either setting, any two GPUs of one host may: CUDA IPC works across PCIe
-// switches and sockets, if more slowly. Ranks of different hosts go through the network proxy
-// (transport/proxy/), which these settings do not govern.
+// does not yet.) Without either setting, any two GPUs of one host that can reach each other's
+// memory may (cudaDeviceCanAccessPeer, asked where a rank makes its GPU resources: comm_device.cc),
+// across PCIe switches and sockets too, if more slowly. Ranks of different hosts go through the
+// network proxy (transport/proxy/), which these settings do not govern.
 
 #include <vector>
 

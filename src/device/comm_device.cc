@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -97,6 +98,43 @@ Status WorkPool::allocate(size_t bytes, Buffer** out) {
   return Status::ok();
 }
 
+namespace {
+
+// Ok where every two GPUs of this host's ranks in `peers` can reach each other's memory, which CUDA
+// IPC between them needs, as far as this process sees them: a GPU hidden from it
+// (CUDA_VISIBLE_DEVICES) is judged by the processes that see it.
+Status checkGpusReachEachOther(const std::vector<PeerInfo>& peers, const PeerInfo& self) {
+  const auto visible = [](const PeerInfo& peer, int* device) {
+    if (cudaDeviceGetByPCIBusId(device, peer.gpuBusId) == cudaSuccess) return true;
+    (void)cudaGetLastError();
+    return false;
+  };
+  const auto reaches = [](int from, int to) {
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, from, to) == cudaSuccess) return can != 0;
+    (void)cudaGetLastError();
+    return false;
+  };
+  for (const PeerInfo& a : peers) {
+    for (const PeerInfo& b : peers) {
+      if (a.rank >= b.rank || !a.sameHost(self) || !b.sameHost(self)) continue;
+      if (std::strcmp(a.gpuBusId, b.gpuBusId) == 0) continue;
+      int deviceA = -1;
+      int deviceB = -1;
+      if (!visible(a, &deviceA) || !visible(b, &deviceB)) continue;
+      if (!reaches(deviceA, deviceB) || !reaches(deviceB, deviceA)) {
+        return invalidUsage("GPUs %s (rank %d) and %s (rank %d) cannot reach each other's memory "
+                            "(cudaDeviceCanAccessPeer), which CUDA IPC between them needs; Weft has no transport "
+                            "that stages GPU buffers through host memory yet: use host buffers between these ranks",
+                            a.gpuBusId, a.rank, b.gpuBusId, b.rank);
+      }
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Communicator::DeviceResources>* out) {
   const PeerInfo& self = comm.peer(comm.rank());
   if (self.cudaDevice < 0) {
@@ -105,6 +143,7 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
                         comm.rank());
   }
   WEFT_RETURN_IF_ERROR(core::checkGpuPeerAccess(comm.peers()));
+  WEFT_RETURN_IF_ERROR(checkGpusReachEachOther(comm.peers(), self));
   std::unique_ptr<CommDevice> resources(new CommDevice(comm, self.cudaDevice));
   ScopedDevice device(resources->device_);
   WEFT_RETURN_IF_ERROR(device.status());
@@ -490,29 +529,13 @@ Status commDevice(core::Communicator& comm, CommDevice** out) {
   return Status::ok();
 }
 
-namespace {
-
-// Whether every two distinct GPUs of `peers` (threads of this process) can reach each other's memory.
-bool gpusReachEachOther(const std::vector<PeerInfo>& peers) {
-  for (const PeerInfo& a : peers) {
-    for (const PeerInfo& b : peers) {
-      if (a.cudaDevice == b.cudaDevice) continue;
-      int can = 0;
-      if (cudaDeviceCanAccessPeer(&can, a.cudaDevice, b.cudaDevice) != cudaSuccess || can == 0) {
-        (void)cudaGetLastError();
-        return false;
-      }
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
 Status setUpGpuAtInit(core::Communicator& comm) {
   // Where a call on GPU buffers would fail anyway, its failure stays the call's, not init's. Every
   // rank is a thread of this process, so every rank reaches the same answer.
-  if (!core::checkGpuPeerAccess(comm.peers()).isOk() || !gpusReachEachOther(comm.peers())) return Status::ok();
+  const PeerInfo& self = comm.peer(comm.rank());
+  if (!core::checkGpuPeerAccess(comm.peers()).isOk() || !checkGpusReachEachOther(comm.peers(), self).isOk()) {
+    return Status::ok();
+  }
   RelaxedCapture relaxed;  // another thread may be capturing a graph: this setup is not part of it
   CommDevice* device = nullptr;
   WEFT_RETURN_IF_ERROR(commDevice(comm, &device));

@@ -585,14 +585,14 @@ bool gpuPeersOutside(const core::Communicator& comm, std::span<core::Communicato
 }
 
 // After a launch failed (before or while enqueuing, at `why`): the kernels it enqueued to run now
-// (not captured into a graph, which the failed capture leaves unlaunched) would wait for ever for
-// those it did not, so their communicators' kernels give up, and those communicators report why
-// at their next call. So do those that lack some kernel of the launch where ranks of their clique
-// on their GPU are driven by other threads of this process, whose kernels of this call, enqueued
-// or to come, wait for it; and then those ranks too, once per clique. The others keep theirs:
-// their earlier kernels and graph replays may still be running, and end well. `enqueuedAny` and
-// `enqueuedAll` are by communicator; all false before any kernel was enqueued. `devices`: null for
-// a communicator whose GPU resources are not made.
+// (not those captured into a graph: one whose capture saw a failed call must not be launched, as
+// README says) would wait for ever for those it did not, so their communicators' kernels give up,
+// and those communicators report why at their next call. So do those that lack some kernel of the
+// launch where ranks of their clique on their GPU are driven by other threads of this process,
+// whose kernels of this call, enqueued or to come, wait for it; and then those ranks too, once per
+// clique. The others keep theirs: their earlier kernels and graph replays may still be running,
+// and end well. `enqueuedAny` and `enqueuedAll` are by communicator; all false before any kernel
+// was enqueued. `devices`: null for a communicator whose GPU resources are not made.
 void endKernelsLeftWaiting(std::span<const core::Op> ops, std::span<core::Communicator* const> comms,
                            std::span<CommDevice* const> devices, const std::vector<bool>& enqueuedAny,
                            const std::vector<bool>& enqueuedAll, const Status& why) {

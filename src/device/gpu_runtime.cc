@@ -4,6 +4,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include "src/base/log.h"
 #include "src/device/cuda_driver.h"
 #include "src/device/stream_capture.h"
 #include "transport/cuda_ipc/cuda_call.h"
@@ -19,11 +20,25 @@ int deviceCount() {
   // The runtime loads the driver on first use; without one it answers an error, once.
   static const int count = [] {
     int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess) {
+    const cudaError_t error = cudaGetDeviceCount(&devices);
+    if (error == cudaSuccess) return devices;
+    (void)cudaGetLastError();
+    int driver = 0;  // 0 where no driver is installed
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) {
       (void)cudaGetLastError();
-      return 0;
+      driver = 0;
     }
-    return devices;
+    // No driver or no GPU: a host-memory machine. Otherwise the application may use GPUs through a
+    // runtime of its own that Weft's cannot: Weft would take their buffers for host memory.
+    if (driver == 0 || error == cudaErrorNoDevice) return 0;
+    WEFT_WARN("Weft's CUDA runtime (%d.%d) cannot use this machine's GPUs under driver %d.%d: %s; a call on GPU "
+              "buffers would take them for host memory and crash.%s",
+              CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, driver / 1000, driver % 1000 / 10,
+              cudaGetErrorString(error),
+              error == cudaErrorInsufficientDriver
+                  ? " Update the driver, or build Weft with a CUDA toolkit this driver supports"
+                  : "");
+    return 0;
   }();
   return count;
 }

@@ -361,6 +361,16 @@ TEST(ApiErrors, BadInitArgumentsAreInvalidArgument) {
          ncclComm_t comm = nullptr;
          return ncclCommInitRank(&comm, 0, id, 0);
        }},
+      {"ncclCommInitAll with device -1 in devlist", ncclInvalidArgument,
+       [](const CallContext&) {
+         ncclComm_t comms[2] = {nullptr, nullptr};
+         const int devlist[2] = {0, -1};
+         const ncclResult_t result = ncclCommInitAll(comms, 2, devlist);
+         for (ncclComm_t comm : comms) {
+           if (comm != nullptr) (void)ncclCommDestroy(comm);
+         }
+         return result;
+       }},
   };
   EXPECT_TRUE(runBadCalls("init arguments", calls));
 }
