@@ -589,6 +589,9 @@ def child_environment(lib, rank, world, port, debug_path, shim):
         "PYTHONUNBUFFERED": "1",
         # A rank that hangs is asked, before it is killed, what its communicators wait for.
         "WEFT_DUMP_SIGNAL": "USR1",
+        # An error fails the check it came from and those after it, one by one; torch's watchdog
+        # would otherwise end the whole process at the first, before the rank reports the rest.
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "0",
     })
     return env
 

@@ -28,8 +28,9 @@ if ! command -v nm >/dev/null 2>&1 && ! command -v readelf >/dev/null 2>&1; then
   exit 4
 fi
 
-# The dynamic symbols of an ELF file, one "STATE NAME" a line, STATE being U (undefined) or D
-# (defined), NAME without its version suffix. nm when it is installed, readelf otherwise.
+# The dynamic symbols of an ELF file, one "STATE NAME" a line, STATE being U (undefined), W (weak
+# undefined) or D (defined), NAME without its version suffix. nm when it is installed, readelf
+# otherwise.
 dynamic_symbols() {
   local file=$1
   if command -v nm >/dev/null 2>&1; then
@@ -38,14 +39,14 @@ dynamic_symbols() {
       NF >= 3 && $2 != "A" { name = $3; sub(/@.*/, "", name); print ($2 == "U" ? "U" : "D"), name }'
   else
     readelf --dyn-syms -W "$file" 2>/dev/null | awk '
-      $1 ~ /^[0-9]+:$/ && NF >= 8 { name = $8; sub(/@.*/, "", name); print ($7 == "UND" ? "U" : "D"), name }'
+      $1 ~ /^[0-9]+:$/ && NF >= 8 { name = $8; sub(/@.*/, "", name); print ($7 != "UND" ? "D" : $5 == "WEAK" ? "W" : "U"), name }'
   fi
 }
 
-# nccl* symbols FILE imports (undefined), sorted and unique. A weak undefined reference
-# (nm's "w"/"v" with no address) counts as an import too.
+# nccl* symbols FILE needs (undefined), sorted and unique. A weak undefined reference (nm's "w"/"v"
+# with no address) is not among them: the loader leaves it null where no library defines it.
 imported_nccl() {
-  dynamic_symbols "$1" | awk '($1 == "U" || $1 == "W") && $2 ~ /^nccl/ { print $2 }' | sort -u
+  dynamic_symbols "$1" | awk '$1 == "U" && $2 ~ /^nccl/ { print $2 }' | sort -u
 }
 
 # Symbols FILE defines and exports, sorted and unique.
