@@ -47,6 +47,10 @@ bool gpuAvailable() { return deviceCount() > 0; }
 
 int currentDevice() {
   if (!gpuAvailable()) return -1;
+  // The driver's answer is the application's: its runtime and Weft's (a copy of its own) share the
+  // thread's current context, not what each last selected. None current: CUDA's default, 0.
+  void* context = nullptr;
+  if (currentContext(&context)) return context != nullptr ? currentContextDevice() : 0;
   int device = -1;
   if (cudaGetDevice(&device) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -125,6 +129,9 @@ bool multicastSupported(int device) {
 int multiprocessorCount(int device) { return driverAttribute(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT); }
 
 Status allocateOnDevice(size_t bytes, void** out) {
+  // The application's device: Weft's runtime may remember another that it selected on this thread.
+  ScopedDevice current(currentDevice());
+  WEFT_RETURN_IF_ERROR(current.status());
   return cudaStatus(cudaMalloc(out, bytes), "cudaMalloc of ncclMemAlloc's memory");
 }
 

@@ -15,7 +15,8 @@ bool gpuAvailable();
 /// The number of CUDA devices (0 where gpuAvailable() is false).
 int deviceCount();
 
-/// The CUDA device current on the calling thread, or -1 where there is none.
+/// The CUDA device of the calling thread's current context (0, CUDA's default, on a thread with
+/// none), or -1 without a GPU.
 int currentDevice();
 
 /// The PCI bus id of CUDA device `device` as CUDA writes it ("0000:3B:00.0"), or "" where there is
