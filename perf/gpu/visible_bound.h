@@ -6,6 +6,8 @@
 
 #include <cstddef>
 
-/// Enqueues out[r][i] = sum over s of in[s][i] for every rank r (n <= 8), `count` floats each.
+/// Enqueues out[r][i] = sum over s of in[s][i] for every rank r (n <= 8), `count` floats each,
+/// buffers 16-byte aligned: one wave of resident blocks, each thread with four 16-byte words of
+/// every input in flight.
 cudaError_t launchVisibleAllReduce(const float* const* inputs, float* const* outputs, int n, size_t count,
                                    cudaStream_t stream);
