@@ -42,6 +42,7 @@
 #      the host path)
 #   8. the allreduce speed through the ring with WEFT_GPU_CHANNELS=32 (4 ranks get 16: half the GPU)
 # WEFT_GPU_TESTS_REQUIRE_GPU=1 is set: a GPU test that finds no usable GPU fails, never skips.
+# WEFT_GPU_TEST_DEADLINE_S=15 is set: each GPU test's own time limit, under the runner's 20 s.
 # WEFT_GPU_CHECK_STEPS="2 6" runs only those steps (and 1), for a rerun of what failed; 5 and 6
 # bring the probe, 4.
 # The machine needs only the NVIDIA driver and python3 (with torch for step 5): the binaries link
@@ -186,6 +187,8 @@ run() {
   export CUDA_DEVICE_MAX_CONNECTIONS=${CUDA_DEVICE_MAX_CONNECTIONS:-32}
   # A GPU test that finds no usable GPU fails: the check cannot pass without testing anything.
   export WEFT_GPU_TESTS_REQUIRE_GPU=1
+  # Each test's own limit comes before the runner's 20 s: the test then says where its ranks were.
+  export WEFT_GPU_TEST_DEADLINE_S=15
 
   echo "=== 1. machine"
   if [ -f "$bundle/commit.txt" ]; then
@@ -259,8 +262,8 @@ run() {
 
     # GpuLostPeer forks ranks that use CUDA: it runs with the processes tests (step 6).
     suite "2. GPU suite, ranks as threads" "$out/threads.log" '-*processes*:GpuLostPeer.*' 80
-    step_signal=USR1 WEFT_GPU_DIRECT=1 step "3. allreduce speed on one GPU, direct kernel" 20 "${lib_env[@]}" \
-      "$bundle/gpu_allreduce_bench" --max-bytes 1G --iters 20
+    step_signal=USR1 WEFT_GPU_DIRECT=1 step "3. allreduce speed on one GPU, direct kernel" 30 "${lib_env[@]}" \
+      "$bundle/gpu_allreduce_bench" --ranks 1,2,3,4 --max-bytes 1G --iters 20
 
     if wanted 5; then
       if ! python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("torch") is None)'; then
@@ -312,7 +315,7 @@ run() {
       --gtest_filter='Collectives/ExactCollective.MatchesReference/*_2ranks_shm:Groups*'
 
     step_signal=USR1 WEFT_GPU_DIRECT=0 WEFT_GPU_CHANNELS=32 step "8. allreduce speed through the ring, WEFT_GPU_CHANNELS=32" 15 \
-      "${lib_env[@]}" "$bundle/gpu_allreduce_bench" --max-bytes 256M --iters 10
+      "${lib_env[@]}" "$bundle/gpu_allreduce_bench" --ranks 2,4 --max-bytes 256M --iters 10
   fi
   # Not waited for: an nvidia-smi stuck in the driver (after a killed kernel) must not hold the
   # summary back. Their output goes to files, not to the log.

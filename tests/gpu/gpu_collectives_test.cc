@@ -41,11 +41,16 @@ using multirank::Placement;
 using multirank::Reduction;
 
 constexpr size_t kCounts[] = {0, 1, 7, 4099};
+// Ranks as processes share the GPU by time slices, and every call waits for copies: they run a
+// smaller matrix (the threads' cases check the arithmetic; these, CUDA IPC and the proxy).
+constexpr size_t kProcessCounts[] = {1, 4099};
+// (double: 4099 elements span more than 8 pieces of the folded lanes' cases, below.)
+constexpr ncclDataType_t kProcessTypes[] = {ncclInt8, ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64};
 // Several slots' worth (slots are NCCL_BUFFSIZE / 8 = 512 KiB): many pieces and rounds.
 constexpr size_t kLargeCount = (size_t{1} << 20) + 3;
 constexpr ncclDataType_t kLargeTypes[] = {ncclInt8, ncclBfloat16, ncclFloat32, ncclFloat64};
 constexpr uint64_t kSeed = 0x6b0f5eed1234ULL;
-constexpr std::chrono::seconds kDeadline{240};
+const std::chrono::seconds kDeadline = gpuTestDeadline(std::chrono::seconds{240});
 
 struct GpuCase {
   Collective collective;
@@ -99,21 +104,25 @@ void runCase(const GpuCase& c, int nranks, int rank, const ncclUniqueId& id) {
   ScopedComm comm;
   RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
   DevicePlacement placement(rankStream.stream, c.mode == RankMode::kThreads ? comm.get() : nullptr);
+  const bool smaller = c.mode == RankMode::kProcesses && !c.large;  // kProcessCounts
   std::vector<const ElementType*> types;
   if (c.large) {
     for (ncclDataType_t type : kLargeTypes) types.push_back(&multirank::elementType(type));
+  } else if (smaller) {
+    for (ncclDataType_t type : kProcessTypes) types.push_back(&multirank::elementType(type));
   } else {
     for (const ElementType& type : multirank::allElementTypes()) types.push_back(&type);
   }
-  std::vector<size_t> counts = c.large ? std::vector<size_t>{kLargeCount}
-                                       : std::vector<size_t>(std::begin(kCounts), std::end(kCounts));
+  std::vector<size_t> counts = c.large    ? std::vector<size_t>{kLargeCount}
+                               : smaller ? std::vector<size_t>(std::begin(kProcessCounts), std::end(kProcessCounts))
+                                         : std::vector<size_t>(std::begin(kCounts), std::end(kCounts));
   std::vector<int> roots = {0};
   if (multirank::hasRoot(c.collective)) roots = {0, nranks - 1};
   uint64_t iteration = 0;
   for (const ElementType* type : types) {
     std::vector<Reduction> reductions = {Reduction{}};
     if (multirank::reduces(c.collective)) {
-      reductions = c.large ? multirank::largeReductionsFor(*type) : multirank::allReductionsFor(*type);
+      reductions = c.large || smaller ? multirank::largeReductionsFor(*type) : multirank::allReductionsFor(*type);
     }
     for (const Reduction& reduction : reductions) {
       for (size_t count : counts) {
@@ -142,6 +151,9 @@ class GpuCollective : public ::testing::TestWithParam<GpuCase> {};
 TEST_P(GpuCollective, MatchesReference) {
   SKIP_WITHOUT_GPU();
   const GpuCase c = GetParam();
+  if (c.mode == RankMode::kProcesses) {
+    ASSERT_CUDA_NOT_STARTED_HERE();
+  }
   harness::ScopedEnv direct("WEFT_GPU_DIRECT", c.ring || c.proto != nullptr ? "0" : "1");
   harness::ScopedEnv proto("NCCL_PROTO", c.proto);
   const std::string maxCtas = std::to_string(c.maxCtas);
@@ -165,9 +177,18 @@ std::vector<GpuCase> cases() {
   for (Collective collective : multirank::allCollectives()) {
     for (int nranks : {1, 2, 3, 4}) all.push_back({collective, nranks, RankMode::kThreads, false});
     all.push_back({collective, 4, RankMode::kThreads, true});
-    for (int nranks : {2, 3}) all.push_back({collective, nranks, RankMode::kProcesses, false});
-    // Across two hosts: one rank each (no CUDA IPC), two each (CUDA IPC within a host), large.
-    for (int nranks : {2, 4}) all.push_back({collective, nranks, RankMode::kProcesses, false, 2});
+    // As processes: CUDA IPC within a host, and across two hosts one rank each (no CUDA IPC).
+    all.push_back({collective, 2, RankMode::kProcesses, false});
+    all.push_back({collective, 2, RankMode::kProcesses, false, 2});
+  }
+  // More processes for a few collectives: 3 on one host; 2 on each of two hosts (CUDA IPC within,
+  // the proxy between); large across two hosts.
+  for (Collective collective :
+       {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter, Collective::kBroadcast}) {
+    all.push_back({collective, 3, RankMode::kProcesses, false});
+    all.push_back({collective, 4, RankMode::kProcesses, false, 2});
+  }
+  for (Collective collective : {Collective::kAllReduce, Collective::kAllGather}) {
     all.push_back({collective, 2, RankMode::kProcesses, true, 2});
   }
   for (Collective collective : multirank::allCollectives()) {
@@ -178,6 +199,8 @@ std::vector<GpuCase> cases() {
        {Collective::kAlltoAll, Collective::kGather, Collective::kScatter, Collective::kSendRecvAllPairs}) {
     all.push_back({collective, 4, RankMode::kThreads, false, 1, false, nullptr, 1});
     all.push_back({collective, 4, RankMode::kThreads, true, 1, false, nullptr, 2});
+  }
+  for (Collective collective : {Collective::kAlltoAll, Collective::kSendRecvAllPairs}) {
     all.push_back({collective, 4, RankMode::kProcesses, false, 2, false, nullptr, 1});
   }
   // 8 ranks on one GPU get 8 blocks each (half of an H200, src/device/residency.h): an

@@ -126,7 +126,7 @@ RankRunOptions processes(int nranks, const char* label) {
   RankRunOptions options;
   options.nranks = nranks;
   options.mode = RankMode::kProcesses;
-  options.deadline = std::chrono::seconds(60);
+  options.deadline = gpuTestDeadline(std::chrono::seconds(60));
   options.label = label;
   return options;
 }
@@ -135,6 +135,7 @@ RankRunOptions processes(int nranks, const char* label) {
 // tests of ranks as processes (and the second also where CUDA IPC across processes fails).
 TEST(CapturedGraph, RingCollectivesAndSendRecvReplayExactly_3ranks_processes) {
   SKIP_WITHOUT_GPU();
+  ASSERT_CUDA_NOT_STARTED_HERE();
   EXPECT_TRUE(harness::runRanks(processes(3, "graph replays, 3 ranks as processes"),
                                 [](int rank, int nranks, const ncclUniqueId& id) { replayRank(rank, nranks, id, 1); }));
 }
@@ -143,6 +144,7 @@ TEST(CapturedGraph, RingCollectivesAndSendRecvReplayExactly_3ranks_processes) {
 // of the graph.
 TEST(CapturedGraph, RingCollectivesAndSendRecvReplayExactly_2ranks_processes_2hosts) {
   SKIP_WITHOUT_GPU();
+  ASSERT_CUDA_NOT_STARTED_HERE();
   EXPECT_TRUE(harness::runRanks(processes(2, "graph replays, 2 ranks as processes on 2 hosts"),
                                 [](int rank, int nranks, const ncclUniqueId& id) { replayRank(rank, nranks, id, 2); }));
 }

@@ -29,7 +29,7 @@ namespace {
 
 using harness::ncclSucceeded;
 
-constexpr std::chrono::seconds kDeadline{60};
+const std::chrono::seconds kDeadline = gpuTestDeadline(std::chrono::seconds{60});
 constexpr int kRanks = 3;
 constexpr size_t kCount = 40961;  // several pieces, and not a multiple of the ranks
 

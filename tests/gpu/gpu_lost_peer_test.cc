@@ -93,6 +93,7 @@ int survivor(const ncclUniqueId& id, bool ownHost, int goFd) {
 // Rank 1 makes one call with rank 0 and leaves (no destroy, no second call) once rank 0's second
 // call is enqueued; rank 0 must see its kernel end and the error reported (survivor).
 void loseAPeerWhileItsKernelWaits(bool ownHost) {
+  ASSERT_CUDA_NOT_STARTED_HERE();
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   int go[2];
@@ -113,9 +114,12 @@ void loseAPeerWhileItsKernelWaits(bool ownHost) {
       });
   close(go[0]);
   close(go[1]);
-  ASSERT_EQ(ranks.size(), 2u);
-  const int lost = reliability::waitForRank(ranks[1]);
-  const int survived = reliability::waitForRank(ranks[0]);
+  ASSERT_EQ(ranks.size(), 2u) << "fork failed";
+  const std::vector<int> statuses = reliability::waitForRanksWithin(ranks, gpuTestDeadline(std::chrono::seconds(60)));
+  const int survived = statuses[0];
+  const int lost = statuses[1];
+  ASSERT_NE(survived, reliability::kStillRunning) << "the surviving rank (0) was still running at the test's limit";
+  ASSERT_NE(lost, reliability::kStillRunning) << "the rank to be lost (1) hung in its setup or first call";
   EXPECT_TRUE(WIFEXITED(lost) && WEXITSTATUS(lost) == 0) << "the lost rank's first call failed: status " << lost;
   ASSERT_TRUE(WIFEXITED(survived)) << "the surviving rank died: status " << survived;
   EXPECT_EQ(WEXITSTATUS(survived), kReported)

@@ -26,7 +26,7 @@ namespace {
 
 using harness::ncclSucceeded;
 
-constexpr std::chrono::seconds kDeadline{120};
+const std::chrono::seconds kDeadline = gpuTestDeadline(std::chrono::seconds{120});
 // At least three 256 KiB pieces for each of 16 blocks in every type (the 2-byte ones too), so
 // blocks reuse their areas, and a tail that fills no 16-byte word.
 constexpr size_t kCount = 3 * 16 * (256 * 1024 / 2) + 1;

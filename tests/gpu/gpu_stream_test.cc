@@ -33,7 +33,7 @@ namespace {
 
 using harness::ncclSucceeded;
 
-constexpr std::chrono::seconds kDeadline{60};
+const std::chrono::seconds kDeadline = gpuTestDeadline(std::chrono::seconds{60});
 
 // What the WEFT_DUMP_SIGNAL handler (USR1, installed by a communicator's init) prints, taken from
 // this process's stderr while it runs.

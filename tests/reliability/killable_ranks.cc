@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <thread>
 
 namespace weft::reliability {
 
@@ -15,7 +16,11 @@ std::vector<pid_t> forkKillableRanks(int nranks, const ncclUniqueId& id,
   const pid_t parent = getpid();
   for (int rank = 0; rank < nranks; ++rank) {
     pid_t pid = fork();
-    if (pid < 0) return {};
+    if (pid < 0) {
+      for (pid_t child : children) kill(child, SIGKILL);
+      for (pid_t child : children) (void)waitForRank(child);
+      return {};
+    }
     if (pid == 0) {
       // Dies with the test's process, which a test runner may kill mid-test.
       prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -33,6 +38,29 @@ int waitForRank(pid_t pid) {
     if (errno != EINTR) return -1;  // no such child: never spin
   }
   return status;
+}
+
+std::vector<int> waitForRanksWithin(const std::vector<pid_t>& pids, std::chrono::milliseconds limit) {
+  std::vector<int> statuses(pids.size(), kStillRunning);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  size_t left = pids.size();
+  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
+    for (size_t i = 0; i < pids.size(); ++i) {
+      if (statuses[i] != kStillRunning) continue;
+      int status = 0;
+      const pid_t done = waitpid(pids[i], &status, WNOHANG);
+      if (done == 0 || (done < 0 && errno == EINTR)) continue;
+      statuses[i] = done == pids[i] ? status : -1;
+      --left;
+    }
+    if (left > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (size_t i = 0; i < pids.size(); ++i) {
+    if (statuses[i] != kStillRunning) continue;
+    kill(pids[i], SIGKILL);
+    (void)waitForRank(pids[i]);
+  }
+  return statuses;
 }
 
 }  // namespace weft::reliability

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <vector>
 
@@ -14,11 +15,19 @@ namespace weft::reliability {
 
 /// Forks `nranks` children; child r runs body(r, id) (with `id` from ncclGetUniqueId here) and
 /// _exits with its return value. Returns the children's pids in rank order (empty if a fork
-/// failed).
+/// failed: the children already forked are killed and reaped).
 std::vector<pid_t> forkKillableRanks(int nranks, const ncclUniqueId& id,
                                      const std::function<int(int rank, const ncclUniqueId& id)>& body);
 
 /// Waits for `pid`; returns its raw wait status (-1 if it is not a child left to wait for).
 int waitForRank(pid_t pid);
+
+/// A raw wait status that waitForRanksWithin gives a child still running at its limit.
+inline constexpr int kStillRunning = -2;
+
+/// Waits for every child in `pids` until `limit` has passed; then kills and reaps those still
+/// running. Their raw wait statuses in the order of `pids`: kStillRunning for those it killed, -1
+/// for one that is not a child left to wait for.
+std::vector<int> waitForRanksWithin(const std::vector<pid_t>& pids, std::chrono::milliseconds limit);
 
 }  // namespace weft::reliability
