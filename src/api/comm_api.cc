@@ -147,8 +147,8 @@ WEFT_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* de
                                           static_cast<void*>(comms), ndev),
                     "ncclCommInitAll");
   }
-  // As NCCL, a listed device must exist. Without a list, rank i uses device i where the machine has
-  // one, and no device otherwise (it works on host memory only).
+  // As NCCL, a listed device must exist. Without a list, rank i uses device i, or i modulo the
+  // number of devices where there are fewer (Weft lets ranks share a GPU; NCCL would fail).
   const int devices = weft::device::deviceCount();
   for (int rank = 0; devlist != nullptr && rank < ndev; ++rank) {
     if (devlist[rank] < 0 || (devices > 0 && devlist[rank] >= devices)) {
@@ -169,8 +169,8 @@ WEFT_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* de
   }
   ncclGroupStart();
   for (int rank = 0; rank < ndev; ++rank) {
-    // As NCCL: rank i uses devlist[i], or device i without a list.
-    result = initRank(&comms[rank], ndev, id, rank, nullptr, "ncclCommInitAll", devlist != nullptr ? devlist[rank] : rank);
+    const int device = devlist != nullptr ? devlist[rank] : devices > 0 ? rank % devices : -1;
+    result = initRank(&comms[rank], ndev, id, rank, nullptr, "ncclCommInitAll", device);
     if (result != ncclSuccess) break;
   }
   ncclResult_t endResult = ncclGroupEnd();

@@ -65,11 +65,7 @@ ConnectionTable::ConnectionTable(const std::vector<PeerInfo>* peers, int rank, B
       sends_(2 * static_cast<size_t>(nChannels) * peers->size()),
       recvs_(2 * static_cast<size_t>(nChannels) * peers->size()) {}
 
-ConnectionTable::~ConnectionTable() {
-  // Sending ends first: a CUDA IPC sender closes its mapping of a peer's memory, which CUDA wants
-  // closed before that peer frees it; where the peer is this process, its receiving end is here.
-  sends_.clear();
-}
+ConnectionTable::~ConnectionTable() = default;
 
 Status ConnectionTable::beginConnect(const std::vector<ConnectionRequest>& requests) {
   // Every receiving end is made before any blob goes out, so that a peer that has this rank's blobs

@@ -31,13 +31,15 @@ int deviceCount() {
     // No driver or no GPU: a host-memory machine. Otherwise the application may use GPUs through a
     // runtime of its own that Weft's cannot: Weft would take their buffers for host memory.
     if (driver == 0 || error == cudaErrorNoDevice) return 0;
-    WEFT_WARN("Weft's CUDA runtime (%d.%d) cannot use this machine's GPUs under driver %d.%d: %s; a call on GPU "
-              "buffers would take them for host memory and crash.%s",
+    WEFT_WARN("Weft's CUDA runtime (%d.%d) could not start under driver %d.%d (%s): Weft sees no GPU, and a call "
+              "on GPU buffers would take them for host memory and crash.%s",
               CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, driver / 1000, driver % 1000 / 10,
               cudaGetErrorString(error),
-              error == cudaErrorInsufficientDriver
-                  ? " Update the driver, or build Weft with a CUDA toolkit this driver supports"
-                  : "");
+              error == cudaErrorInsufficientDriver     ? " Update the driver, or build Weft with a CUDA toolkit this "
+                                                         "driver supports"
+              : error == cudaErrorInitializationError ? " (A process forked from one that had started CUDA cannot "
+                                                         "use it.)"
+                                                       : "");
     return 0;
   }();
   return count;
@@ -50,7 +52,11 @@ int currentDevice() {
   // The driver's answer is the application's: its runtime and Weft's (a copy of its own) share the
   // thread's current context, not what each last selected. None current: CUDA's default, 0.
   void* context = nullptr;
-  if (currentContext(&context)) return context != nullptr ? currentContextDevice() : 0;
+  if (currentContext(&context)) {
+    if (context == nullptr) return 0;
+    const int device = currentContextDevice();
+    if (device >= 0) return device;
+  }
   int device = -1;
   if (cudaGetDevice(&device) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -128,14 +134,30 @@ bool multicastSupported(int device) {
 
 int multiprocessorCount(int device) { return driverAttribute(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT); }
 
-Status allocateOnDevice(size_t bytes, void** out) {
-  // The application's device: Weft's runtime may remember another that it selected on this thread.
-  ScopedDevice current(currentDevice());
-  WEFT_RETURN_IF_ERROR(current.status());
-  return cudaStatus(cudaMalloc(out, bytes), "cudaMalloc of ncclMemAlloc's memory");
+namespace {
+
+// Runs `call` in the thread's current context (the application's, primary or not), or where it
+// has none in device 0's primary one, as the application's runtime would (Weft's may remember
+// another device that it selected on this thread), and leaves the thread without one again.
+template <class Call>
+Status inApplicationContext(const Call& call) {
+  void* context = nullptr;
+  if (!currentContext(&context) || context != nullptr) return call();
+  ScopedDevice device(0);
+  WEFT_RETURN_IF_ERROR(device.status());
+  return call();
 }
 
-Status freeOnDevice(void* ptr) { return cudaStatus(cudaFree(ptr), "cudaFree of ncclMemAlloc's memory"); }
+}  // namespace
+
+Status allocateOnDevice(size_t bytes, void** out) {
+  return inApplicationContext(
+      [&] { return cudaStatus(cudaMalloc(out, bytes), "cudaMalloc of ncclMemAlloc's memory"); });
+}
+
+Status freeOnDevice(void* ptr) {
+  return inApplicationContext([&] { return cudaStatus(cudaFree(ptr), "cudaFree of ncclMemAlloc's memory"); });
+}
 
 void useDevice(int device) {
   if (device < 0 || device >= deviceCount() || inUse(device)) return;

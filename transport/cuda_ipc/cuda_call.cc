@@ -17,8 +17,9 @@ const ContextCalls& contextCalls() {
     ContextCalls c;
     findDriverCall("cuCtxGetCurrent", 4000, &c.get);
     findDriverCall("cuCtxSetCurrent", 4000, &c.set);
+    if (c.get == nullptr || c.set == nullptr) return ContextCalls{};
     findDriverCall("cuCtxGetDevice", 2000, &c.device);
-    return c.get != nullptr && c.set != nullptr && c.device != nullptr ? c : ContextCalls{};
+    return c;
   }();
   return calls;
 }

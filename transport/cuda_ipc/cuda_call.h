@@ -46,11 +46,11 @@ int currentContextDevice();
 class ScopedDevice {
  public:
   /// Where the context is known, `device` is selected even if cudaGetDevice names it already: on a
-  /// thread with no context it names 0 all the same, and driver calls need one current. A current
-  /// context of `device` is kept, primary or not: the caller's streams belong to it.
+  /// thread with no context it names 0 all the same, and driver calls need one current. (Its
+  /// primary context, always: Weft's memory, kernels and helper threads all live there.)
   explicit ScopedDevice(int device)
       : knowsContext_(currentContext(&context_)),
-        previous_(knowsContext_ ? (context_ != nullptr ? currentContextDevice() : -1) : current()),
+        previous_(knowsContext_ ? -1 : current()),
         status_(select(device, previous_)) {}
   ~ScopedDevice() {
     if (knowsContext_) {

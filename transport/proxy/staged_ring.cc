@@ -52,19 +52,13 @@ Status allocatePinnedStaging(size_t bytes, int cudaDevice, StagedMemory* out) {
   ScopedDevice selected(cudaDevice);
   WEFT_RETURN_IF_ERROR(selected.status());
   void* host = nullptr;
-  cudaError_t error = cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable);
-  if (error != cudaSuccess) {
-    (void)cudaGetLastError();  // handled: not left as the thread's last error
-    return systemError("cudaHostAlloc of %zu bytes for a proxied connection's ring failed: %s", bytes,
-                       cudaGetErrorString(error));
-  }
+  WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&host, bytes, cudaHostAllocMapped | cudaHostAllocPortable),
+                                  "cudaHostAlloc of a proxied connection's ring"));
   void* device = nullptr;
-  error = cudaHostGetDevicePointer(&device, host, 0);
-  if (error != cudaSuccess) {
+  const Status mapped = cudaStatus(cudaHostGetDevicePointer(&device, host, 0), "cudaHostGetDevicePointer");
+  if (!mapped.isOk()) {
     (void)cudaFreeHost(host);
-    (void)cudaGetLastError();
-    return systemError("cudaHostGetDevicePointer of a proxied connection's ring failed: %s",
-                       cudaGetErrorString(error));
+    return mapped;
   }
   *out = StagedMemory(static_cast<char*>(host), static_cast<char*>(device), [](char* p) { (void)cudaFreeHost(p); });
   return Status::ok();
