@@ -262,7 +262,7 @@ run() {
 
     # GpuLostPeer forks ranks that use CUDA: it runs with the processes tests (step 6).
     suite "2. GPU suite, ranks as threads" "$out/threads.log" '-*processes*:GpuLostPeer.*' 80
-    step_signal=USR1 WEFT_GPU_DIRECT=1 step "3. allreduce speed on one GPU, direct kernel" 30 "${lib_env[@]}" \
+    step_signal=USR1 WEFT_GPU_DIRECT=1 step "3. allreduce speed on one GPU, direct kernel" 20 "${lib_env[@]}" \
       "$bundle/gpu_allreduce_bench" --ranks 1,2,3,4 --max-bytes 1G --iters 20
 
     if wanted 5; then
@@ -285,7 +285,7 @@ run() {
           # The client's own timeout ends before the step's limit, so that it still reports, and
           # 95 s are kept for steps 6 to 8.
           local left=$((deadline - SECONDS - 95)) ranks=2 rank_logs
-          local limit=$((left < 80 ? left : 80))
+          local limit=$((left < 70 ? left : 70))
           [ "$ipc" = yes ] || ranks=1
           # Two ranks that import torch and start CUDA need about half a minute before any check.
           if [ "$limit" -lt 50 ]; then

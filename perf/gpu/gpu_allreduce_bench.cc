@@ -90,6 +90,7 @@ Options parse(int argc, char** argv) {
         if (n < 1 || n > kMaxRanks) usage("--ranks takes counts from 1 to 8");
         options.ranks.push_back(n);
       }
+      if (options.ranks.empty()) usage("--ranks needs at least one count");
     } else if (std::strcmp(argv[i], "--max-bytes") == 0) {
       options.maxBytes = parseBytes(argv[i + 1]);
       if (options.maxBytes < 8) usage("--max-bytes must be at least 8");
@@ -166,12 +167,15 @@ class Ranks {
     CHECK_NCCL(ncclGroupEnd());
   }
 
-  // The wrong elements (over all ranks) after two allreduces of `count` into poisoned outputs;
-  // a communicator's asynchronous error is printed and counts as all of them wrong.
+  // The wrong elements (over all ranks) after two allreduces of `count` back to back, each into
+  // outputs poisoned on its rank's stream just before it (a second call that did nothing would
+  // otherwise pass on the first one's results); a communicator's asynchronous error is printed and
+  // counts as all of them wrong.
   unsigned long long wrongElements(size_t count) {
-    for (int r = 0; r < n_; ++r) CHECK_CUDA(cudaMemsetAsync(outputs_[r], 0xff, count * sizeof(float), streams_[r]));
-    allReduce(count);
-    allReduce(count);
+    for (int call = 0; call < 2; ++call) {
+      for (int r = 0; r < n_; ++r) CHECK_CUDA(cudaMemsetAsync(outputs_[r], 0xff, count * sizeof(float), streams_[r]));
+      allReduce(count);
+    }
     for (cudaStream_t stream : streams_) CHECK_CUDA(cudaStreamSynchronize(stream));
     for (int r = 0; r < n_; ++r) {
       ncclResult_t state = ncclSuccess;
@@ -181,6 +185,13 @@ class Ranks {
         return static_cast<unsigned long long>(count) * n_;
       }
     }
+    return mismatches(count);
+  }
+
+  // The elements of the outputs (the first `count` of each rank's) that are not the sum, once
+  // every stream's work is done.
+  unsigned long long mismatches(size_t count) {
+    for (cudaStream_t stream : streams_) CHECK_CUDA(cudaStreamSynchronize(stream));
     CHECK_CUDA(cudaMemsetAsync(mismatches_, 0, sizeof(*mismatches_), streams_[0]));
     CHECK_CUDA(launchCountMismatches(outputs_.data(), n_, count, mismatches_, streams_[0]));
     unsigned long long wrong = 0;
@@ -227,6 +238,10 @@ bool runRanks(int n, const Options& options) {
     const double weft = timeIterations(all, iters, [&] { ranks.allReduce(count); });
     const unsigned long long wrong = ranks.wrongElements(count);
     const double bound = timeIterations(first, iters, [&] { ranks.bound(count); });
+    if (ranks.mismatches(count) != 0) {
+      std::printf("# the bound kernel's own result is wrong at %zu bytes: its figures mean nothing\n", bytes);
+      right = false;
+    }
     const double copy = timeIterations(first, iters, [&] { ranks.copies(count); });
     const double moved = 2.0 * n * static_cast<double>(bytes);
     const double fraction = bound / weft;

@@ -65,21 +65,33 @@ __global__ void visibleAllReduceTail(Pointers pointers, int n, size_t from, size
   for (int r = 0; r < n; ++r) pointers.outputs[r][i] = sum;
 }
 
+// The blocks of visibleAllReduce<N> the current device holds at once (0 where CUDA cannot say),
+// asked once: at small sizes the bound's time is its launch's.
+template <int N>
+size_t residentBlocks() {
+  static const size_t resident = [] {
+    int device = 0;
+    int multiprocessors = 0;
+    int perMultiprocessor = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perMultiprocessor, visibleAllReduce<N>, kThreads, 0) !=
+            cudaSuccess) {
+      (void)cudaGetLastError();
+      return size_t{0};
+    }
+    return static_cast<size_t>(multiprocessors) * static_cast<size_t>(perMultiprocessor > 0 ? perMultiprocessor : 1);
+  }();
+  return resident;
+}
+
 template <int N>
 cudaError_t launchFor(const Buffers& buffers, size_t vectors, cudaStream_t stream) {
-  int device = 0;
-  int multiprocessors = 0;
-  int perMultiprocessor = 0;
-  cudaError_t error = cudaGetDevice(&device);
-  if (error == cudaSuccess) error = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
-  if (error == cudaSuccess) {
-    error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perMultiprocessor, visibleAllReduce<N>, kThreads, 0);
-  }
-  if (error != cudaSuccess) return error;
+  const size_t resident = residentBlocks<N>();
+  if (resident == 0) return cudaErrorInvalidValue;
   // One wave of resident blocks: each then strides over the buffers.
   const size_t perBlock = static_cast<size_t>(kThreads) * kVectorsPerThread<N>;
   size_t blocks = (vectors + perBlock - 1) / perBlock;
-  const size_t resident = static_cast<size_t>(multiprocessors) * (perMultiprocessor > 0 ? perMultiprocessor : 1);
   if (blocks > resident) blocks = resident;
   if (blocks == 0) blocks = 1;
   visibleAllReduce<N><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(buffers, vectors);

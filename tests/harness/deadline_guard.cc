@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "tests/harness/dump_signal.h"
+
 namespace weft::harness {
 
 DeadlineGuard::DeadlineGuard(std::chrono::seconds limit, std::string what,
@@ -29,6 +31,7 @@ void DeadlineGuard::watch(std::chrono::steady_clock::time_point deadline) {
                static_cast<long long>(limit_.count()), what_.c_str(), details.empty() ? "" : ": ",
                details.c_str());
   std::fflush(stderr);
+  askThisProcessForProgressDump();  // what the communicators of this process wait for
   std::abort();
 }
 

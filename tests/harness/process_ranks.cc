@@ -24,6 +24,7 @@
 #include <system_error>
 #include <vector>
 
+#include "tests/harness/dump_signal.h"
 #include "tests/harness/rank_modes.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -305,6 +306,11 @@ void killAndReap(std::vector<Child>* children) {
     } else if (!child.reaped) {
       running.push_back(child.rank);
     }
+  }
+  if (timedOut) {
+    std::vector<pid_t> stuck;
+    for (int rank : running) stuck.push_back(children[rank].pid);
+    askForProgressDumps(stuck.data(), static_cast<int>(stuck.size()));
   }
   killAndReap(&children);
   if (timedOut) {

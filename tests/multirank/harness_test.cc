@@ -15,6 +15,7 @@
 #include "nccl.h"
 #include "tests/harness/rank_check.h"
 #include "tests/harness/rank_runner.h"
+#include "tests/harness/scoped_env.h"
 
 namespace weft::harness {
 namespace {
@@ -139,6 +140,22 @@ TEST(RankRunnerProcesses, KillsEveryRankAtTheDeadlineAndNamesTheStuckOnes) {
   EXPECT_TRUE(contains(result.message(), "rank 0 had finished"));
   EXPECT_TRUE(contains(result.message(), "rank 2 was at: step 2"));
   EXPECT_LT(elapsed, std::chrono::seconds(20));
+}
+
+TEST(RankRunnerProcesses, AsksStuckRanksWhatTheirCommunicatorsWaitForBeforeKillingThem) {
+  ScopedEnv dump("WEFT_DUMP_SIGNAL", "USR1");  // the harness reads it here; the ranks inherit it
+  RankRunOptions run = options(2, RankMode::kProcesses);
+  run.deadline = std::chrono::seconds(3);
+  ::testing::internal::CaptureStderr();  // the ranks' stderr too: they inherit it
+  ::testing::AssertionResult result = runRanks(run, [](int rank, int nranks, const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(60));
+  });
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  ASSERT_FALSE(result);
+  EXPECT_TRUE(contains(result.message(), "rank 1 still running")) << result.message();
+  EXPECT_TRUE(contains(printed, "progress of this process's communicators")) << printed;
 }
 
 TEST(RankRunnerThreadsDeathTest, AbortsAtTheDeadlineNamingTheStuckRanks) {
