@@ -271,13 +271,14 @@ run() {
         failures+=("5. PyTorch (no torch)")
       else
         # The symbols compared (a list, where nm or readelf is here: exit 3, torch imports none, and 4,
-        # no tool, only say so), then the exact test: python imports extension modules binding every
-        # symbol at load, so `import torch` with Weft's library preloaded fails (exit 5) where torch
-        # needs one that Weft lacks.
+        # no tool, only say so), then the exact test (tests/gpu/torch_import.py): `import torch` with
+        # Weft's library preloaded fails (exit 5) where torch needs a symbol that Weft lacks, and
+        # proves nothing (exit 6) where another libnccl was mapped beside it.
         local ran_before=$steps_run
         step "5a. nccl symbols torch imports, and torch imported with Weft's library" 30 bash -c '
           bash tests/gpu/torch_symbols.sh "$1"; s=$?
-          LD_PRELOAD=$1 python3 -c "import torch" || exit 5
+          LD_PRELOAD=$1 python3 tests/gpu/torch_import.py "$1"; i=$?
+          [ "$i" -eq 0 ] || exit "$i"
           exit $((s == 3 || s == 4 ? 0 : s))' _ "$bundle/lib/libnccl.so.2"
         local symbols=$?
         [ "$steps_run" -gt "$ran_before" ] || symbols=5  # not run, out of time: nor is 5b
