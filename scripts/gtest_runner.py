@@ -20,7 +20,8 @@ of each failure's output (for a hang, then every thread of its processes: its st
 call it is in and its kernel wait channel), and a summary line:
     NAME: P passed, F failed, S skipped, H hung, C crashed, N not run (time) in T s
 --log FILE keeps every line the binary printed. Exits 0 only when every selected test passed or
-skipped and every process ended cleanly.
+skipped and every process ended cleanly; 3 where the only shortfall is tests the budget left
+unrun (or stopped); 1 otherwise.
 """
 
 import argparse
@@ -301,7 +302,10 @@ def main():
     print(f"{args.name}: {counts[0]} passed, {counts[1]} failed, {counts[2]} skipped, {counts[3]} hung, "
           f"{counts[4]} crashed, {not_run + counts[5]} not run (time) in {time.monotonic() - began:.0f} s", flush=True)
     clean = counts[0] + counts[2] == len(names) and not run.process_errors
-    return 0 if clean else 1
+    if clean:
+        return 0
+    only_time = counts[0] + counts[2] + not_run + counts[5] == len(names) and not run.process_errors
+    return 3 if only_time else 1
 
 
 if __name__ == "__main__":
