@@ -260,6 +260,11 @@ run() {
           unset 'failures[${#failures[@]}-1]'
           echo "=== 4. cross-process CUDA IPC does not work here: steps 5 and 6 use no CUDA IPC"
           ;;
+        2)
+          # Every later step would only fail, each at length: none is run.
+          echo "=== 4. the probe found no usable GPU (above): no further step is run"
+          selection=" none "
+          ;;
         *) ipc=no; echo "=== 4. the probe failed (above): steps 5 and 6 use no CUDA IPC" ;;
       esac
     fi
