@@ -51,18 +51,14 @@ __global__ void __launch_bounds__(kThreads) visibleAllReduce(Buffers buffers, si
   }
 }
 
-struct Pointers {
-  const float* inputs[kMaxRanks];
-  float* outputs[kMaxRanks];
-};
-
 // The last count % 4 floats, which no 16-byte word holds.
-__global__ void visibleAllReduceTail(Pointers pointers, int n, size_t from, size_t count) {
+__global__ void visibleAllReduceTail(Buffers buffers, int n, size_t from, size_t count) {
   const size_t i = from + threadIdx.x;
   if (i >= count) return;
-  float sum = pointers.inputs[0][i];
-  for (int r = 1; r < n; ++r) sum += pointers.inputs[r][i];
-  for (int r = 0; r < n; ++r) pointers.outputs[r][i] = sum;
+  const auto input = [&](int r) { return reinterpret_cast<const float*>(buffers.inputs[r])[i]; };
+  float sum = input(0);
+  for (int r = 1; r < n; ++r) sum += input(r);
+  for (int r = 0; r < n; ++r) reinterpret_cast<float*>(buffers.outputs[r])[i] = sum;
 }
 
 // The blocks of visibleAllReduce<N> the current device holds at once (0 where CUDA cannot say),
@@ -104,12 +100,9 @@ cudaError_t launchVisibleAllReduce(const float* const* inputs, float* const* out
                                    cudaStream_t stream) {
   if (n < 1 || n > kMaxRanks) return cudaErrorInvalidValue;
   Buffers buffers{};
-  Pointers pointers{};
   for (int r = 0; r < n; ++r) {
     buffers.inputs[r] = reinterpret_cast<const float4*>(inputs[r]);
     buffers.outputs[r] = reinterpret_cast<float4*>(outputs[r]);
-    pointers.inputs[r] = inputs[r];
-    pointers.outputs[r] = outputs[r];
   }
   const size_t vectors = count / 4;
   cudaError_t error = cudaSuccess;
@@ -126,7 +119,7 @@ cudaError_t launchVisibleAllReduce(const float* const* inputs, float* const* out
     }
   }
   if (error == cudaSuccess && count % 4 != 0) {
-    visibleAllReduceTail<<<1, 4, 0, stream>>>(pointers, n, vectors * 4, count);
+    visibleAllReduceTail<<<1, 4, 0, stream>>>(buffers, n, vectors * 4, count);
     error = cudaGetLastError();
   }
   return error;

@@ -25,10 +25,10 @@ int dumpSignal() {
   return end != value && *end == '\0' && number > 0 && number < NSIG ? static_cast<int>(number) : 0;
 }
 
-void askForProgressDumps(const pid_t* pids, int count) {
+void askForProgressDumps(const std::vector<pid_t>& pids) {
   const int signal = dumpSignal();
-  if (signal == 0 || count == 0) return;
-  for (int i = 0; i < count; ++i) kill(pids[i], signal);
+  if (signal == 0 || pids.empty()) return;
+  for (pid_t pid : pids) kill(pid, signal);
   std::this_thread::sleep_for(kPrintTime);
 }
 

@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <vector>
+
 namespace weft::harness {
 
 /// The signal WEFT_DUMP_SIGNAL names (USR1, USR2, SIGUSR1, SIGUSR2 or a number), or 0 where it is
@@ -12,7 +14,7 @@ int dumpSignal();
 
 /// Sends the dump signal to each of `pids` (a process without Weft's handler dies of it: call this
 /// only on processes about to be killed), then gives them a second to print. Nothing without one.
-void askForProgressDumps(const pid_t* pids, int count);
+void askForProgressDumps(const std::vector<pid_t>& pids);
 
 /// The same for this process, where Weft's handler is installed (else nothing).
 void askThisProcessForProgressDump();

@@ -310,7 +310,7 @@ void killAndReap(std::vector<Child>* children) {
   if (timedOut) {
     std::vector<pid_t> stuck;
     for (int rank : running) stuck.push_back(children[rank].pid);
-    askForProgressDumps(stuck.data(), static_cast<int>(stuck.size()));
+    askForProgressDumps(stuck);
   }
   killAndReap(&children);
   if (timedOut) {
