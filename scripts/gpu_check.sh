@@ -293,7 +293,7 @@ run() {
         [ "$steps_run" -gt "$ran_before" ] || symbols=5  # not run, out of time: nor is 5b
         if [ "$symbols" -ne 5 ] && [ "$symbols" -ne 124 ] && [ "$symbols" -ne 137 ]; then
           # The client's own timeout ends before the step's limit, so that it still reports, and
-          # 95 s are kept for steps 6 to 8.
+          # 95 s are kept for steps 6 to 8 (45 of them for 7 and 8: step 6 gets at least 50).
           local left=$((deadline - SECONDS - 95)) ranks=2 rank_logs
           local limit=$((left < 70 ? left : 70))
           [ "$ipc" = yes ] || ranks=1
