@@ -42,8 +42,10 @@ using multirank::Reduction;
 
 constexpr size_t kCounts[] = {0, 1, 7, 4099};
 // Ranks as processes share the GPU by time slices, and every call waits for copies: they run a
-// smaller matrix (the threads' cases check the arithmetic; these, CUDA IPC and the proxy).
+// smaller matrix (the threads' cases check the arithmetic; these, CUDA IPC and the proxy). Across
+// simulated hosts, count 0 too: no kernel, so nothing for the proxy, on every rank alike.
 constexpr size_t kProcessCounts[] = {1, 4099};
+constexpr size_t kProcessCountsAcrossHosts[] = {0, 1, 4099};
 // (double: 4099 elements span more than 8 pieces of the folded lanes' cases, below.)
 constexpr ncclDataType_t kProcessTypes[] = {ncclInt8, ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64};
 // Several slots' worth (slots are NCCL_BUFFSIZE / 8 = 512 KiB): many pieces and rounds.
@@ -113,9 +115,14 @@ void runCase(const GpuCase& c, int nranks, int rank, const ncclUniqueId& id) {
   } else {
     for (const ElementType& type : multirank::allElementTypes()) types.push_back(&type);
   }
-  std::vector<size_t> counts = c.large    ? std::vector<size_t>{kLargeCount}
-                               : smaller ? std::vector<size_t>(std::begin(kProcessCounts), std::end(kProcessCounts))
-                                         : std::vector<size_t>(std::begin(kCounts), std::end(kCounts));
+  std::vector<size_t> counts(std::begin(kCounts), std::end(kCounts));
+  if (c.large) {
+    counts = {kLargeCount};
+  } else if (smaller && c.hosts > 1) {
+    counts.assign(std::begin(kProcessCountsAcrossHosts), std::end(kProcessCountsAcrossHosts));
+  } else if (smaller) {
+    counts.assign(std::begin(kProcessCounts), std::end(kProcessCounts));
+  }
   std::vector<int> roots = {0};
   if (multirank::hasRoot(c.collective)) roots = {0, nranks - 1};
   uint64_t iteration = 0;
@@ -182,15 +189,18 @@ std::vector<GpuCase> cases() {
     all.push_back({collective, 2, RankMode::kProcesses, false, 2});
   }
   // More processes for a few collectives: 3 on one host; 2 on each of two hosts (CUDA IPC within,
-  // the proxy between); large across two hosts.
+  // the proxy between); large across two hosts. A ring of Send/Recv between 3 processes.
   for (Collective collective :
        {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter, Collective::kBroadcast}) {
     all.push_back({collective, 3, RankMode::kProcesses, false});
     all.push_back({collective, 4, RankMode::kProcesses, false, 2});
   }
+  all.push_back({Collective::kSendRecvRing, 3, RankMode::kProcesses, false});
   for (Collective collective : {Collective::kAllReduce, Collective::kAllGather}) {
     all.push_back({collective, 2, RankMode::kProcesses, true, 2});
   }
+  // Large on one host: CUDA IPC slots reused round after round (the small counts fit one slot).
+  all.push_back({Collective::kAllReduce, 2, RankMode::kProcesses, true});
   for (Collective collective : multirank::allCollectives()) {
     all.push_back({collective, 3, RankMode::kThreads, false, 1, false, "Simple"});
   }
