@@ -14,6 +14,7 @@ using weft::api::toResult;
 using weft::core::Communicator;
 using weft::core::Group;
 using weft::core::Op;
+using weft::device::MemoryKind;
 
 namespace {
 
@@ -44,14 +45,16 @@ bool usesRoot(Collective collective) {
 Status placeScalar(const Call& call, Op* op) {
   const void* scalarAt = op->reduction.scalarAt;
   if (scalarAt == nullptr || call.count == 0) return Status::ok();
-  if (op->onDevice && !weft::device::onDevice(scalarAt)) {
+  MemoryKind kind = MemoryKind::kHost;
+  WEFT_RETURN_IF_ERROR(weft::device::memoryKind(scalarAt, &kind));
+  if (op->onDevice && !weft::device::takesStreamPath(kind)) {
     return weft::invalidArgument("reduction op %d reads its scalar at %p (ncclScalarDevice), ordinary host memory "
                                  "the GPU cannot read, for a call on GPU buffers: give it device, managed or "
                                  "page-locked memory, or create it with ncclScalarHostImmediate",
                                  call.op, scalarAt);
   }
   if (op->onDevice) return Status::ok();
-  if (weft::device::deviceOnly(scalarAt)) {
+  if (kind == MemoryKind::kDevice) {
     return weft::invalidArgument("reduction op %d reads its scalar at %p (ncclScalarDevice), device memory the host "
                                  "cannot read, for a call on host buffers: give it host memory, or create it with "
                                  "ncclScalarHostImmediate",
@@ -91,8 +94,12 @@ Status checkAndBuild(const Call& call, Op* op) {
   }
   // GPU memory (device, managed, registered) takes the stream path, ordinary host memory the host
   // path; one call cannot mix them.
-  const bool sendOnDevice = needs.send > 0 && weft::device::onDevice(call.sendbuff);
-  const bool recvOnDevice = needs.recv > 0 && weft::device::onDevice(call.recvbuff);
+  MemoryKind sendKind = MemoryKind::kHost;
+  MemoryKind recvKind = MemoryKind::kHost;
+  if (needs.send > 0) WEFT_RETURN_IF_ERROR(weft::device::memoryKind(call.sendbuff, &sendKind));
+  if (needs.recv > 0) WEFT_RETURN_IF_ERROR(weft::device::memoryKind(call.recvbuff, &recvKind));
+  const bool sendOnDevice = weft::device::takesStreamPath(sendKind);
+  const bool recvOnDevice = weft::device::takesStreamPath(recvKind);
   if (needs.send > 0 && needs.recv > 0 && sendOnDevice != recvOnDevice) {
     return weft::invalidArgument("sendbuff %p is %s memory and recvbuff %p is %s memory: both must be GPU memory "
                                  "(device, managed or registered) or both ordinary host memory",

@@ -75,29 +75,28 @@ std::string pciBusId(int device) {
   return busId;
 }
 
-namespace {
-
-// What CUDA knows of the memory at `ptr`: unregistered for ordinary host memory.
-cudaMemoryType memoryType(const void* ptr) {
-  // Without an active context no buffer can be GPU, managed or page-locked memory; asking CUDA
-  // would create one, and a host-memory program would then get device memory from ncclMemAlloc.
-  if (ptr == nullptr || !anyDeviceInUse()) return cudaMemoryTypeUnregistered;
+Status memoryKind(const void* ptr, MemoryKind* out) {
+  *out = MemoryKind::kHost;
+  // Without a context no buffer can be GPU, managed or page-locked memory; asking CUDA would
+  // create one, and a host-memory program would then get device memory from ncclMemAlloc.
+  if (ptr == nullptr || !anyDeviceInUse()) return Status::ok();
   cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
+  const cudaError_t error = cudaPointerGetAttributes(&attributes, ptr);
+  // Ordinary host memory is cudaSuccess and unregistered; a process forked from one that started
+  // CUDA cannot use CUDA, so its buffers are host memory.
+  if (error == cudaErrorInvalidValue || error == cudaErrorInitializationError) {
     (void)cudaGetLastError();
-    return cudaMemoryTypeUnregistered;
+    return Status::ok();
   }
-  return attributes.type;
+  WEFT_RETURN_IF_ERROR(cudaStatus(error, "cudaPointerGetAttributes (whether a buffer is GPU memory)"));
+  switch (attributes.type) {
+    case cudaMemoryTypeDevice: *out = MemoryKind::kDevice; break;
+    case cudaMemoryTypeManaged: *out = MemoryKind::kManaged; break;
+    case cudaMemoryTypeHost: *out = MemoryKind::kPageLocked; break;
+    default: break;
+  }
+  return Status::ok();
 }
-
-}  // namespace
-
-bool onDevice(const void* ptr) {
-  const cudaMemoryType type = memoryType(ptr);
-  return type == cudaMemoryTypeDevice || type == cudaMemoryTypeManaged || type == cudaMemoryTypeHost;
-}
-
-bool deviceOnly(const void* ptr) { return memoryType(ptr) == cudaMemoryTypeDevice; }
 
 bool inUse(int device) {
   if (device < 0 || device >= deviceCount()) return false;
@@ -172,13 +171,11 @@ bool anyDeviceInUse() {
   // Once a context is active it stays so (short of cudaDeviceReset): ask the driver until then.
   static std::atomic<bool> seen{false};
   if (seen.load(std::memory_order_relaxed)) return true;
-  for (int device = 0; device < deviceCount(); ++device) {
-    if (inUse(device)) {
-      seen.store(true, std::memory_order_relaxed);
-      return true;
-    }
-  }
-  return false;
+  void* context = nullptr;
+  bool inUseNow = gpuAvailable() && currentContext(&context) && context != nullptr;
+  for (int device = 0; device < deviceCount() && !inUseNow; ++device) inUseNow = inUse(device);
+  if (inUseNow) seen.store(true, std::memory_order_relaxed);
+  return inUseNow;
 }
 
 #else
@@ -187,8 +184,10 @@ int deviceCount() { return 0; }
 bool gpuAvailable() { return false; }
 int currentDevice() { return -1; }
 std::string pciBusId(int) { return ""; }
-bool onDevice(const void*) { return false; }
-bool deviceOnly(const void*) { return false; }
+Status memoryKind(const void*, MemoryKind* out) {
+  *out = MemoryKind::kHost;
+  return Status::ok();
+}
 bool inUse(int) { return false; }
 void useDevice(int) {}
 bool multicastSupported(int) { return false; }

@@ -23,14 +23,21 @@ int currentDevice();
 /// no such device (or no CUDA).
 std::string pciBusId(int device);
 
-/// True if `ptr` takes the stream path: device, managed, or page-locked (cudaHostAlloc,
-/// cudaHostRegister) host memory. False for ordinary host memory, for null, and always where no
-/// device is in use (anyDeviceInUse): then it asks CUDA nothing, so it creates no context.
-bool onDevice(const void* ptr);
+/// What a buffer is, as the GPU path sees it.
+enum class MemoryKind {
+  kHost,        // ordinary host memory: the host path
+  kDevice,      // device memory (cudaMalloc), which the host cannot read
+  kManaged,     // managed memory (cudaMallocManaged)
+  kPageLocked,  // page-locked host memory (cudaHostAlloc, cudaHostRegister), which the GPU reaches
+};
 
-/// True if `ptr` is device memory (cudaMalloc) that the host cannot read; false for managed,
-/// page-locked and ordinary host memory, and where no device is in use (as onDevice).
-bool deviceOnly(const void* ptr);
+/// Whether a buffer of `kind` takes the stream path: every kind but ordinary host memory.
+inline bool takesStreamPath(MemoryKind kind) { return kind != MemoryKind::kHost; }
+
+/// What `ptr` is. kHost for null, and wherever the process uses no CUDA (anyDeviceInUse): then it
+/// asks CUDA nothing, so it creates no context. An error where CUDA cannot say, as after a kernel
+/// fault that left the context unusable: the buffer must not be taken for host memory.
+Status memoryKind(const void* ptr, MemoryKind* out);
 
 /// True if this process already uses CUDA device `device`: its primary context is active (the
 /// program has allocated, launched or set the device). Creates no context. False without CUDA.
@@ -50,7 +57,8 @@ bool multicastSupported(int device);
 /// no CUDA). Creates no context.
 int multiprocessorCount(int device);
 
-/// True if this process uses any CUDA device (inUse). Creates no context.
+/// True if this process uses CUDA: a device's primary context is active (inUse), or the calling
+/// thread has a context current (one the application made with cuCtxCreate). Creates no context.
 bool anyDeviceInUse();
 
 /// True if `stream` is cudaStreamPerThread, which names the calling thread's own stream. False
