@@ -1,9 +1,10 @@
 // Stream semantics of calls on GPU buffers, as NCCL's: a call is enqueued on the given stream and
 // returns at once; it runs after the stream's earlier work and before its later work; a group
 // launches at ncclGroupEnd; ranks of one communicator need streams of their own; a call cannot
-// mix GPU and host buffers; ncclMemAlloc gives device memory; ncclCommAbort ends a kernel that
-// waits for a peer that never comes, and aborting that peer ends it too, and meanwhile the
-// WEFT_DUMP_SIGNAL report names what the kernel waits for; a parent and its split run at once.
+// mix GPU and host buffers; managed and page-locked buffers take the stream path; ncclMemAlloc
+// gives device memory; ncclCommAbort ends a kernel that waits for a peer that never comes, and
+// aborting that peer ends it too, and meanwhile the WEFT_DUMP_SIGNAL report names what the kernel
+// waits for; a parent and its split run at once.
 // Ranks are communicators of this process (ncclCommInitAll on one GPU), driven from the test's
 // thread (from a thread per rank where said). Skipped, saying so, where no GPU is present.
 
@@ -12,10 +13,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -423,6 +426,37 @@ TEST_F(OneGpuClique, AParentAndItsSplitDrivenByAThreadPerRankFitTheGpuTogether) 
   for (ncclComm_t split : splits) EXPECT_EQ(ncclCommDestroy(split), ncclSuccess);
 }
 
+// One thread's group that names a parent's and its split's ranks interleaved (the parent's rank
+// 0, the split's rank 1, the split's rank 0, the parent's rank 1), each rank on one stream for
+// both: as in NCCL, each communicator's kernels are enqueued together, so that neither stream
+// holds a kernel behind one that waits for it. Sums of 1 and 2 (parent) and 10 and 20 (split).
+TEST_F(OneGpuClique, AGroupInterleavingTwoCommunicatorsRanksQueuesEachCommunicatorTogether) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "a group interleaving a parent's and its split's ranks");
+  const int n = 2;
+  ASSERT_NO_FATAL_FAILURE(start(n, 4099));
+  ASSERT_NO_FATAL_FAILURE(fillOnStreams());
+  std::vector<ncclComm_t> splits(n);
+  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+  for (int r = 0; r < n; ++r) ASSERT_TRUE(ncclSucceeded(ncclCommSplit(comms_[r], 0, r, &splits[r], nullptr)));
+  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  std::vector<float*> splitBuffers;
+  ASSERT_NO_FATAL_FAILURE(addBuffers(&splitBuffers));
+  ASSERT_NO_FATAL_FAILURE(fillOnStreams(splitBuffers, streams_, 10.0f));
+  const auto allReduce = [&](float* buffer, ncclComm_t comm, int r) {
+    return ncclAllReduce(buffer, buffer, count_, ncclFloat32, ncclSum, comm, streams_[r]);
+  };
+  ASSERT_TRUE(ncclSucceeded(ncclGroupStart()));
+  EXPECT_EQ(allReduce(buffers_[0], comms_[0], 0), ncclSuccess);
+  EXPECT_EQ(allReduce(splitBuffers[1], splits[1], 1), ncclSuccess);
+  EXPECT_EQ(allReduce(splitBuffers[0], splits[0], 0), ncclSuccess);
+  EXPECT_EQ(allReduce(buffers_[1], comms_[1], 1), ncclSuccess);
+  ASSERT_TRUE(ncclSucceeded(ncclGroupEnd()));
+  expectEveryElement(3.0f);
+  expectEveryElement(splitBuffers, streams_, 30.0f);
+  for (ncclComm_t split : splits) EXPECT_EQ(ncclCommDestroy(split), ncclSuccess);
+}
+
 TEST_F(OneGpuClique, TwoRanksOnOneStreamAreRefused) {
   SKIP_WITHOUT_GPU();
   harness::DeadlineGuard guard(kDeadline, "two ranks on one stream");
@@ -477,24 +511,40 @@ TEST_F(OneGpuClique, GpuAndHostBuffersInOneCallAreRefused) {
       << ncclGetLastError(comms_[0]);
 }
 
-TEST_F(OneGpuClique, PinnedHostBuffersTakeTheStreamPath) {
+// Managed memory, cudaHostAlloc's and host memory registered with cudaHostRegister take the
+// stream path, as device memory does: with every stream held the calls return and leave the
+// buffers as they were (the host path would have summed them at once); released, they sum.
+TEST_F(OneGpuClique, ManagedAndPageLockedBuffersTakeTheStreamPath) {
   SKIP_WITHOUT_GPU();
-  harness::DeadlineGuard guard(kDeadline, "allreduce on pinned host buffers");
-  const int n = 2;
-  ASSERT_NO_FATAL_FAILURE(start(n, 3000));
-  std::vector<float*> pinned(n);
-  for (int r = 0; r < n; ++r) {
-    void* memory = nullptr;
-    ASSERT_CUDA(cudaHostAlloc(&memory, count_ * sizeof(float), cudaHostAllocPortable));
-    pinned[r] = static_cast<float*>(memory);
-    for (size_t i = 0; i < count_; ++i) pinned[r][i] = static_cast<float>(r + 1);
+  harness::DeadlineGuard guard(kDeadline, "allreduce on managed and page-locked buffers");
+  ASSERT_NO_FATAL_FAILURE(start(3, 3000));
+  const size_t bytes = count_ * sizeof(float);
+  void* managed = nullptr;
+  void* allocated = nullptr;
+  // Freed only once the kernels are done: a failed assertion below leaks it rather than let a
+  // kernel write freed memory.
+  void* registered = std::malloc(bytes);
+  ASSERT_NE(registered, nullptr);
+  ASSERT_CUDA(cudaMallocManaged(&managed, bytes));
+  ASSERT_CUDA(cudaHostAlloc(&allocated, bytes, cudaHostAllocPortable));
+  ASSERT_CUDA(cudaHostRegister(registered, bytes, cudaHostRegisterPortable));
+  const std::vector<float*> buffers = {static_cast<float*>(managed), static_cast<float*>(allocated),
+                                       static_cast<float*>(registered)};
+  for (size_t r = 0; r < buffers.size(); ++r) std::fill_n(buffers[r], count_, static_cast<float>(r + 1));
+  for (cudaStream_t stream : streams_) ASSERT_CUDA(cudaLaunchHostFunc(stream, holdStream, &gate_));
+  ASSERT_NO_FATAL_FAILURE(allReduceInPlace(buffers, streams_));
+  for (size_t r = 0; r < buffers.size(); ++r) {
+    EXPECT_EQ(buffers[r][0], static_cast<float>(r + 1)) << "rank " << r << ": the call ran on the host path";
   }
-  ASSERT_NO_FATAL_FAILURE(allReduceInPlace(pinned, streams_));
-  for (int r = 0; r < n; ++r) {
+  gate_.store(true);
+  for (size_t r = 0; r < buffers.size(); ++r) {
     ASSERT_CUDA(cudaStreamSynchronize(streams_[r]));
-    for (size_t i = 0; i < count_; ++i) ASSERT_EQ(pinned[r][i], 3.0f) << "rank " << r << " element " << i;
-    ASSERT_CUDA(cudaFreeHost(pinned[r]));
+    for (size_t i = 0; i < count_; ++i) ASSERT_EQ(buffers[r][i], 6.0f) << "rank " << r << " element " << i;
   }
+  ASSERT_CUDA(cudaHostUnregister(registered));
+  std::free(registered);
+  ASSERT_CUDA(cudaFreeHost(allocated));
+  ASSERT_CUDA(cudaFree(managed));
 }
 
 TEST_F(OneGpuClique, MemAllocGivesDeviceMemoryThatCudaIpcExportsAndCollectivesTake) {
