@@ -218,13 +218,14 @@ class DeviceLeftovers final : public LocalCliqueLeftovers {
  public:
   DeviceLeftovers(int device, std::unique_ptr<core::ConnectionTable> connections, std::unique_ptr<WorkPool> workPool,
                   std::unique_ptr<CapturedGraphs> capturedGraphs, BlockProgressArray blockProgress,
-                  volatile int* abortFlag)
+                  volatile int* abortFlag, DirectBoard* directBoards)
       : device_(device),
         connections_(std::move(connections)),
         workPool_(std::move(workPool)),
         capturedGraphs_(std::move(capturedGraphs)),
         blockProgress_(blockProgress),
-        abortFlag_(abortFlag) {}
+        abortFlag_(abortFlag),
+        directBoards_(directBoards) {}
   ~DeviceLeftovers() override {
     ScopedDevice device(device_);
     RelaxedCapture relaxed;  // another thread may be capturing a graph: these frees are not part of it
@@ -233,6 +234,7 @@ class DeviceLeftovers final : public LocalCliqueLeftovers {
     capturedGraphs_.reset();
     releaseBlockProgress(blockProgress_);
     if (abortFlag_ != nullptr) (void)cudaFreeHost(const_cast<int*>(abortFlag_));
+    if (directBoards_ != nullptr) (void)cudaFree(directBoards_);
     (void)cudaGetLastError();
   }
 
@@ -243,6 +245,7 @@ class DeviceLeftovers final : public LocalCliqueLeftovers {
   std::unique_ptr<CapturedGraphs> capturedGraphs_;
   BlockProgressArray blockProgress_;
   volatile int* abortFlag_;
+  DirectBoard* directBoards_;  // the clique's, where this rank was the last to release them
 };
 
 }  // namespace
@@ -289,12 +292,13 @@ CommDevice::~CommDevice() {
     const Status drained = waitUntil(comm_.waitContext(), [this] { return proxiesDrained(); });
     if (!drained.isOk()) WEFT_WARN("rank %d: destroying the communicator: %s", comm_.rank(), drained.message().c_str());
   }
-  if (directBoards_ != nullptr) releaseDirectBoards(comm_.cliqueId(), device_);
+  DirectBoard* lastDirectBoards = directBoards_ != nullptr ? releaseDirectBoards(comm_.cliqueId(), device_) : nullptr;
   if (comm_.progress() != nullptr) core::attachGpuBlocks(comm_.progress(), nullptr);
-  auto leftovers = std::make_unique<DeviceLeftovers>(device_, std::move(connections_), std::move(workPool_),
-                                                     std::move(capturedGraphs_), blockProgress_, abortFlagHost_);
-  // Within one host its memory stays until its clique's last rank in this process has left
-  // (local_clique.h). Across hosts its connections include network proxies, which must go with
+  auto leftovers =
+      std::make_unique<DeviceLeftovers>(device_, std::move(connections_), std::move(workPool_),
+                                        std::move(capturedGraphs_), blockProgress_, abortFlagHost_, lastDirectBoards);
+  // Within one host its memory stays until its clique's last rank in this process has left, and
+  // no communicator of threads remains (local_clique.h). Across hosts its connections include network proxies, which must go with
   // the communicator.
   if (oneHost_) freeWhenCliqueHasLeft(comm_.cliqueId(), std::move(leftovers));
   else leftovers.reset();

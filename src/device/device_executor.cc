@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -52,6 +53,25 @@ Status checkLegacyStream(std::span<const core::Op> ops) {
     }
   }
   return Status::ok();
+}
+
+// A blocking stream (cudaStreamCreate's, cudaStreamPerThread) and the legacy default stream wait
+// for each other's work: a cudaMemcpy or cudaMemset on the legacy stream, on any thread, then
+// waits for this rank's kernel, which waits for peers that the thread may be the one to launch.
+// Said once per process, for ranks that share their GPU with other threads' ranks.
+void warnOfBlockingStreams(std::span<const core::Op> ops) {
+  static std::atomic<bool> warned{false};
+  for (const core::Op& op : ops) {
+    if (warned.load(std::memory_order_relaxed) || !sharesGpuInThisProcess(*op.comm)) continue;
+    unsigned int flags = cudaStreamNonBlocking;
+    if (cudaStreamGetFlags(streamOf(op), &flags) != cudaSuccess) (void)cudaGetLastError();
+    if ((flags & cudaStreamNonBlocking) != 0 || warned.exchange(true)) continue;
+    WEFT_WARN("rank %d enqueues on a blocking CUDA stream while other ranks of its communicator are threads of this "
+              "process on the same GPU: work on the legacy default stream (cudaMemcpy, cudaMemset, stream 0), on "
+              "any thread, waits for its kernel, which waits for those ranks; if that thread is one that launches "
+              "them, neither ends. Create the ranks' streams with cudaStreamNonBlocking",
+              op.comm->rank());
+  }
 }
 
 // The collectives (not Send/Recv) of `comm` among `ops`.
@@ -651,10 +671,22 @@ void recordLaunches(std::span<const core::Op> ops) {
 
 Status enqueueOnStreams(std::span<const core::Op> ops) {
   // The communicators, in order of first appearance, and their GPU resources (null until made).
+  // The ranks of one communicator that this thread drives come together (as NCCL joins a group's
+  // communicators): a group of P's rank 0, S's rank 1, S's rank 0, P's rank 1 would otherwise
+  // queue S's rank 1 before P's rank 1 on one stream, and P's rank 0 before S's rank 0 on the
+  // other, each kernel behind one that waits for it.
   std::vector<core::Communicator*> comms;
   for (const core::Op& op : ops) {
     if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
   }
+  std::vector<uint64_t> cliques;  // in order of first appearance
+  for (const core::Communicator* comm : comms) {
+    if (std::find(cliques.begin(), cliques.end(), comm->cliqueId()) == cliques.end()) cliques.push_back(comm->cliqueId());
+  }
+  std::stable_sort(comms.begin(), comms.end(), [&cliques](const core::Communicator* a, const core::Communicator* b) {
+    return std::find(cliques.begin(), cliques.end(), a->cliqueId()) <
+           std::find(cliques.begin(), cliques.end(), b->cliqueId());
+  });
   std::vector<CommDevice*> commDevices(comms.size(), nullptr);
   for (size_t c = 0; c < comms.size(); ++c) commDevices[c] = static_cast<CommDevice*>(comms[c]->madeDeviceResources());
   // Where this rank fails before its kernels, its peers driven by other threads may already wait
@@ -670,6 +702,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     return failure;
   };
   if (Status legacy = checkLegacyStream(ops); !legacy.isOk()) return failBeforeKernels(legacy);
+  warnOfBlockingStreams(ops);
   std::vector<CommDevice*> devices(ops.size());
   std::vector<algorithms::Program> programs(ops.size());
   // Send/Recv and the collectives NCCL_ALGO does not govern move Simple pieces.

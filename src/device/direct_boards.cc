@@ -69,19 +69,14 @@ Status acquireDirectBoards(uint64_t cliqueId, int device, int nranks, cudaStream
   return Status::ok();
 }
 
-void releaseDirectBoards(uint64_t cliqueId, int device) {
+DirectBoard* releaseDirectBoards(uint64_t cliqueId, int device) {
   Registry& registered = registry();
-  DirectBoard* freed = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(registered.mutex);
-    auto it = registered.boards.find({cliqueId, device});
-    if (it == registered.boards.end() || --it->second.users > 0) return;
-    freed = it->second.boards;
-    registered.boards.erase(it);
-  }
-  // cudaFree waits for every kernel on the GPU: not under the lock, which another clique's init
-  // may be waiting for on the thread of a rank that one of those kernels waits for.
-  (void)cudaFree(freed);
+  std::lock_guard<std::mutex> lock(registered.mutex);
+  auto it = registered.boards.find({cliqueId, device});
+  if (it == registered.boards.end() || --it->second.users > 0) return nullptr;
+  DirectBoard* boards = it->second.boards;
+  registered.boards.erase(it);
+  return boards;
 }
 
 }  // namespace weft::device

@@ -1,7 +1,7 @@
 #pragma once
 // The boards of the direct allreduce (src/device/direct_plan.h): one array of DirectBoard per
 // communicator and device, in device memory, shared by the communicator's ranks, which are threads
-// of this process. The first rank to ask makes it (zeroed); the last to let go frees it.
+// of this process. The first rank to ask makes it (zeroed); the last to let go takes it, to free.
 
 #include <cuda_runtime_api.h>
 
@@ -19,8 +19,9 @@ namespace weft::device {
 Status acquireDirectBoards(uint64_t cliqueId, int device, int nranks, cudaStream_t setupStream,
                            DirectBoard** boards);
 
-/// Lets go of the boards acquireDirectBoards gave; the last rank's call frees them. No kernel of the
-/// communicator may still run.
-void releaseDirectBoards(uint64_t cliqueId, int device);
+/// Lets go of the boards acquireDirectBoards gave. The last rank's call returns them, for the caller
+/// to free with cudaFree as it frees its own memory (freeWhenCliqueHasLeft: a free waits for every
+/// kernel on the GPU); the others return null. No kernel of the communicator may still run.
+DirectBoard* releaseDirectBoards(uint64_t cliqueId, int device);
 
 }  // namespace weft::device

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <vector>
 
+#include "src/base/log.h"
+
 namespace weft::device {
 namespace {
 
@@ -32,8 +34,10 @@ std::vector<Entry>& registry() {
   static std::vector<Entry>* entries = new std::vector<Entry>();  // outlives static destructors
   return *entries;
 }
-// Leftovers of ranks that left while others of their clique were registered. Never destroyed
-// itself: a process that exits with communicators alive frees nothing of theirs either.
+// Leftovers of ranks that left while others of their clique, or a clique of threads, were
+// registered. Never destroyed itself: a process that exits with communicators alive frees nothing
+// of theirs either.
+constexpr size_t kKeptWarning = 32;  // leftovers kept at once that earn a warning
 std::vector<Kept>& kept() {
   static std::vector<Kept>* leftovers = new std::vector<Kept>();
   return *leftovers;
@@ -65,19 +69,26 @@ void freeWhenCliqueHasLeft(uint64_t cliqueId, std::unique_ptr<LocalCliqueLeftove
   {
     std::lock_guard<std::mutex> lock(registryMutex);
     const std::vector<Entry>& entries = registry();
-    const bool othersStay =
-        std::any_of(entries.begin(), entries.end(), [cliqueId](const Entry& e) { return e.cliqueId == cliqueId; });
+    const auto registered = [&entries](uint64_t clique) {
+      return std::count_if(entries.begin(), entries.end(), [clique](const Entry& e) { return e.cliqueId == clique; });
+    };
+    const bool threadsStay =
+        std::any_of(entries.begin(), entries.end(), [&registered](const Entry& e) { return registered(e.cliqueId) > 1; });
     std::vector<Kept>& waiting = kept();
-    if (othersStay) {
-      waiting.push_back({cliqueId, std::move(leftovers)});
+    waiting.push_back({cliqueId, std::move(leftovers)});
+    if (threadsStay) {
+      if (waiting.size() == kKeptWarning) {
+        WEFT_WARN("the GPU memory of %zu destroyed communicators is kept until no communicator whose ranks are "
+                  "threads of this process remains: freeing it could wait for ever for their kernels",
+                  waiting.size());
+      }
       return;
     }
     for (Kept& entry : waiting) {
-      if (entry.cliqueId == cliqueId) freed.push_back(std::move(entry.leftovers));
+      if (registered(entry.cliqueId) == 0) freed.push_back(std::move(entry.leftovers));
     }
     waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [](const Kept& e) { return e.leftovers == nullptr; }),
                   waiting.end());
-    freed.push_back(std::move(leftovers));
   }
   freed.clear();  // the frees wait for the GPU: not under the lock
 }

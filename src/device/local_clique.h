@@ -44,10 +44,13 @@ void joinLocalClique(uint64_t cliqueId, int device, LocalCliqueMember* member);
 /// endKernelsUnderLock call reaches it.
 void leaveLocalClique(LocalCliqueMember* member);
 
-/// Frees `leftovers`, of a rank of clique `cliqueId` that has left: at once, with the leftovers
-/// kept before, where no rank of the clique is registered any more, on any GPU (the page tables'
-/// lock is the process's); else keeps them until the last registered one hands over its own. Frees
-/// outside the registry's lock.
+/// Frees `leftovers`, of a rank of clique `cliqueId` that has left, once no rank of its clique is
+/// registered any more, on any GPU (the page tables' lock is the process's), and no clique has two
+/// or more ranks registered: a free waits for every kernel on the GPU and holds back the launches
+/// of other threads meanwhile, so it could wait for ever for a kernel of threads' ranks whose
+/// peer's launch it holds back (a split destroyed on one thread while the parent's kernels of the
+/// other threads wait for this one's). Until then keeps them, and frees them with the first
+/// leftovers handed over afterwards. Frees outside the registry's lock.
 void freeWhenCliqueHasLeft(uint64_t cliqueId, std::unique_ptr<LocalCliqueLeftovers> leftovers);
 
 /// The streams of a launch that a rank is about to enqueue, and the collective calls of its

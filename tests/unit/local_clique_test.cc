@@ -80,6 +80,38 @@ TEST(LocalClique, MemoryOfTheLastRankOfItsCliqueIsFreedAtOnce) {
   leaveLocalClique(&otherClique);
 }
 
+// The last rank of a split on its thread, while the parent's ranks, threads of this process, stay:
+// a free would wait for the parent's kernels, which may wait for this thread's next launch. The
+// split's memory waits until fewer than two of the parent's ranks stay (one alone waits for no
+// thread here), and goes with the leftovers handed over then.
+TEST(LocalClique, MemoryWaitsWhileACliqueOfThreadsStays) {
+  std::vector<std::string> freed;
+  FakeRank parent0, parent1, split;
+  joinLocalClique(21, 0, &parent0);
+  joinLocalClique(21, 0, &parent1);
+  joinLocalClique(22, 0, &split);
+  leaveLocalClique(&split);
+  freeWhenCliqueHasLeft(22, std::make_unique<FakeLeftovers>(&freed, "split"));
+  EXPECT_TRUE(freed.empty());
+  leaveLocalClique(&parent0);
+  freeWhenCliqueHasLeft(21, std::make_unique<FakeLeftovers>(&freed, "parent 0"));
+  EXPECT_EQ(freed, std::vector<std::string>{"split"});  // parent 0's waits for parent 1
+  leaveLocalClique(&parent1);
+  freeWhenCliqueHasLeft(21, std::make_unique<FakeLeftovers>(&freed, "parent 1"));
+  EXPECT_EQ(freed, (std::vector<std::string>{"split", "parent 0", "parent 1"}));
+}
+
+// A communicator with one rank in this process (the others are processes) waits for no launch of
+// this process's threads: it keeps nothing of another clique's.
+TEST(LocalClique, ACliqueWithOneRankHereDoesNotHoldOthersMemory) {
+  std::vector<std::string> freed;
+  FakeRank alone;
+  joinLocalClique(23, 0, &alone);
+  freeWhenCliqueHasLeft(24, std::make_unique<FakeLeftovers>(&freed, "other"));
+  EXPECT_EQ(freed, std::vector<std::string>{"other"});
+  leaveLocalClique(&alone);
+}
+
 // A launch on `streams` holding `calls` collectives from number `firstCall` on.
 Status claim(FakeRank* rank, std::vector<unsigned long long> streams, uint64_t firstCall, uint64_t calls = 1) {
   return claimStreams(rank, LaunchStreams{streams, firstCall, calls});
