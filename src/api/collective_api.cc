@@ -46,7 +46,7 @@ Status placeScalar(const Call& call, Op* op) {
   const void* scalarAt = op->reduction.scalarAt;
   if (scalarAt == nullptr || call.count == 0) return Status::ok();
   MemoryKind kind = MemoryKind::kHost;
-  WEFT_RETURN_IF_ERROR(weft::device::memoryKind(scalarAt, &kind));
+  WEFT_RETURN_IF_ERROR(weft::device::memoryKind(scalarAt, "the reduction's scalar", &kind));
   if (op->onDevice && !weft::device::takesStreamPath(kind)) {
     return weft::invalidArgument("reduction op %d reads its scalar at %p (ncclScalarDevice), ordinary host memory "
                                  "the GPU cannot read, for a call on GPU buffers: give it device, managed or "
@@ -96,8 +96,8 @@ Status checkAndBuild(const Call& call, Op* op) {
   // path; one call cannot mix them.
   MemoryKind sendKind = MemoryKind::kHost;
   MemoryKind recvKind = MemoryKind::kHost;
-  if (needs.send > 0) WEFT_RETURN_IF_ERROR(weft::device::memoryKind(call.sendbuff, &sendKind));
-  if (needs.recv > 0) WEFT_RETURN_IF_ERROR(weft::device::memoryKind(call.recvbuff, &recvKind));
+  if (needs.send > 0) WEFT_RETURN_IF_ERROR(weft::device::memoryKind(call.sendbuff, "sendbuff", &sendKind));
+  if (needs.recv > 0) WEFT_RETURN_IF_ERROR(weft::device::memoryKind(call.recvbuff, "recvbuff", &recvKind));
   const bool sendOnDevice = weft::device::takesStreamPath(sendKind);
   const bool recvOnDevice = weft::device::takesStreamPath(recvKind);
   if (needs.send > 0 && needs.recv > 0 && sendOnDevice != recvOnDevice) {

@@ -162,15 +162,16 @@ WEFT_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* de
   ncclUniqueId id;
   ncclResult_t result = ncclGetUniqueId(&id);
   if (result != ncclSuccess) return result;
-  // The listed GPUs are in use before any rank's init looks (setup_at_init.h: ranks of one
-  // process whose GPUs are in use make their GPU connections at init).
-  if (devlist != nullptr) {
-    for (int rank = 0; rank < ndev; ++rank) weft::device::useDevice(devlist[rank]);
-  }
+  const auto deviceOf = [devlist, devices](int rank) {
+    return devlist != nullptr ? devlist[rank] : devices > 0 ? rank % devices : -1;
+  };
+  // The ranks' GPUs are in use before any rank's init looks, as NCCL selects each (setup_at_init.h:
+  // ranks of one process whose GPUs are in use make their GPU connections at init, so that no
+  // rank makes them at a first call while a peer's kernel waits for it).
+  for (int rank = 0; rank < ndev; ++rank) weft::device::useDevice(deviceOf(rank));
   ncclGroupStart();
   for (int rank = 0; rank < ndev; ++rank) {
-    const int device = devlist != nullptr ? devlist[rank] : devices > 0 ? rank % devices : -1;
-    result = initRank(&comms[rank], ndev, id, rank, nullptr, "ncclCommInitAll", device);
+    result = initRank(&comms[rank], ndev, id, rank, nullptr, "ncclCommInitAll", deviceOf(rank));
     if (result != ncclSuccess) break;
   }
   ncclResult_t endResult = ncclGroupEnd();

@@ -16,7 +16,8 @@ namespace {
 
 struct Allocation {
   size_t bytes;
-  int fd;  // -1: device memory
+  int fd;           // -1: device memory
+  int device = -1;  // device memory's CUDA device
 };
 
 std::mutex gMutex;
@@ -46,12 +47,13 @@ Status allocateHostMemory(size_t bytes, void** out, int* fdOut) {
 Status allocateMemory(size_t bytes, void** out) {
   void* memory = nullptr;
   int fd = -1;
+  int cudaDevice = -1;
   // A process that uses any GPU gets device memory on the calling thread's device (device 0 on a
   // thread that selected none, as in CUDA), though that device is not yet in use.
-  WEFT_RETURN_IF_ERROR(device::anyDeviceInUse() ? device::allocateOnDevice(bytes, &memory)
+  WEFT_RETURN_IF_ERROR(device::anyDeviceInUse() ? device::allocateOnDevice(bytes, &memory, &cudaDevice)
                                                 : allocateHostMemory(bytes, &memory, &fd));
   std::lock_guard<std::mutex> lock(gMutex);
-  gAllocations[static_cast<const char*>(memory)] = Allocation{bytes, fd};
+  gAllocations[static_cast<const char*>(memory)] = Allocation{bytes, fd, cudaDevice};
   *out = memory;
   return Status::ok();
 }
@@ -65,7 +67,7 @@ Status freeMemory(void* ptr) {
     allocation = it->second;
     gAllocations.erase(it);
   }
-  if (allocation.fd < 0) return device::freeOnDevice(ptr);
+  if (allocation.fd < 0) return device::freeOnDevice(ptr, allocation.device);
   munmap(ptr, allocation.bytes);
   close(allocation.fd);
   return Status::ok();

@@ -206,7 +206,9 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
   const std::string queues = hardwareQueueWarning(comm.peers(), comm.rank(), getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
   static std::once_flag queuesWarned;
   if (!queues.empty()) std::call_once(queuesWarned, [&queues] { WEFT_WARN("%s", queues.c_str()); });
-  joinLocalClique(comm.cliqueId(), resources->device_, resources.get());
+  const int ranksHere = static_cast<int>(std::count_if(
+      comm.peers().begin(), comm.peers().end(), [&self](const PeerInfo& peer) { return peer.sameProcess(self); }));
+  joinLocalClique(comm.cliqueId(), resources->device_, ranksHere, resources.get());
   *out = std::move(resources);
   return Status::ok();
 }
@@ -292,14 +294,16 @@ CommDevice::~CommDevice() {
     const Status drained = waitUntil(comm_.waitContext(), [this] { return proxiesDrained(); });
     if (!drained.isOk()) WEFT_WARN("rank %d: destroying the communicator: %s", comm_.rank(), drained.message().c_str());
   }
-  DirectBoard* lastDirectBoards = directBoards_ != nullptr ? releaseDirectBoards(comm_.cliqueId(), device_) : nullptr;
+  DirectBoard* const lastDirectBoards =
+      directBoards_ != nullptr ? releaseDirectBoards(comm_.cliqueId(), device_) : nullptr;
   if (comm_.progress() != nullptr) core::attachGpuBlocks(comm_.progress(), nullptr);
-  auto leftovers =
-      std::make_unique<DeviceLeftovers>(device_, std::move(connections_), std::move(workPool_),
-                                        std::move(capturedGraphs_), blockProgress_, abortFlagHost_, lastDirectBoards);
+  auto leftovers = std::make_unique<DeviceLeftovers>(device_, std::move(connections_), std::move(workPool_),
+                                                     std::move(capturedGraphs_), blockProgress_, abortFlagHost_,
+                                                     lastDirectBoards);
   // Within one host its memory stays until its clique's last rank in this process has left, and
-  // no communicator of threads remains (local_clique.h). Across hosts its connections include network proxies, which must go with
-  // the communicator.
+  // no communicator of threads remains (local_clique.h). Across hosts its connections include
+  // network proxies, which must go with the communicator: its memory is freed at once, even where
+  // another communicator's kernels wait for a launch of a thread that this free holds back.
   if (oneHost_) freeWhenCliqueHasLeft(comm_.cliqueId(), std::move(leftovers));
   else leftovers.reset();
   if (setupStream_ != nullptr) (void)cudaStreamDestroy(setupStream_);

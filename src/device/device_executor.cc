@@ -12,6 +12,7 @@
 
 #include "algorithms/gpu_tuner.h"
 #include "algorithms/schedule.h"
+#include "algorithms/tuner.h"
 #include "src/base/log.h"
 #include "src/core/communicator.h"
 #include "src/device/comm_device.h"
@@ -256,6 +257,12 @@ class LaunchBuilder {
                            "bytes) are not the communicator's (%zu)",
                            send ? "to" : "from", peer, channel, end->llSlots == nullptr ? size_t{0} : end->llSlotBytes,
                            device_.lowLatencySlotBytes());
+    }
+    // The LL clean-up refreshes each slot once in every 2^31 pieces only with this many slots
+    // (kLowLatencyCleanMask); every send cleans, so every connection with LL slots needs them.
+    if (end->llSlots != nullptr && end->slotCount != algorithms::kSlotsPerConnection) {
+      return internalError("the GPU connection %s rank %d on channel %d has %d slots: its LL slots need %d",
+                           send ? "to" : "from", peer, channel, end->slotCount, algorithms::kSlotsPerConnection);
     }
     if (static_cast<uint64_t>(end->slotCount) < window()) {
       return internalError("the GPU connection %s rank %d on channel %d has %d slots, fewer than the communicator's "
@@ -670,22 +677,17 @@ void recordLaunches(std::span<const core::Op> ops) {
 }  // namespace
 
 Status enqueueOnStreams(std::span<const core::Op> ops) {
-  // The communicators, in order of first appearance, and their GPU resources (null until made).
-  // The ranks of one communicator that this thread drives come together (as NCCL joins a group's
-  // communicators): a group of P's rank 0, S's rank 1, S's rank 0, P's rank 1 would otherwise
-  // queue S's rank 1 before P's rank 1 on one stream, and P's rank 0 before S's rank 0 on the
-  // other, each kernel behind one that waits for it.
+  // The communicators and their GPU resources (null until made), those of one clique together (as
+  // NCCL joins a group's communicators), cliques in the order of their ids, which every rank knows
+  // alike: a group of P's rank 0, S's rank 1, S's rank 0, P's rank 1 would otherwise queue S's
+  // rank 1 before P's rank 1 on one stream and P's rank 0 before S's rank 0 on the other, each
+  // kernel behind one that waits for it; so would two threads' groups of P and S in opposite orders.
   std::vector<core::Communicator*> comms;
   for (const core::Op& op : ops) {
     if (std::find(comms.begin(), comms.end(), op.comm) == comms.end()) comms.push_back(op.comm);
   }
-  std::vector<uint64_t> cliques;  // in order of first appearance
-  for (const core::Communicator* comm : comms) {
-    if (std::find(cliques.begin(), cliques.end(), comm->cliqueId()) == cliques.end()) cliques.push_back(comm->cliqueId());
-  }
-  std::stable_sort(comms.begin(), comms.end(), [&cliques](const core::Communicator* a, const core::Communicator* b) {
-    return std::find(cliques.begin(), cliques.end(), a->cliqueId()) <
-           std::find(cliques.begin(), cliques.end(), b->cliqueId());
+  std::stable_sort(comms.begin(), comms.end(), [](const core::Communicator* a, const core::Communicator* b) {
+    return a->cliqueId() < b->cliqueId();
   });
   std::vector<CommDevice*> commDevices(comms.size(), nullptr);
   for (size_t c = 0; c < comms.size(); ++c) commDevices[c] = static_cast<CommDevice*>(comms[c]->madeDeviceResources());
@@ -737,7 +739,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
         [&](const core::Op& op) { warnOfConnectionsInitMissed(op, *devices[&op - ops.data()]); });
     if (!connected.isOk()) return failBeforeKernels(connected);
   }
-  // Per communicator, in order of first appearance: its Send/Recv in one kernel, then each
+  // Per communicator, in the order above: its Send/Recv in one kernel, then each
   // collective in a kernel of its own. As in NCCL, where its ops were given several streams, its
   // kernels start after the earlier work of them all, and the later work of each waits for its
   // last kernel (its kernels run one after another); under capture, through edges of the graph.

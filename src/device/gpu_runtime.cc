@@ -75,7 +75,7 @@ std::string pciBusId(int device) {
   return busId;
 }
 
-Status memoryKind(const void* ptr, MemoryKind* out) {
+Status memoryKind(const void* ptr, const char* what, MemoryKind* out) {
   *out = MemoryKind::kHost;
   // Without a context no buffer can be GPU, managed or page-locked memory; asking CUDA would
   // create one, and a host-memory program would then get device memory from ncclMemAlloc.
@@ -88,7 +88,10 @@ Status memoryKind(const void* ptr, MemoryKind* out) {
     (void)cudaGetLastError();
     return Status::ok();
   }
-  WEFT_RETURN_IF_ERROR(cudaStatus(error, "cudaPointerGetAttributes (whether a buffer is GPU memory)"));
+  if (error != cudaSuccess) {
+    const Status failed = cudaStatus(error, "cudaPointerGetAttributes");
+    return makeStatus(failed.code(), "whether %s %p is GPU memory is unknown: %s", what, ptr, failed.message().c_str());
+  }
   switch (attributes.type) {
     case cudaMemoryTypeDevice: *out = MemoryKind::kDevice; break;
     case cudaMemoryTypeManaged: *out = MemoryKind::kManaged; break;
@@ -136,26 +139,29 @@ int multiprocessorCount(int device) { return driverAttribute(device, CU_DEVICE_A
 namespace {
 
 // Runs `call` in the thread's current context (the application's, primary or not), or where it
-// has none in device 0's primary one, as the application's runtime would (Weft's may remember
+// has none in `device`'s primary one, as the application's runtime would (Weft's may remember
 // another device that it selected on this thread), and leaves the thread without one again.
 template <class Call>
-Status inApplicationContext(const Call& call) {
+Status inApplicationContext(int device, const Call& call) {
   void* context = nullptr;
   if (!currentContext(&context) || context != nullptr) return call();
-  ScopedDevice device(0);
-  WEFT_RETURN_IF_ERROR(device.status());
+  ScopedDevice selected(device);
+  WEFT_RETURN_IF_ERROR(selected.status());
   return call();
 }
 
 }  // namespace
 
-Status allocateOnDevice(size_t bytes, void** out) {
-  return inApplicationContext(
-      [&] { return cudaStatus(cudaMalloc(out, bytes), "cudaMalloc of ncclMemAlloc's memory"); });
+Status allocateOnDevice(size_t bytes, void** out, int* device) {
+  return inApplicationContext(0, [&] {
+    *device = currentDevice();
+    return cudaStatus(cudaMalloc(out, bytes), "cudaMalloc of ncclMemAlloc's memory");
+  });
 }
 
-Status freeOnDevice(void* ptr) {
-  return inApplicationContext([&] { return cudaStatus(cudaFree(ptr), "cudaFree of ncclMemAlloc's memory"); });
+Status freeOnDevice(void* ptr, int device) {
+  return inApplicationContext(device,
+                              [&] { return cudaStatus(cudaFree(ptr), "cudaFree of ncclMemAlloc's memory"); });
 }
 
 void useDevice(int device) {
@@ -168,14 +174,19 @@ void useDevice(int device) {
 bool isPerThreadStream(const void* stream) { return stream == static_cast<const void*>(cudaStreamPerThread); }
 
 bool anyDeviceInUse() {
-  // Once a context is active it stays so (short of cudaDeviceReset): ask the driver until then.
-  static std::atomic<bool> seen{false};
-  if (seen.load(std::memory_order_relaxed)) return true;
+  // Once a primary context is active it stays so (short of cudaDeviceReset): ask the driver until
+  // then. A context of the application's own counts only on the thread where it is current: asked
+  // on another thread, the runtime would make device 0's primary context.
+  static std::atomic<bool> primarySeen{false};
+  if (primarySeen.load(std::memory_order_relaxed)) return true;
+  for (int device = 0; device < deviceCount(); ++device) {
+    if (inUse(device)) {
+      primarySeen.store(true, std::memory_order_relaxed);
+      return true;
+    }
+  }
   void* context = nullptr;
-  bool inUseNow = gpuAvailable() && currentContext(&context) && context != nullptr;
-  for (int device = 0; device < deviceCount() && !inUseNow; ++device) inUseNow = inUse(device);
-  if (inUseNow) seen.store(true, std::memory_order_relaxed);
-  return inUseNow;
+  return gpuAvailable() && currentContext(&context) && context != nullptr;
 }
 
 #else
@@ -184,7 +195,7 @@ int deviceCount() { return 0; }
 bool gpuAvailable() { return false; }
 int currentDevice() { return -1; }
 std::string pciBusId(int) { return ""; }
-Status memoryKind(const void*, MemoryKind* out) {
+Status memoryKind(const void*, const char*, MemoryKind* out) {
   *out = MemoryKind::kHost;
   return Status::ok();
 }
@@ -196,8 +207,8 @@ bool anyDeviceInUse() { return false; }
 bool isPerThreadStream(const void*) { return false; }
 Status preloadKernelsIfInUse(int) { return Status::ok(); }
 Status preloadKernels(int) { return Status::ok(); }
-Status allocateOnDevice(size_t, void**) { return internalError("this build of Weft has no CUDA"); }
-Status freeOnDevice(void*) { return internalError("this build of Weft has no CUDA"); }
+Status allocateOnDevice(size_t, void**, int*) { return internalError("this build of Weft has no CUDA"); }
+Status freeOnDevice(void*, int) { return internalError("this build of Weft has no CUDA"); }
 
 #endif
 

@@ -35,9 +35,10 @@ enum class MemoryKind {
 inline bool takesStreamPath(MemoryKind kind) { return kind != MemoryKind::kHost; }
 
 /// What `ptr` is. kHost for null, and wherever the process uses no CUDA (anyDeviceInUse): then it
-/// asks CUDA nothing, so it creates no context. An error where CUDA cannot say, as after a kernel
-/// fault that left the context unusable: the buffer must not be taken for host memory.
-Status memoryKind(const void* ptr, MemoryKind* out);
+/// asks CUDA nothing, so it creates no context. An error naming `what` (e.g. "sendbuff") where CUDA
+/// cannot say, as after a kernel fault that left the context unusable: the buffer must not be
+/// taken for host memory.
+Status memoryKind(const void* ptr, const char* what, MemoryKind* out);
 
 /// True if this process already uses CUDA device `device`: its primary context is active (the
 /// program has allocated, launched or set the device). Creates no context. False without CUDA.
@@ -58,19 +59,22 @@ bool multicastSupported(int device);
 int multiprocessorCount(int device);
 
 /// True if this process uses CUDA: a device's primary context is active (inUse), or the calling
-/// thread has a context current (one the application made with cuCtxCreate). Creates no context.
+/// thread has a context current (one the application made with cuCtxCreate; not remembered for
+/// other threads). Creates no context.
 bool anyDeviceInUse();
 
 /// True if `stream` is cudaStreamPerThread, which names the calling thread's own stream. False
 /// without CUDA.
 bool isPerThreadStream(const void* stream);
 
-/// `bytes` of device memory on the device current on the calling thread (cudaMalloc, which CUDA
-/// IPC can export). An error where the build has no CUDA or the allocation fails.
-Status allocateOnDevice(size_t bytes, void** out);
+/// `bytes` of device memory on the device current on the calling thread (device 0 on a thread
+/// with no context), which it writes to *device (cudaMalloc, which CUDA IPC can export). An error
+/// where the build has no CUDA or the allocation fails.
+Status allocateOnDevice(size_t bytes, void** out, int* device);
 
-/// Frees what allocateOnDevice gave.
-Status freeOnDevice(void* ptr);
+/// Frees what allocateOnDevice gave on `device`: in the calling thread's current context, or in
+/// `device`'s where it has none (so that a thread that never used CUDA starts no other GPU's).
+Status freeOnDevice(void* ptr, int device);
 
 /// During the init of a communicator whose rank has CUDA device `device`: if the process already
 /// uses that device, loads the step kernels onto it (once per process and device), so that no

@@ -20,6 +20,7 @@ constexpr size_t kKeptLaunches = 64;
 struct Entry {
   uint64_t cliqueId;
   int device;
+  int ranksHere;  // of its communicator, in this process
   LocalCliqueMember* member;
   std::deque<std::vector<Claim>> launches;  // its latest, newest last
 };
@@ -37,7 +38,7 @@ std::vector<Entry>& registry() {
 // Leftovers of ranks that left while others of their clique, or a clique of threads, were
 // registered. Never destroyed itself: a process that exits with communicators alive frees nothing
 // of theirs either.
-constexpr size_t kKeptWarning = 32;  // leftovers kept at once that earn a warning
+constexpr size_t kKeptWarning = 32;  // ranks' leftovers kept at once that first earn a warning
 std::vector<Kept>& kept() {
   static std::vector<Kept>* leftovers = new std::vector<Kept>();
   return *leftovers;
@@ -52,9 +53,9 @@ Entry* entryOf(const LocalCliqueMember* member) {
 
 }  // namespace
 
-void joinLocalClique(uint64_t cliqueId, int device, LocalCliqueMember* member) {
+void joinLocalClique(uint64_t cliqueId, int device, int ranksHere, LocalCliqueMember* member) {
   std::lock_guard<std::mutex> lock(registryMutex);
-  registry().push_back({cliqueId, device, member, {}});
+  registry().push_back({cliqueId, device, ranksHere, member, {}});
 }
 
 void leaveLocalClique(LocalCliqueMember* member) {
@@ -69,23 +70,22 @@ void freeWhenCliqueHasLeft(uint64_t cliqueId, std::unique_ptr<LocalCliqueLeftove
   {
     std::lock_guard<std::mutex> lock(registryMutex);
     const std::vector<Entry>& entries = registry();
-    const auto registered = [&entries](uint64_t clique) {
-      return std::count_if(entries.begin(), entries.end(), [clique](const Entry& e) { return e.cliqueId == clique; });
-    };
     const bool threadsStay =
-        std::any_of(entries.begin(), entries.end(), [&registered](const Entry& e) { return registered(e.cliqueId) > 1; });
+        std::any_of(entries.begin(), entries.end(), [](const Entry& e) { return e.ranksHere > 1; });
     std::vector<Kept>& waiting = kept();
     waiting.push_back({cliqueId, std::move(leftovers)});
     if (threadsStay) {
-      if (waiting.size() == kKeptWarning) {
-        WEFT_WARN("the GPU memory of %zu destroyed communicators is kept until no communicator whose ranks are "
-                  "threads of this process remains: freeing it could wait for ever for their kernels",
+      if (waiting.size() >= kKeptWarning && (waiting.size() & (waiting.size() - 1)) == 0) {
+        WEFT_WARN("the GPU memory of %zu destroyed ranks is kept while a communicator with ranks that are threads of "
+                  "this process lasts: freeing it could wait for ever for that communicator's kernels",
                   waiting.size());
       }
       return;
     }
     for (Kept& entry : waiting) {
-      if (registered(entry.cliqueId) == 0) freed.push_back(std::move(entry.leftovers));
+      const bool cliqueStays = std::any_of(entries.begin(), entries.end(),
+                                           [&entry](const Entry& e) { return e.cliqueId == entry.cliqueId; });
+      if (!cliqueStays) freed.push_back(std::move(entry.leftovers));
     }
     waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [](const Kept& e) { return e.leftovers == nullptr; }),
                   waiting.end());

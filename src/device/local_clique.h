@@ -2,11 +2,13 @@
 // The ranks of a clique that are threads of this process on one GPU, so that aborting one of them
 // ends the others' waiting kernels, and so that none frees memory while another's kernel may run.
 // Freeing GPU or pinned memory (cudaFree, cudaFreeHost) waits for every kernel on the GPU, and
-// meanwhile holds up other threads' CUDA calls that touch the GPU's page tables (an allocation, a
-// copy to pageable memory): a rank that went first would wait for a peer's kernel that waits for
-// a third rank whose thread waits for the free. So the memory of a rank that leaves stays until
-// the clique's last rank in this process has left, when every kernel of theirs has ended (other
-// communicators' kernels may still run). It also keeps the streams of each rank's recent launches,
+// meanwhile holds up other threads' launches and CUDA calls that touch the GPU's page tables (an
+// allocation, a copy to pageable memory): a rank that went first would wait for a peer's kernel
+// that waits for a third rank whose thread waits for the free. So the memory of a rank that
+// leaves stays until the clique's last rank in this process has left, when every kernel of theirs
+// has ended, and no other communicator with two or more ranks in this process remains (the last
+// rank of a split, freeing, would hold back its thread's next launch, which the parent's kernels
+// of the other threads may wait for). It also keeps the streams of each rank's recent launches,
 // so that two ranks on one stream are refused rather than left waiting for each other. Every build
 // has this; unit tests check it anywhere.
 
@@ -36,21 +38,25 @@ class LocalCliqueLeftovers {
   virtual ~LocalCliqueLeftovers() = default;
 };
 
-/// Registers `member`, a rank of clique `cliqueId` (Communicator::cliqueId) on CUDA device `device`.
-/// A registered rank may have kernels running.
-void joinLocalClique(uint64_t cliqueId, int device, LocalCliqueMember* member);
+/// Registers `member`, a rank of clique `cliqueId` (Communicator::cliqueId) on CUDA device `device`,
+/// whose communicator has `ranksHere` ranks in this process. A registered rank may have kernels
+/// running.
+void joinLocalClique(uint64_t cliqueId, int device, int ranksHere, LocalCliqueMember* member);
 
 /// Unregisters `member`, once its kernels have ended and before it is destroyed; from then on no
 /// endKernelsUnderLock call reaches it.
 void leaveLocalClique(LocalCliqueMember* member);
 
 /// Frees `leftovers`, of a rank of clique `cliqueId` that has left, once no rank of its clique is
-/// registered any more, on any GPU (the page tables' lock is the process's), and no clique has two
-/// or more ranks registered: a free waits for every kernel on the GPU and holds back the launches
-/// of other threads meanwhile, so it could wait for ever for a kernel of threads' ranks whose
-/// peer's launch it holds back (a split destroyed on one thread while the parent's kernels of the
-/// other threads wait for this one's). Until then keeps them, and frees them with the first
-/// leftovers handed over afterwards. Frees outside the registry's lock.
+/// registered any more, on any GPU (the page tables' lock is the process's), and no registered
+/// rank's communicator has two or more ranks in this process (joinLocalClique's `ranksHere`, so
+/// that one whose other ranks here are still in init counts): a free waits for every kernel on
+/// the GPU and holds back the launches of other threads meanwhile, so it could wait for ever for
+/// a kernel of threads' ranks whose peer's launch it holds back (a split destroyed on one thread
+/// while the parent's kernels of the other threads wait for this one's). Until then keeps them,
+/// and frees them with the first leftovers handed over afterwards; what is kept grows without
+/// bound while such a communicator lasts (a warning says so at every doubling from 32 ranks' worth
+/// on). Frees outside the registry's lock.
 void freeWhenCliqueHasLeft(uint64_t cliqueId, std::unique_ptr<LocalCliqueLeftovers> leftovers);
 
 /// The streams of a launch that a rank is about to enqueue, and the collective calls of its

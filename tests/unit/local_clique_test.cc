@@ -24,10 +24,10 @@ struct FakeRank : LocalCliqueMember {
 
 TEST(LocalClique, AnAbortEndsTheOtherRanksOfItsCliqueOnItsGpuOnly) {
   FakeRank aborted, peer, otherGpu, otherClique;
-  joinLocalClique(7, 0, &aborted);
-  joinLocalClique(7, 0, &peer);
-  joinLocalClique(7, 1, &otherGpu);
-  joinLocalClique(8, 0, &otherClique);
+  joinLocalClique(7, 0, 3, &aborted);
+  joinLocalClique(7, 0, 3, &peer);
+  joinLocalClique(7, 1, 3, &otherGpu);
+  joinLocalClique(8, 0, 1, &otherClique);
   EXPECT_EQ(endLocalPeers(7, 0, &aborted, remoteError("rank 0 was aborted")), 1);
   EXPECT_EQ(aborted.ended, 0);
   EXPECT_EQ(peer.ended, 1);
@@ -39,8 +39,8 @@ TEST(LocalClique, AnAbortEndsTheOtherRanksOfItsCliqueOnItsGpuOnly) {
 
 TEST(LocalClique, ARankThatLeftIsNotReached) {
   FakeRank aborted, left;
-  joinLocalClique(9, 0, &aborted);
-  joinLocalClique(9, 0, &left);
+  joinLocalClique(9, 0, 2, &aborted);
+  joinLocalClique(9, 0, 2, &left);
   leaveLocalClique(&left);
   EXPECT_EQ(endLocalPeers(9, 0, &aborted, remoteError("gone")), 0);
   EXPECT_EQ(left.ended, 0);
@@ -58,9 +58,9 @@ struct FakeLeftovers : LocalCliqueLeftovers {
 TEST(LocalClique, MemoryOfARankThatLeftStaysUntilItsCliqueHasLeftOnEveryGpu) {
   std::vector<std::string> freed;
   FakeRank first, second, otherGpu;
-  joinLocalClique(11, 0, &first);
-  joinLocalClique(11, 0, &second);
-  joinLocalClique(11, 1, &otherGpu);
+  joinLocalClique(11, 0, 3, &first);
+  joinLocalClique(11, 0, 3, &second);
+  joinLocalClique(11, 1, 3, &otherGpu);
   leaveLocalClique(&first);
   freeWhenCliqueHasLeft(11, std::make_unique<FakeLeftovers>(&freed, "first"));
   leaveLocalClique(&second);
@@ -74,42 +74,43 @@ TEST(LocalClique, MemoryOfARankThatLeftStaysUntilItsCliqueHasLeftOnEveryGpu) {
 TEST(LocalClique, MemoryOfTheLastRankOfItsCliqueIsFreedAtOnce) {
   std::vector<std::string> freed;
   FakeRank otherClique;
-  joinLocalClique(13, 0, &otherClique);
-  freeWhenCliqueHasLeft(12, std::make_unique<FakeLeftovers>(&freed, "alone"));  // clique 13 is another
+  joinLocalClique(13, 0, 1, &otherClique);
+  freeWhenCliqueHasLeft(12, std::make_unique<FakeLeftovers>(&freed, "alone"));  // 13: one rank here, no threads
   EXPECT_EQ(freed, std::vector<std::string>{"alone"});
   leaveLocalClique(&otherClique);
 }
 
 // The last rank of a split on its thread, while the parent's ranks, threads of this process, stay:
 // a free would wait for the parent's kernels, which may wait for this thread's next launch. The
-// split's memory waits until fewer than two of the parent's ranks stay (one alone waits for no
-// thread here), and goes with the leftovers handed over then.
+// split's memory waits for the parent's last rank here, whose own leftovers then take it along.
 TEST(LocalClique, MemoryWaitsWhileACliqueOfThreadsStays) {
   std::vector<std::string> freed;
   FakeRank parent0, parent1, split;
-  joinLocalClique(21, 0, &parent0);
-  joinLocalClique(21, 0, &parent1);
-  joinLocalClique(22, 0, &split);
+  joinLocalClique(21, 0, 2, &parent0);
+  joinLocalClique(21, 0, 2, &parent1);
+  joinLocalClique(22, 0, 1, &split);
   leaveLocalClique(&split);
   freeWhenCliqueHasLeft(22, std::make_unique<FakeLeftovers>(&freed, "split"));
   EXPECT_TRUE(freed.empty());
   leaveLocalClique(&parent0);
   freeWhenCliqueHasLeft(21, std::make_unique<FakeLeftovers>(&freed, "parent 0"));
-  EXPECT_EQ(freed, std::vector<std::string>{"split"});  // parent 0's waits for parent 1
+  EXPECT_TRUE(freed.empty());
   leaveLocalClique(&parent1);
   freeWhenCliqueHasLeft(21, std::make_unique<FakeLeftovers>(&freed, "parent 1"));
   EXPECT_EQ(freed, (std::vector<std::string>{"split", "parent 0", "parent 1"}));
 }
 
-// A communicator with one rank in this process (the others are processes) waits for no launch of
-// this process's threads: it keeps nothing of another clique's.
-TEST(LocalClique, ACliqueWithOneRankHereDoesNotHoldOthersMemory) {
+// A communicator whose other rank here is still in init (not yet registered) counts as one of
+// threads: its registered rank's kernel may already wait for the other's first launch.
+TEST(LocalClique, ACommunicatorOfThreadsStillInInitHoldsOthersMemory) {
   std::vector<std::string> freed;
-  FakeRank alone;
-  joinLocalClique(23, 0, &alone);
-  freeWhenCliqueHasLeft(24, std::make_unique<FakeLeftovers>(&freed, "other"));
-  EXPECT_EQ(freed, std::vector<std::string>{"other"});
-  leaveLocalClique(&alone);
+  FakeRank early;
+  joinLocalClique(25, 0, 2, &early);
+  freeWhenCliqueHasLeft(26, std::make_unique<FakeLeftovers>(&freed, "other"));
+  EXPECT_TRUE(freed.empty());
+  leaveLocalClique(&early);
+  freeWhenCliqueHasLeft(25, std::make_unique<FakeLeftovers>(&freed, "early"));
+  EXPECT_EQ(freed, (std::vector<std::string>{"other", "early"}));
 }
 
 // A launch on `streams` holding `calls` collectives from number `firstCall` on.
@@ -119,8 +120,8 @@ Status claim(FakeRank* rank, std::vector<unsigned long long> streams, uint64_t f
 
 TEST(LocalClique, AStreamHoldingAPeersKernelOfACallNotYetLaunchedIsRefused) {
   FakeRank first(0), second(1);
-  joinLocalClique(13, 0, &first);
-  joinLocalClique(13, 0, &second);
+  joinLocalClique(13, 0, 2, &first);
+  joinLocalClique(13, 0, 2, &second);
   ASSERT_TRUE(claim(&first, {100, 101}, 0).isOk());
   const Status refused = claim(&second, {102, 101}, 0);
   EXPECT_EQ(refused.code(), StatusCode::kInvalidUsage);
@@ -150,10 +151,10 @@ TEST(LocalClique, AStreamHoldingAPeersKernelOfACallNotYetLaunchedIsRefused) {
 
 TEST(LocalClique, StreamsAreClaimedWithinOneCliqueOnOneGpu) {
   FakeRank rank(0), otherGpu(1), otherClique(1), left(2);
-  joinLocalClique(15, 0, &rank);
-  joinLocalClique(15, 1, &otherGpu);
-  joinLocalClique(16, 0, &otherClique);
-  joinLocalClique(15, 0, &left);
+  joinLocalClique(15, 0, 3, &rank);
+  joinLocalClique(15, 1, 3, &otherGpu);
+  joinLocalClique(16, 0, 1, &otherClique);
+  joinLocalClique(15, 0, 3, &left);
   ASSERT_TRUE(claim(&left, {200}, 0).isOk());
   leaveLocalClique(&left);
   EXPECT_TRUE(claim(&otherGpu, {200}, 0).isOk());
