@@ -167,8 +167,11 @@ WEFT_API ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* de
   };
   // The ranks' GPUs are in use before any rank's init looks, as NCCL selects each (setup_at_init.h:
   // ranks of one process whose GPUs are in use make their GPU connections at init, so that no
-  // rank makes them at a first call while a peer's kernel waits for it).
-  for (int rank = 0; rank < ndev; ++rank) weft::device::useDevice(deviceOf(rank));
+  // rank makes them at a first call while a peer's kernel waits for it): where the caller named
+  // them, or the process uses CUDA already. A host-memory program starts no CUDA here.
+  if (devlist != nullptr || weft::device::anyDeviceInUse()) {
+    for (int rank = 0; rank < ndev; ++rank) weft::device::useDevice(deviceOf(rank));
+  }
   ncclGroupStart();
   for (int rank = 0; rank < ndev; ++rank) {
     result = initRank(&comms[rank], ndev, id, rank, nullptr, "ncclCommInitAll", deviceOf(rank));

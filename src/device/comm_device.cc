@@ -304,8 +304,12 @@ CommDevice::~CommDevice() {
   // no communicator of threads remains (local_clique.h). Across hosts its connections include
   // network proxies, which must go with the communicator: its memory is freed at once, even where
   // another communicator's kernels wait for a launch of a thread that this free holds back.
-  if (oneHost_) freeWhenCliqueHasLeft(comm_.cliqueId(), std::move(leftovers));
-  else leftovers.reset();
+  if (oneHost_) {
+    freeWhenCliqueHasLeft(comm_.cliqueId(), std::move(leftovers));
+  } else {
+    leftovers.reset();
+    freeKeptLeftovers();
+  }
   if (setupStream_ != nullptr) (void)cudaStreamDestroy(setupStream_);
   if (streamJoinMark_ != nullptr) (void)cudaEventDestroy(streamJoinMark_);
   if (lastLaunch_ != nullptr) (void)cudaEventDestroy(lastLaunch_);  // last: a proxy's abort() queries it

@@ -65,32 +65,49 @@ void leaveLocalClique(LocalCliqueMember* member) {
                 entries.end());
 }
 
+namespace {
+
+// Takes out of `waiting` the leftovers that may be freed now: all those whose clique has no rank
+// registered, unless a registered rank's communicator has two or more ranks here. Under the lock.
+std::vector<std::unique_ptr<LocalCliqueLeftovers>> takeFreeable(std::vector<Kept>& waiting) {
+  const std::vector<Entry>& entries = registry();
+  std::vector<std::unique_ptr<LocalCliqueLeftovers>> freeable;
+  if (std::any_of(entries.begin(), entries.end(), [](const Entry& e) { return e.ranksHere > 1; })) return freeable;
+  for (Kept& entry : waiting) {
+    const bool cliqueStays = std::any_of(entries.begin(), entries.end(),
+                                         [&entry](const Entry& e) { return e.cliqueId == entry.cliqueId; });
+    if (!cliqueStays) freeable.push_back(std::move(entry.leftovers));
+  }
+  waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [](const Kept& e) { return e.leftovers == nullptr; }),
+                waiting.end());
+  return freeable;
+}
+
+}  // namespace
+
 void freeWhenCliqueHasLeft(uint64_t cliqueId, std::unique_ptr<LocalCliqueLeftovers> leftovers) {
   std::vector<std::unique_ptr<LocalCliqueLeftovers>> freed;
   {
     std::lock_guard<std::mutex> lock(registryMutex);
-    const std::vector<Entry>& entries = registry();
-    const bool threadsStay =
-        std::any_of(entries.begin(), entries.end(), [](const Entry& e) { return e.ranksHere > 1; });
     std::vector<Kept>& waiting = kept();
     waiting.push_back({cliqueId, std::move(leftovers)});
-    if (threadsStay) {
-      if (waiting.size() >= kKeptWarning && (waiting.size() & (waiting.size() - 1)) == 0) {
-        WEFT_WARN("the GPU memory of %zu destroyed ranks is kept while a communicator with ranks that are threads of "
-                  "this process lasts: freeing it could wait for ever for that communicator's kernels",
-                  waiting.size());
-      }
-      return;
+    freed = takeFreeable(waiting);
+    if (waiting.size() >= kKeptWarning && (waiting.size() & (waiting.size() - 1)) == 0) {
+      WEFT_WARN("the GPU memory of %zu destroyed ranks is kept while a communicator with ranks that are threads of "
+                "this process lasts: freeing it could wait for ever for that communicator's kernels",
+                waiting.size());
     }
-    for (Kept& entry : waiting) {
-      const bool cliqueStays = std::any_of(entries.begin(), entries.end(),
-                                           [&entry](const Entry& e) { return e.cliqueId == entry.cliqueId; });
-      if (!cliqueStays) freed.push_back(std::move(entry.leftovers));
-    }
-    waiting.erase(std::remove_if(waiting.begin(), waiting.end(), [](const Kept& e) { return e.leftovers == nullptr; }),
-                  waiting.end());
   }
   freed.clear();  // the frees wait for the GPU: not under the lock
+}
+
+void freeKeptLeftovers() {
+  std::vector<std::unique_ptr<LocalCliqueLeftovers>> freed;
+  {
+    std::lock_guard<std::mutex> lock(registryMutex);
+    freed = takeFreeable(kept());
+  }
+  freed.clear();  // not under the lock
 }
 
 Status claimStreams(LocalCliqueMember* member, const LaunchStreams& launch) {

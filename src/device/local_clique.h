@@ -59,6 +59,10 @@ void leaveLocalClique(LocalCliqueMember* member);
 /// on). Frees outside the registry's lock.
 void freeWhenCliqueHasLeft(uint64_t cliqueId, std::unique_ptr<LocalCliqueLeftovers> leftovers);
 
+/// Frees what freeWhenCliqueHasLeft kept and may now free: for a rank that left and frees its own
+/// memory at once (a communicator across hosts), which may have been the last to hold it.
+void freeKeptLeftovers();
+
 /// The streams of a launch that a rank is about to enqueue, and the collective calls of its
 /// communicator that the launch holds: numbers firstCall to firstCall + calls - 1, counted alike on
 /// every rank (a launch of Send/Recv alone holds firstCall, the number of its next collective).

@@ -47,36 +47,40 @@ TEST(LocalClique, ARankThatLeftIsNotReached) {
   leaveLocalClique(&aborted);
 }
 
+// The names of freed leftovers, in order. Shared with the leftovers: the registry is the
+// process's, so one that a failed test left kept may be freed by a later test.
+using FreedList = std::shared_ptr<std::vector<std::string>>;
+
 // Leftovers that say when they are freed.
 struct FakeLeftovers : LocalCliqueLeftovers {
-  explicit FakeLeftovers(std::vector<std::string>* freed, std::string name) : freed(freed), name(std::move(name)) {}
+  FakeLeftovers(FreedList freed, std::string name) : freed(std::move(freed)), name(std::move(name)) {}
   ~FakeLeftovers() override { freed->push_back(name); }
-  std::vector<std::string>* freed;
+  FreedList freed;
   std::string name;
 };
 
 TEST(LocalClique, MemoryOfARankThatLeftStaysUntilItsCliqueHasLeftOnEveryGpu) {
-  std::vector<std::string> freed;
+  auto freed = std::make_shared<std::vector<std::string>>();
   FakeRank first, second, otherGpu;
   joinLocalClique(11, 0, 3, &first);
   joinLocalClique(11, 0, 3, &second);
   joinLocalClique(11, 1, 3, &otherGpu);
   leaveLocalClique(&first);
-  freeWhenCliqueHasLeft(11, std::make_unique<FakeLeftovers>(&freed, "first"));
+  freeWhenCliqueHasLeft(11, std::make_unique<FakeLeftovers>(freed, "first"));
   leaveLocalClique(&second);
-  freeWhenCliqueHasLeft(11, std::make_unique<FakeLeftovers>(&freed, "second"));
-  EXPECT_TRUE(freed.empty());  // a rank on the other GPU may still run kernels, and the page tables' lock is shared
+  freeWhenCliqueHasLeft(11, std::make_unique<FakeLeftovers>(freed, "second"));
+  EXPECT_TRUE(freed->empty());  // a rank on the other GPU may still run kernels, and the page tables' lock is shared
   leaveLocalClique(&otherGpu);
-  freeWhenCliqueHasLeft(11, std::make_unique<FakeLeftovers>(&freed, "other GPU"));
-  EXPECT_EQ(freed, (std::vector<std::string>{"first", "second", "other GPU"}));
+  freeWhenCliqueHasLeft(11, std::make_unique<FakeLeftovers>(freed, "other GPU"));
+  EXPECT_EQ(*freed, (std::vector<std::string>{"first", "second", "other GPU"}));
 }
 
 TEST(LocalClique, MemoryOfTheLastRankOfItsCliqueIsFreedAtOnce) {
-  std::vector<std::string> freed;
+  auto freed = std::make_shared<std::vector<std::string>>();
   FakeRank otherClique;
   joinLocalClique(13, 0, 1, &otherClique);
-  freeWhenCliqueHasLeft(12, std::make_unique<FakeLeftovers>(&freed, "alone"));  // 13: one rank here, no threads
-  EXPECT_EQ(freed, std::vector<std::string>{"alone"});
+  freeWhenCliqueHasLeft(12, std::make_unique<FakeLeftovers>(freed, "alone"));  // 13: one rank here, no threads
+  EXPECT_EQ(*freed, std::vector<std::string>{"alone"});
   leaveLocalClique(&otherClique);
 }
 
@@ -84,33 +88,49 @@ TEST(LocalClique, MemoryOfTheLastRankOfItsCliqueIsFreedAtOnce) {
 // a free would wait for the parent's kernels, which may wait for this thread's next launch. The
 // split's memory waits for the parent's last rank here, whose own leftovers then take it along.
 TEST(LocalClique, MemoryWaitsWhileACliqueOfThreadsStays) {
-  std::vector<std::string> freed;
+  auto freed = std::make_shared<std::vector<std::string>>();
   FakeRank parent0, parent1, split;
   joinLocalClique(21, 0, 2, &parent0);
   joinLocalClique(21, 0, 2, &parent1);
   joinLocalClique(22, 0, 1, &split);
   leaveLocalClique(&split);
-  freeWhenCliqueHasLeft(22, std::make_unique<FakeLeftovers>(&freed, "split"));
-  EXPECT_TRUE(freed.empty());
+  freeWhenCliqueHasLeft(22, std::make_unique<FakeLeftovers>(freed, "split"));
+  EXPECT_TRUE(freed->empty());
   leaveLocalClique(&parent0);
-  freeWhenCliqueHasLeft(21, std::make_unique<FakeLeftovers>(&freed, "parent 0"));
-  EXPECT_TRUE(freed.empty());
+  freeWhenCliqueHasLeft(21, std::make_unique<FakeLeftovers>(freed, "parent 0"));
+  EXPECT_TRUE(freed->empty());
   leaveLocalClique(&parent1);
-  freeWhenCliqueHasLeft(21, std::make_unique<FakeLeftovers>(&freed, "parent 1"));
-  EXPECT_EQ(freed, (std::vector<std::string>{"split", "parent 0", "parent 1"}));
+  freeWhenCliqueHasLeft(21, std::make_unique<FakeLeftovers>(freed, "parent 1"));
+  EXPECT_EQ(*freed, (std::vector<std::string>{"split", "parent 0", "parent 1"}));
 }
 
 // A communicator whose other rank here is still in init (not yet registered) counts as one of
 // threads: its registered rank's kernel may already wait for the other's first launch.
 TEST(LocalClique, ACommunicatorOfThreadsStillInInitHoldsOthersMemory) {
-  std::vector<std::string> freed;
+  auto freed = std::make_shared<std::vector<std::string>>();
   FakeRank early;
   joinLocalClique(25, 0, 2, &early);
-  freeWhenCliqueHasLeft(26, std::make_unique<FakeLeftovers>(&freed, "other"));
-  EXPECT_TRUE(freed.empty());
+  freeWhenCliqueHasLeft(26, std::make_unique<FakeLeftovers>(freed, "other"));
+  EXPECT_TRUE(freed->empty());
   leaveLocalClique(&early);
-  freeWhenCliqueHasLeft(25, std::make_unique<FakeLeftovers>(&freed, "early"));
-  EXPECT_EQ(freed, (std::vector<std::string>{"other", "early"}));
+  freeWhenCliqueHasLeft(25, std::make_unique<FakeLeftovers>(freed, "early"));
+  EXPECT_EQ(*freed, (std::vector<std::string>{"other", "early"}));
+}
+
+// The last communicator of threads here spans hosts: its ranks free their own memory at once, and
+// then what was kept for it.
+TEST(LocalClique, KeptMemoryIsFreedOnceTheLastCommunicatorOfThreadsLeavesWithoutHandingAnyOver) {
+  auto freed = std::make_shared<std::vector<std::string>>();
+  FakeRank world0, world1;
+  joinLocalClique(27, 0, 2, &world0);
+  joinLocalClique(27, 1, 2, &world1);
+  freeWhenCliqueHasLeft(28, std::make_unique<FakeLeftovers>(freed, "split"));
+  leaveLocalClique(&world0);
+  freeKeptLeftovers();
+  EXPECT_TRUE(freed->empty());  // world 1 stays
+  leaveLocalClique(&world1);
+  freeKeptLeftovers();
+  EXPECT_EQ(*freed, std::vector<std::string>{"split"});
 }
 
 // A launch on `streams` holding `calls` collectives from number `firstCall` on.
