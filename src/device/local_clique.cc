@@ -35,10 +35,11 @@ std::vector<Entry>& registry() {
   static std::vector<Entry>* entries = new std::vector<Entry>();  // outlives static destructors
   return *entries;
 }
+constexpr size_t kKeptWarning = 32;  // ranks' leftovers kept at once that first earn a warning
+
 // Leftovers of ranks that left while others of their clique, or a clique of threads, were
 // registered. Never destroyed itself: a process that exits with communicators alive frees nothing
 // of theirs either.
-constexpr size_t kKeptWarning = 32;  // ranks' leftovers kept at once that first earn a warning
 std::vector<Kept>& kept() {
   static std::vector<Kept>* leftovers = new std::vector<Kept>();
   return *leftovers;

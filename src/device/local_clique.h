@@ -54,9 +54,9 @@ void leaveLocalClique(LocalCliqueMember* member);
 /// the GPU and holds back the launches of other threads meanwhile, so it could wait for ever for
 /// a kernel of threads' ranks whose peer's launch it holds back (a split destroyed on one thread
 /// while the parent's kernels of the other threads wait for this one's). Until then keeps them,
-/// and frees them with the first leftovers handed over afterwards; what is kept grows without
-/// bound while such a communicator lasts (a warning says so at every doubling from 32 ranks' worth
-/// on). Frees outside the registry's lock.
+/// and frees them with the first leftovers handed over afterwards (or at freeKeptLeftovers);
+/// what is kept grows without bound while such a communicator lasts (a warning says so at every
+/// doubling from 32 ranks' worth on). Frees outside the registry's lock.
 void freeWhenCliqueHasLeft(uint64_t cliqueId, std::unique_ptr<LocalCliqueLeftovers> leftovers);
 
 /// Frees what freeWhenCliqueHasLeft kept and may now free: for a rank that left and frees its own
