@@ -59,19 +59,27 @@ struct FakeLeftovers : LocalCliqueLeftovers {
   std::string name;
 };
 
+// Hands leftovers named `name` of a rank of clique `cliqueId` to the registry.
+void handOver(uint64_t cliqueId, const FreedList& freed, const char* name) {
+  freeWhenCliqueHasLeft(cliqueId, std::make_unique<FakeLeftovers>(freed, name));
+}
+
+// `rank` of clique `cliqueId` leaves, handing over leftovers named `name`, as a destroyed rank does.
+void leaveAndHandOver(FakeRank* rank, uint64_t cliqueId, const FreedList& freed, const char* name) {
+  leaveLocalClique(rank);
+  handOver(cliqueId, freed, name);
+}
+
 TEST(LocalClique, MemoryOfARankThatLeftStaysUntilItsCliqueHasLeftOnEveryGpu) {
   auto freed = std::make_shared<std::vector<std::string>>();
   FakeRank first, second, otherGpu;
   joinLocalClique(11, 0, 3, &first);
   joinLocalClique(11, 0, 3, &second);
   joinLocalClique(11, 1, 3, &otherGpu);
-  leaveLocalClique(&first);
-  freeWhenCliqueHasLeft(11, std::make_unique<FakeLeftovers>(freed, "first"));
-  leaveLocalClique(&second);
-  freeWhenCliqueHasLeft(11, std::make_unique<FakeLeftovers>(freed, "second"));
-  EXPECT_TRUE(freed->empty());  // a rank on the other GPU may still run kernels, and the page tables' lock is shared
-  leaveLocalClique(&otherGpu);
-  freeWhenCliqueHasLeft(11, std::make_unique<FakeLeftovers>(freed, "other GPU"));
+  leaveAndHandOver(&first, 11, freed, "first");
+  leaveAndHandOver(&second, 11, freed, "second");
+  EXPECT_TRUE(freed->empty());  // the other GPU's rank may still run kernels; the page tables' lock is shared
+  leaveAndHandOver(&otherGpu, 11, freed, "other GPU");
   EXPECT_EQ(*freed, (std::vector<std::string>{"first", "second", "other GPU"}));
 }
 
@@ -79,7 +87,7 @@ TEST(LocalClique, MemoryOfTheLastRankOfItsCliqueIsFreedAtOnce) {
   auto freed = std::make_shared<std::vector<std::string>>();
   FakeRank otherClique;
   joinLocalClique(13, 0, 1, &otherClique);
-  freeWhenCliqueHasLeft(12, std::make_unique<FakeLeftovers>(freed, "alone"));  // 13: one rank here, no threads
+  handOver(12, freed, "alone");  // 13: one rank here, no threads
   EXPECT_EQ(*freed, std::vector<std::string>{"alone"});
   leaveLocalClique(&otherClique);
 }
@@ -93,14 +101,11 @@ TEST(LocalClique, MemoryWaitsWhileACliqueOfThreadsStays) {
   joinLocalClique(21, 0, 2, &parent0);
   joinLocalClique(21, 0, 2, &parent1);
   joinLocalClique(22, 0, 1, &split);
-  leaveLocalClique(&split);
-  freeWhenCliqueHasLeft(22, std::make_unique<FakeLeftovers>(freed, "split"));
+  leaveAndHandOver(&split, 22, freed, "split");
   EXPECT_TRUE(freed->empty());
-  leaveLocalClique(&parent0);
-  freeWhenCliqueHasLeft(21, std::make_unique<FakeLeftovers>(freed, "parent 0"));
+  leaveAndHandOver(&parent0, 21, freed, "parent 0");
   EXPECT_TRUE(freed->empty());
-  leaveLocalClique(&parent1);
-  freeWhenCliqueHasLeft(21, std::make_unique<FakeLeftovers>(freed, "parent 1"));
+  leaveAndHandOver(&parent1, 21, freed, "parent 1");
   EXPECT_EQ(*freed, (std::vector<std::string>{"split", "parent 0", "parent 1"}));
 }
 
@@ -110,10 +115,9 @@ TEST(LocalClique, ACommunicatorOfThreadsStillInInitHoldsOthersMemory) {
   auto freed = std::make_shared<std::vector<std::string>>();
   FakeRank early;
   joinLocalClique(25, 0, 2, &early);
-  freeWhenCliqueHasLeft(26, std::make_unique<FakeLeftovers>(freed, "other"));
+  handOver(26, freed, "other");
   EXPECT_TRUE(freed->empty());
-  leaveLocalClique(&early);
-  freeWhenCliqueHasLeft(25, std::make_unique<FakeLeftovers>(freed, "early"));
+  leaveAndHandOver(&early, 25, freed, "early");
   EXPECT_EQ(*freed, (std::vector<std::string>{"other", "early"}));
 }
 
@@ -124,7 +128,7 @@ TEST(LocalClique, KeptMemoryIsFreedOnceTheLastCommunicatorOfThreadsLeavesWithout
   FakeRank world0, world1;
   joinLocalClique(27, 0, 2, &world0);
   joinLocalClique(27, 1, 2, &world1);
-  freeWhenCliqueHasLeft(28, std::make_unique<FakeLeftovers>(freed, "split"));
+  handOver(28, freed, "split");
   leaveLocalClique(&world0);
   freeKeptLeftovers();
   EXPECT_TRUE(freed->empty());  // world 1 stays
