@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <map>
 #include <thread>
+#include <utility>
 
 #include "src/core/communicator.h"
 #include "src/core/op_tuning.h"
+#include "src/core/stream_turns.h"
 #include "src/device/gpu_runtime.h"
 #include "src/exec/launch.h"
 
@@ -14,8 +16,9 @@ namespace {
 
 /// Runs the inits (on threads of their own when there are several: they wait on each other's
 /// ranks; jobs that share a serial key run in order on one thread), then the operations on this
-/// thread. Returns the first failure.
-Status runLaunch(std::vector<Group::InitJob>& inits, std::span<const Op> ops) {
+/// thread, in `turns` on their streams (passed by the time it returns). Returns the first failure.
+Status runLaunch(std::vector<Group::InitJob>& inits, std::span<const Op> ops, LaunchTurns turns) {
+  if (!inits.empty()) turns.settingUp();  // inits wait for their peers
   std::vector<Status> results(inits.size());
   // Each lane is a list of jobs run in order on one thread.
   std::vector<std::vector<size_t>> lanes;
@@ -39,7 +42,7 @@ Status runLaunch(std::vector<Group::InitJob>& inits, std::span<const Op> ops) {
   }
   for (const Status& result : results) WEFT_RETURN_IF_ERROR(result);
   if (ops.empty()) return Status::ok();
-  return exec::launchOps(ops);
+  return exec::launchOps(ops, std::move(turns));
 }
 
 /// Starts the launch on a background thread. Its communicators are marked busy until it ends; the
@@ -70,8 +73,11 @@ Status launchInBackground(std::vector<Group::InitJob> inits, std::vector<Op> ops
     comm->waitForBackground();
     comm->beginBackground();
   }
-  std::thread([inits = std::move(inits), ops = std::move(ops), comms, opComms]() mutable {
-    const Status status = runLaunch(inits, ops);
+  // Taken here, on the calling thread: its later launches on these streams, in the background or
+  // not, enqueue after this one.
+  LaunchTurns turns = LaunchTurns::take(ops);
+  std::thread([inits = std::move(inits), ops = std::move(ops), comms, opComms, turns = std::move(turns)]() mutable {
+    const Status status = runLaunch(inits, ops, std::move(turns));
     if (!status.isOk()) {
       for (size_t c = 0; c < opComms; ++c) comms[c]->setAsyncError(status);
     }
@@ -101,7 +107,7 @@ Status Group::submit(const Op& op) {
   if (anyNonblocking(one)) return launchInBackground({}, {op});
   // A blocking call on a communicator with nonblocking work still running waits for it first.
   op.comm->waitForBackground();
-  return exec::launchOps(one);
+  return exec::launchOps(one, LaunchTurns::take(one));
 }
 
 Status Group::submitInit(InitJob job, bool blocking) {
@@ -159,7 +165,7 @@ Status Group::launch() {
   for (const InitJob& init : inits_) {
     if (init.uses != nullptr) init.uses->waitForBackground();
   }
-  return runLaunch(inits_, ops_);
+  return runLaunch(inits_, ops_, LaunchTurns::take(ops_));
 }
 
 }  // namespace weft::core

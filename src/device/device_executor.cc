@@ -650,8 +650,8 @@ void endKernelsLeftWaiting(std::span<const core::Op> ops, std::span<core::Commun
   }
 }
 
-// Where init made every connection a call can need (ranks that are threads of one process:
-// setup_at_init.h), one made at a call allocates and waits for the GPU while a peer's kernel may
+// Where init made every connection a call can need (ranks of one host, some of them threads of one
+// process: setup_at_init.h), one made at a call allocates and waits for the GPU while a peer's kernel may
 // wait for this rank. Said once per process, for hang reports.
 void warnOfConnectionsInitMissed(const core::Op& op, const CommDevice& device) {
   if (!device.connectedAtInit()) return;
@@ -674,9 +674,24 @@ void recordLaunches(std::span<const core::Op> ops) {
   }
 }
 
+// Waits for `turns` while none of `comms` is aborted or has lost a peer. Without WEFT_TIMEOUT: what
+// it waits for only enqueues, and may wait as long as a kernel runs for a tables buffer.
+Status awaitTurns(core::LaunchTurns& turns, std::span<core::Communicator* const> comms) {
+  if (turns.empty()) return Status::ok();
+  WaitContext context = withoutTimeout(comms.front()->waitContext());
+  context.what = "an earlier launch of this thread on the same stream";
+  context.check = [comms]() -> Status {
+    for (const core::Communicator* comm : comms) {
+      if (comm->waitContext().check) WEFT_RETURN_IF_ERROR(comm->waitContext().check());
+    }
+    return Status::ok();
+  };
+  return turns.await(context);
+}
+
 }  // namespace
 
-Status enqueueOnStreams(std::span<const core::Op> ops) {
+Status enqueueOnStreams(std::span<const core::Op> ops, core::LaunchTurns& turns) {
   // The communicators and their GPU resources (null until made), those of one clique together (as
   // NCCL joins a group's communicators), cliques in the order of their ids, which every rank knows
   // alike: a group of P's rank 0, S's rank 1, S's rank 0, P's rank 1 would otherwise queue S's
@@ -715,6 +730,7 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     algorithms::Algorithm algorithm = algorithms::Algorithm::kRing;
     if (algorithms::governedByAlgo(op.collective)) WEFT_RETURN_IF_ERROR(chooseAlgorithm(op, &algorithm));
     nvlsOps[i] = algorithm == algorithms::Algorithm::kNvls;
+    if (op.comm->madeDeviceResources() == nullptr) turns.settingUp();  // allocations at a first call
     WEFT_RETURN_IF_ERROR(commDevice(*op.comm, &devices[i]));
     commDevices[std::find(comms.begin(), comms.end(), op.comm) - comms.begin()] = devices[i];
     if (nvlsOps[i] || runsDirect(op, *devices[i])) return Status::ok();  // no program, no connections
@@ -736,9 +752,15 @@ Status enqueueOnStreams(std::span<const core::Op> ops) {
     Status connected = exec::connectPrograms(
         ops, programs,
         [&](const core::Op& op) -> core::ConnectionTable& { return devices[&op - ops.data()]->connections(); },
-        [&](const core::Op& op) { warnOfConnectionsInitMissed(op, *devices[&op - ops.data()]); });
+        [&](const core::Op& op) {
+          turns.settingUp();  // connecting waits for the peers
+          warnOfConnectionsInitMissed(op, *devices[&op - ops.data()]);
+        });
     if (!connected.isOk()) return failBeforeKernels(connected);
   }
+  // This thread's earlier launches on these streams first, but those setting up
+  // (core/stream_turns.h).
+  if (Status turn = awaitTurns(turns, comms); !turn.isOk()) return failBeforeKernels(turn);
   // Per communicator, in the order above: its Send/Recv in one kernel, then each
   // collective in a kernel of its own. As in NCCL, where its ops were given several streams, its
   // kernels start after the earlier work of them all, and the later work of each waits for its

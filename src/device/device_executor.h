@@ -9,6 +9,7 @@
 
 #include "src/base/status.h"
 #include "src/core/op.h"
+#include "src/core/stream_turns.h"
 
 namespace weft::device {
 
@@ -17,8 +18,10 @@ namespace weft::device {
 /// sends and receives cannot deadlock), then one kernel per collective in call order; a
 /// communicator's kernels run in call order whatever streams they are given, and a launch whose
 /// operations name several streams joins them. Connections not set up yet are made first, which
-/// waits for the peers to do their half (as on the host path). Fails with kInvalidUsage, before
-/// anything is enqueued, when two ranks of one communicator use the same stream in this launch.
-Status enqueueOnStreams(std::span<const core::Op> ops);
+/// waits for the peers to do their half (as on the host path); then it awaits `turns` (taken for
+/// `ops` on the thread that made the launch: core/stream_turns.h) before it puts anything on its
+/// streams. Fails with kInvalidUsage, before anything is enqueued, when two ranks of one
+/// communicator use the same stream in this launch.
+Status enqueueOnStreams(std::span<const core::Op> ops, core::LaunchTurns& turns);
 
 }  // namespace weft::device

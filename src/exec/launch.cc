@@ -12,10 +12,11 @@
 
 namespace weft::exec {
 
-Status launchOps(std::span<const core::Op> ops) {
+Status launchOps(std::span<const core::Op> ops, core::LaunchTurns turns) {
   HostExecutor& host = threadHostExecutor();
   LaunchCheck check(ops);
   if (!check.exchangeOps().empty()) {
+    turns.settingUp();  // the comparison waits for the peers
     WEFT_RETURN_IF_ERROR(host.run(check.exchangeOps()));
     WEFT_RETURN_IF_ERROR(check.compare());
   }
@@ -30,14 +31,17 @@ Status launchOps(std::span<const core::Op> ops) {
   // tables buffer): inside the call, so that ncclCommAbort from another thread waits for it to
   // leave before the communicator is freed.
   for (const core::Op& op : deviceOps) op.comm->enterCall();
-  Status status = device::enqueueOnStreams(deviceOps);
+  Status status = device::enqueueOnStreams(deviceOps, turns);
   for (const core::Op& op : deviceOps) op.comm->exitCall();
+  // Before the host work, which may wait for peers that this thread's later launches drive.
+  turns.pass();
   if (!status.isOk() && status.code() != StatusCode::kInvalidArgument && status.code() != StatusCode::kInvalidUsage) {
     for (const core::Op& op : deviceOps) op.comm->setAsyncError(status);
   }
   WEFT_RETURN_IF_ERROR(status);
   return hostOps.empty() ? Status::ok() : host.run(hostOps);
 #else
+  (void)turns;
   return internalError("an operation on GPU buffers reached a build without the GPU path");
 #endif
 }
