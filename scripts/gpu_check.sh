@@ -269,8 +269,9 @@ run() {
       esac
     fi
 
-    # GpuLostPeer forks ranks that use CUDA: it runs with the processes tests (step 6).
-    suite "2. GPU suite, ranks as threads" "$out/threads.log" '-*processes*:GpuLostPeer.*' 80
+    # GpuLostPeer and GpuMixedPlacement fork ranks that use CUDA: they run with the processes tests
+    # (step 6).
+    suite "2. GPU suite, ranks as threads" "$out/threads.log" '-*processes*:GpuLostPeer.*:GpuMixedPlacement.*' 80
     step_signal=USR1 WEFT_GPU_DIRECT=1 step "3. allreduce speed on one GPU, direct kernel" 20 "${lib_env[@]}" \
       "$bundle/gpu_allreduce_bench" --ranks 1,2,3,4 --max-bytes 1G --iters 20
 
@@ -314,7 +315,7 @@ run() {
       fi
     fi
 
-    local processes='*processes*:GpuLostPeer.*'
+    local processes='*processes*:GpuLostPeer.*:GpuMixedPlacement.*'
     [ "$ipc" = yes ] || processes='*2ranks_processes*hosts:GpuLostPeer.ALostHost*'
     # Every second left but those of steps 7 and 8 (each test forks ranks that start CUDA).
     suite "6. GPU suite, ranks as processes" "$out/processes.log" "$processes" $((deadline - SECONDS - 45))

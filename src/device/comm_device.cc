@@ -542,11 +542,20 @@ Status commDevice(core::Communicator& comm, CommDevice** out) {
 }
 
 Status setUpGpuAtInit(core::Communicator& comm) {
-  // Where a call on GPU buffers would fail anyway, its failure stays the call's, not init's. Every
-  // rank is a thread of this process, so every rank reaches the same answer.
+  // Where a call on GPU buffers would fail anyway, its failure stays the call's, not init's. Threads
+  // of one process reach the same answer; ranks of several processes may not (their NCCL_P2P_*
+  // settings and visible GPUs may differ), and one that connected alone would wait for ever, so
+  // they go on only if every rank can.
   const PeerInfo& self = comm.peer(comm.rank());
-  if (!core::checkGpuPeerAccess(comm.peers()).isOk() || !checkGpusReachEachOther(comm.peers(), self).isOk()) {
-    return Status::ok();
+  const bool usable =
+      core::checkGpuPeerAccess(comm.peers()).isOk() && checkGpusReachEachOther(comm.peers(), self).isOk();
+  if (allOneProcess(comm.peers())) {
+    if (!usable) return Status::ok();
+  } else {
+    std::vector<uint8_t> usableAt(static_cast<size_t>(comm.nranks()), 0);
+    usableAt[static_cast<size_t>(comm.rank())] = usable ? 1 : 0;
+    WEFT_RETURN_IF_ERROR(comm.bootstrap().allGather(usableAt.data(), 1));
+    if (std::find(usableAt.begin(), usableAt.end(), 0) != usableAt.end()) return Status::ok();
   }
   RelaxedCapture relaxed;  // another thread may be capturing a graph: this setup is not part of it
   CommDevice* device = nullptr;
@@ -564,7 +573,7 @@ Status setUpGpuAtInit(core::Communicator& comm) {
   WEFT_RETURN_IF_ERROR(connections.finishConnect());
   device->connectedAtInit_ = true;
   WEFT_INFO(log::kInit, "rank %d: GPU resources and the connections of %zu GPU rings and to every peer made at "
-            "init: the ranks are threads of one process", comm.rank(), comm.gpuRings().size());
+            "init: some ranks of this host are threads of one process", comm.rank(), comm.gpuRings().size());
   return Status::ok();
 }
 

@@ -7,9 +7,23 @@ namespace weft::device {
 bool setsUpGpuAtInit(const std::vector<PeerInfo>& peers) {
   if (peers.size() < 2) return false;
   const PeerInfo& first = peers.front();
-  return std::all_of(peers.begin(), peers.end(), [&first](const PeerInfo& peer) {
-    return peer.sameProcess(first) && peer.cudaDevice >= 0 && peer.gpuInUse != 0;
+  const bool gpusInUseOnOneHost = std::all_of(peers.begin(), peers.end(), [&first](const PeerInfo& peer) {
+    return peer.sameHost(first) && peer.cudaDevice >= 0 && peer.gpuInUse != 0;
   });
+  return gpusInUseOnOneHost && someRanksShareAProcess(peers);
+}
+
+bool someRanksShareAProcess(const std::vector<PeerInfo>& peers) {
+  for (size_t a = 0; a < peers.size(); ++a) {
+    for (size_t b = a + 1; b < peers.size(); ++b) {
+      if (peers[a].sameProcess(peers[b])) return true;
+    }
+  }
+  return false;
+}
+
+bool allOneProcess(const std::vector<PeerInfo>& peers) {
+  return std::all_of(peers.begin(), peers.end(), [&peers](const PeerInfo& peer) { return peer.sameProcess(peers[0]); });
 }
 
 #if !WEFT_CUDA

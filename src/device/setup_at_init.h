@@ -9,8 +9,10 @@
 // different streams issued before and after them from running at once: a peer's kernel enqueued
 // after such a call may wait for one enqueued before it, which waits for the peer. Made at init,
 // before the barrier that ends it, no rank's first kernel runs while a peer of its process still
-// allocates for its own. (Ranks in processes of their own keep NCCL's
-// default: resources and connections are made at the first call that needs them.)
+// allocates for its own. So it is wherever two ranks of one host are threads of one process, the
+// others being threads or processes of that host (ranks across hosts, whose connections include
+// network proxies, and ranks each in a process of its own keep NCCL's default: resources and
+// connections are made at the first call that needs them).
 
 #include <vector>
 
@@ -24,18 +26,25 @@ class Communicator;
 namespace weft::device {
 
 /// Whether a communicator with `peers` (the same on every rank, so every rank agrees) makes its GPU
-/// resources at init: two or more ranks, all threads of one process, each with a CUDA device that
-/// the process already used when the communicator was made (init makes no CUDA context that a
-/// host-memory program would not have made).
+/// resources at init: every rank on one host, two or more of them threads of one process, each
+/// with a CUDA device that its process already used when the communicator was made (init makes no
+/// CUDA context that a host-memory program would not have made).
 bool setsUpGpuAtInit(const std::vector<PeerInfo>& peers);
+
+/// Whether two of `peers` are threads of one process.
+bool someRanksShareAProcess(const std::vector<PeerInfo>& peers);
+
+/// Whether every one of `peers` (at least one) is a thread of one process.
+bool allOneProcess(const std::vector<PeerInfo>& peers);
 
 /// Makes `comm`'s GPU resources (comm_device.h: the abort flag, the tables' pinned buffers) and
 /// every GPU connection a call may need, while every other rank of the communicator does the same:
 /// its GPU rings', and to and from each peer those of all-to-all, gather, scatter and Send/Recv
 /// (core::directPairRequests: at most 2n - 1 receiving ends beyond the rings').
 /// Makes nothing where NCCL_P2P_DISABLE or NCCL_P2P_LEVEL forbid its GPUs to talk, or two of its
-/// GPUs cannot reach each other's memory: its calls on GPU buffers fail, saying why, as they would
-/// otherwise. Fails (and so does the communicator's init, as NCCL's does) where an allocation
+/// GPUs cannot reach each other's memory, as any rank sees it (ranks in several processes agree
+/// first: their settings and visible GPUs may differ): its calls on GPU buffers fail, saying why,
+/// as they would otherwise. Fails (and so does the communicator's init, as NCCL's does) where an allocation
 /// fails. Without CUDA: nothing.
 Status setUpGpuAtInit(core::Communicator& comm);
 

@@ -28,6 +28,17 @@ TEST(SetupAtInit, ThreadsOfOneProcessWithGpusInUseSetUpAtInit) {
   EXPECT_TRUE(setsUpGpuAtInit({rankOf(10, 0, true), rankOf(10, 1, true), rankOf(10, 0, true)}));
 }
 
+TEST(SetupAtInit, ProcessesOfOneHostSetUpAtInitWhereTwoRanksShareOne) {
+  // Two processes of two threads each, and a process of two threads beside one of its own.
+  EXPECT_TRUE(setsUpGpuAtInit({rankOf(10, 0, true), rankOf(10, 0, true), rankOf(11, 0, true), rankOf(11, 0, true)}));
+  EXPECT_TRUE(setsUpGpuAtInit({rankOf(10, 0, true), rankOf(11, 1, true), rankOf(10, 0, true)}));
+  // Still every GPU in use, on one host.
+  EXPECT_FALSE(setsUpGpuAtInit({rankOf(10, 0, true), rankOf(10, 0, true), rankOf(11, 0, false)}));
+  PeerInfo otherHost = rankOf(11, 0, true);
+  otherHost.hostHash = 2;
+  EXPECT_FALSE(setsUpGpuAtInit({rankOf(10, 0, true), rankOf(10, 0, true), otherHost}));
+}
+
 TEST(SetupAtInit, OthersKeepSettingUpAtTheFirstCall) {
   // One rank has nothing to connect.
   EXPECT_FALSE(setsUpGpuAtInit({rankOf(10, 0, true)}));
