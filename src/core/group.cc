@@ -74,7 +74,7 @@ Status launchInBackground(std::vector<Group::InitJob> inits, std::vector<Op> ops
     comm->beginBackground();
   }
   // Taken here, on the calling thread: its later launches on these streams, in the background or
-  // not, enqueue after this one.
+  // not, enqueue after this one (unless it is still setting up: stream_turns.h).
   LaunchTurns turns = LaunchTurns::take(ops);
   std::thread([inits = std::move(inits), ops = std::move(ops), comms, opComms, turns = std::move(turns)]() mutable {
     const Status status = runLaunch(inits, ops, std::move(turns));

@@ -105,7 +105,10 @@ void LaunchTurns::settingUp() {
   if (turns_.empty()) return;
   Lines& all = lines();
   std::lock_guard<std::mutex> lock(all.mutex);
-  for (const Turn& turn : turns_) all.of(turn.thread, turn.stream).held[turn.number] = TurnState::kSettingUp;
+  for (const Turn& turn : turns_) {
+    TurnState& state = all.of(turn.thread, turn.stream).held[turn.number];
+    if (state == TurnState::kTaken) state = TurnState::kSettingUp;
+  }
 }
 
 Status LaunchTurns::await(const WaitContext& context) {

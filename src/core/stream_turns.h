@@ -16,11 +16,15 @@
 // may be driven by this same thread's later calls (one thread driving several ranks of a
 // nonblocking communicator), so nothing waits for a launch that says it is setting up: a later
 // launch goes ahead of it, as a call of NCCL's goes ahead of a nonblocking one still connecting
-// in the background. Every other wait ends without the calling thread: a launch that is not
-// setting up goes on to enqueue, which waits only for GPU work already enqueued.
+// in the background. A launch that is not setting up goes on to enqueue, where it may wait for
+// the GPU: for a buffer for its tables, which an earlier kernel of its communicator holds, and for
+// room in the GPU's queue. Those kernels end without the calling thread where the program keeps
+// NCCL's rule that one thread driving several ranks of a communicator calls them in one group:
+// every kernel they wait for is then enqueued already.
 //
 // Only a thread's own launches are ordered: launches of several threads on one stream have no
-// order the program gave them.
+// order the program gave them. Turns go by stream handle, so they leave alone the order CUDA
+// itself keeps between the legacy default stream and blocking streams.
 
 #include <cstdint>
 #include <span>
@@ -50,7 +54,7 @@ class LaunchTurns {
   ~LaunchTurns();
 
   /// Says that the launch is about to wait for its peers (setting up): until it awaits its turns,
-  /// the thread's later launches go ahead of it.
+  /// the thread's later launches go ahead of it. Nothing once it has awaited them.
   void settingUp();
 
   /// Called once the launch is ready to enqueue: waits, through `context` (its check ends the

@@ -21,6 +21,7 @@
 #include "tests/harness/async_state.h"
 #include "tests/harness/comm_clique.h"
 #include "tests/harness/deadline_guard.h"
+#include "tests/harness/scoped_env.h"
 
 namespace weft::gpu_tests {
 namespace {
@@ -147,12 +148,15 @@ TEST(GpuNonblocking, InitAndAGroupOfCallsSettleThroughGetAsyncError) {
 // the streams they share in the order they were made (src/core/stream_turns.h). The first (kSums
 // allreduces, more to prepare) sums, the second multiplies: the other order gives other values.
 // Whether a wrong order shows depends on timing; it may also show as kernels that wait for each
-// other until the deadline.
+// other until the deadline. It relies on nothing setting up at the call (which may be overtaken):
+// the ranks are threads of one process, so their connections are made at init, and WEFT_CHECK is
+// off.
 class GpuLaunchOrder : public ::testing::TestWithParam<bool> {};
 
 TEST_P(GpuLaunchOrder, LaunchesOfTwoCommunicatorsReachASharedStreamInCallOrder) {
   SKIP_WITHOUT_GPU();
   harness::DeadlineGuard guard(kDeadline, "two communicators sharing streams");
+  harness::ScopedEnv noCheck("WEFT_CHECK", nullptr);
   ASSERT_CUDA(cudaSetDevice(0));
   harness::CommClique summing;
   harness::CommClique multiplying;
@@ -195,6 +199,45 @@ TEST_P(GpuLaunchOrder, LaunchesOfTwoCommunicatorsReachASharedStreamInCallOrder) 
   }
   summing = harness::CommClique();  // the communicators go before their buffers
   multiplying = harness::CommClique();
+  ranks.free();
+}
+
+// A launch that waits for its peers (here WEFT_CHECK's comparison of the calls) holds up no later
+// call of its thread on its streams, though the thread drives the very peer it waits for: the
+// blocking group of the other communicator goes ahead of it, on both ranks alike (so the sums
+// agree), and returns. (NCCL would have one thread call its ranks in a group; this one does not.)
+TEST(GpuNonblocking, ALaunchWaitingForItsPeersHoldsUpNoLaterCallOfItsThread) {
+  SKIP_WITHOUT_GPU();
+  harness::DeadlineGuard guard(kDeadline, "a later call of the thread while a launch waits for its peers");
+  ASSERT_CUDA(cudaSetDevice(0));
+  harness::CommClique checked;
+  {
+    harness::ScopedEnv check("WEFT_CHECK", "1");
+    ASSERT_NO_FATAL_FAILURE(initClique(&checked));
+  }
+  harness::CommClique blocking;
+  ASSERT_NO_FATAL_FAILURE(initClique(&blocking, true));
+  RankBuffers ranks;
+  ASSERT_NO_FATAL_FAILURE(ranks.make());
+  ASSERT_NO_FATAL_FAILURE(ranks.fillWithRankPlusOne());
+  const std::vector<cudaStream_t>& streams = ranks.streams;
+  const std::vector<float*>& buffers = ranks.buffers;
+  const auto sum = [&](int r, ncclComm_t comm) {
+    return ncclAllReduce(buffers[r], buffers[r], kCount, ncclFloat32, ncclSum, comm, streams[r]);
+  };
+  // Rank 0's launch compares its call with rank 1's, which this thread makes last.
+  ASSERT_TRUE(succeededOrInProgress(sum(0, checked[0])));
+  ASSERT_TRUE(ncclSucceeded(harness::runGrouped(blocking.comms(), sum)));
+  ASSERT_TRUE(succeededOrInProgress(sum(1, checked[1])));
+  for (int r = 0; r < kRanks; ++r) ASSERT_TRUE(ncclSucceeded(harness::settledState(checked[r]))) << "rank " << r;
+  // 1 + 2 = 3, then 3 + 3 = 6.
+  for (int r = 0; r < kRanks; ++r) {
+    std::vector<float> got;
+    ASSERT_NO_FATAL_FAILURE(ranks.read(r, &got));
+    for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(got[i], 6.0f) << "rank " << r << " element " << i;
+  }
+  checked = harness::CommClique();  // the communicators go before their buffers
+  blocking = harness::CommClique();
   ranks.free();
 }
 

@@ -1,5 +1,5 @@
 // Launch turns: a thread's launch ready to enqueue on a stream waits for its earlier launches
-// there, but those that say they are setting up, and for any launch of the thread enqueueing
+// there, except those that say they are setting up, and for any launch of the thread enqueueing
 // there. Turns pass when a launch's turns are destroyed, awaited or not.
 
 #include "src/core/stream_turns.h"
@@ -113,6 +113,20 @@ TEST(LaunchTurns, ALaunchSettingUpIsOvertakenThenWaitsForTheOneEnqueueing) {
   AwaitOnAnotherThread waiting(settingUp);
   EXPECT_TRUE(waiting.stillWaiting()) << "two launches of one thread enqueued on one stream at once";
   later.reset();
+  EXPECT_TRUE(waiting.join().isOk());
+}
+
+TEST(LaunchTurns, ALaunchDoneSettingUpWaitsLikeAnyOther) {
+  std::optional<LaunchTurns> settingUp = launchOn({0x10});
+  std::optional<LaunchTurns> later = launchOn({0x10});
+  settingUp->settingUp();
+  // Once set up it awaits its turn and has it: the later launch has not asked for one yet.
+  AwaitOnAnotherThread setUp(*settingUp);
+  ASSERT_TRUE(setUp.join().isOk());
+  settingUp->settingUp();  // too late: it is enqueueing
+  AwaitOnAnotherThread waiting(*later);
+  EXPECT_TRUE(waiting.stillWaiting()) << "a launch went ahead of one enqueueing";
+  settingUp.reset();
   EXPECT_TRUE(waiting.join().isOk());
 }
 
