@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "src/api/api_support.h"
+#include "src/core/pointer_check.h"
 #include "src/core/group.h"
 #include "src/device/gpu_runtime.h"
 
@@ -11,6 +12,7 @@ using weft::Status;
 using weft::algorithms::Collective;
 using weft::algorithms::DataType;
 using weft::api::toResult;
+using weft::core::checkBufferDevice;
 using weft::core::Communicator;
 using weft::core::Group;
 using weft::core::Op;
@@ -96,8 +98,19 @@ Status checkAndBuild(const Call& call, Op* op) {
   // path; one call cannot mix them.
   MemoryKind sendKind = MemoryKind::kHost;
   MemoryKind recvKind = MemoryKind::kHost;
-  if (needs.send > 0) WEFT_RETURN_IF_ERROR(weft::device::memoryKind(call.sendbuff, "sendbuff", &sendKind));
-  if (needs.recv > 0) WEFT_RETURN_IF_ERROR(weft::device::memoryKind(call.recvbuff, "recvbuff", &recvKind));
+  int sendDevice = -1;
+  int recvDevice = -1;
+  if (needs.send > 0) {
+    WEFT_RETURN_IF_ERROR(weft::device::memoryKind(call.sendbuff, "sendbuff", &sendKind, &sendDevice));
+  }
+  if (needs.recv > 0) {
+    WEFT_RETURN_IF_ERROR(weft::device::memoryKind(call.recvbuff, "recvbuff", &recvKind, &recvDevice));
+  }
+  if ((sendDevice >= 0 || recvDevice >= 0) && weft::core::checkPointers()) {
+    const int commDevice = comm->peer(comm->rank()).cudaDevice;
+    WEFT_RETURN_IF_ERROR(checkBufferDevice("sendbuff", call.sendbuff, sendDevice, comm->rank(), commDevice));
+    WEFT_RETURN_IF_ERROR(checkBufferDevice("recvbuff", call.recvbuff, recvDevice, comm->rank(), commDevice));
+  }
   const bool sendOnDevice = weft::device::takesStreamPath(sendKind);
   const bool recvOnDevice = weft::device::takesStreamPath(recvKind);
   if (needs.send > 0 && needs.recv > 0 && sendOnDevice != recvOnDevice) {

@@ -80,6 +80,8 @@
   X(Check, "WEFT_CHECK", Bool, "0",                                                                \
     "1: before each launch the ranks compare their calls (collective, count, type, op, root) and "  \
     "report a mismatch as ncclInvalidUsage; costs one small allgather per launch")                \
+  X(CheckPointers, "NCCL_CHECK_POINTERS", Bool, "0",                                              \
+    "1: a call's device memory must be memory of the communicator's GPU (ncclInvalidArgument)")   \
   X(DumpSignal, "WEFT_DUMP_SIGNAL", String, "",                                                    \
     "signal (USR1, USR2 or a number) on which every rank prints what its communicators wait for")  \
   X(SocketConnectTimeout, "WEFT_SOCKET_CONNECT_TIMEOUT", Int, "60",                                 \

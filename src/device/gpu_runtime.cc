@@ -75,8 +75,9 @@ std::string pciBusId(int device) {
   return busId;
 }
 
-Status memoryKind(const void* ptr, const char* what, MemoryKind* out) {
+Status memoryKind(const void* ptr, const char* what, MemoryKind* out, int* device) {
   *out = MemoryKind::kHost;
+  if (device != nullptr) *device = -1;
   // Without a context no buffer can be GPU, managed or page-locked memory; asking CUDA would
   // create one, and a host-memory program would then get device memory from ncclMemAlloc.
   if (ptr == nullptr || !anyDeviceInUse()) return Status::ok();
@@ -93,7 +94,10 @@ Status memoryKind(const void* ptr, const char* what, MemoryKind* out) {
     return makeStatus(failed.code(), "whether %s %p is GPU memory is unknown: %s", what, ptr, failed.message().c_str());
   }
   switch (attributes.type) {
-    case cudaMemoryTypeDevice: *out = MemoryKind::kDevice; break;
+    case cudaMemoryTypeDevice:
+      *out = MemoryKind::kDevice;
+      if (device != nullptr) *device = attributes.device;
+      break;
     case cudaMemoryTypeManaged: *out = MemoryKind::kManaged; break;
     case cudaMemoryTypeHost: *out = MemoryKind::kPageLocked; break;
     default: break;
@@ -195,8 +199,9 @@ int deviceCount() { return 0; }
 bool gpuAvailable() { return false; }
 int currentDevice() { return -1; }
 std::string pciBusId(int) { return ""; }
-Status memoryKind(const void*, const char*, MemoryKind* out) {
+Status memoryKind(const void*, const char*, MemoryKind* out, int* device) {
   *out = MemoryKind::kHost;
+  if (device != nullptr) *device = -1;
   return Status::ok();
 }
 bool inUse(int) { return false; }

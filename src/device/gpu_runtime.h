@@ -34,11 +34,12 @@ enum class MemoryKind {
 /// Whether a buffer of `kind` takes the stream path: every kind but ordinary host memory.
 inline bool takesStreamPath(MemoryKind kind) { return kind != MemoryKind::kHost; }
 
-/// What `ptr` is. kHost for null, and wherever the process uses no CUDA (anyDeviceInUse): then it
-/// asks CUDA nothing, so it creates no context. An error naming `what` (e.g. "sendbuff") where CUDA
+/// What `ptr` is, and where `device` is given, the CUDA device of kDevice memory (-1 for any other
+/// kind). kHost for null, and wherever the process uses no CUDA (anyDeviceInUse): then it asks
+/// CUDA nothing, so it creates no context. An error naming `what` (e.g. "sendbuff") where CUDA
 /// cannot say, as after a kernel fault that left the context unusable: the buffer must not be
 /// taken for host memory.
-Status memoryKind(const void* ptr, const char* what, MemoryKind* out);
+Status memoryKind(const void* ptr, const char* what, MemoryKind* out, int* device = nullptr);
 
 /// True if this process already uses CUDA device `device`: its primary context is active (the
 /// program has allocated, launched or set the device). Creates no context. False without CUDA.

@@ -533,6 +533,28 @@ TEST_F(OneGpuClique, GpuAndHostBuffersInOneCallAreRefused) {
       << ncclGetLastError(comms_[0]);
 }
 
+// NCCL_CHECK_POINTERS=1: memory of the communicator's GPU goes through; another GPU's is refused,
+// naming both (that part needs a second GPU).
+TEST_F(OneGpuClique, CheckPointersRefusesAnotherGpusMemory) {
+  SKIP_WITHOUT_GPU();
+  harness::ScopedEnv check("NCCL_CHECK_POINTERS", "1");
+  ASSERT_NO_FATAL_FAILURE(start(1, 1024));
+  ASSERT_TRUE(ncclSucceeded(
+      ncclAllReduce(buffers_[0], buffers_[0], count_, ncclFloat32, ncclSum, comms_[0], streams_[0])));
+  ASSERT_CUDA(cudaStreamSynchronize(streams_[0]));
+  int devices = 0;
+  ASSERT_CUDA(cudaGetDeviceCount(&devices));
+  if (devices < 2) GTEST_SKIP() << "another GPU's memory needs a second GPU";
+  void* other = nullptr;
+  ASSERT_CUDA(cudaSetDevice(1));
+  ASSERT_CUDA(cudaMalloc(&other, count_ * sizeof(float)));
+  ASSERT_CUDA(cudaSetDevice(0));
+  EXPECT_EQ(ncclAllReduce(other, other, count_, ncclFloat32, ncclSum, comms_[0], streams_[0]), ncclInvalidArgument);
+  EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "is memory of CUDA device 1"), nullptr)
+      << ncclGetLastError(comms_[0]);
+  EXPECT_EQ(cudaFree(other), cudaSuccess);
+}
+
 // Managed memory, cudaHostAlloc's and host memory registered with cudaHostRegister take the
 // stream path, as device memory does: with every stream held the calls return and leave the
 // buffers as they were (the host path would have summed them at once); released, they sum.
