@@ -44,7 +44,8 @@ inline size_t lowLatencyPayloadBytes(size_t llSlotBytes) {
 }
 
 /// Hears that the network connection behind a proxied device end failed (from the proxy's thread,
-/// once per end): its kernels will wait in vain unless told to give up.
+/// once per end, under the lock its ends share: it must make no CUDA call, which may wait for
+/// kernels that wait for the proxy): its kernels will wait in vain unless told to give up.
 class ProxyFailureSink {
  public:
   virtual ~ProxyFailureSink() = default;

@@ -106,7 +106,7 @@ Status checkAndBuild(const Call& call, Op* op) {
   if (needs.recv > 0) {
     WEFT_RETURN_IF_ERROR(weft::device::memoryKind(call.recvbuff, "recvbuff", &recvKind, &recvDevice));
   }
-  if ((sendDevice >= 0 || recvDevice >= 0) && weft::core::checkPointers()) {
+  if ((sendDevice >= 0 || recvDevice >= 0) && comm->checksPointers()) {
     const int commDevice = comm->peer(comm->rank()).cudaDevice;
     WEFT_RETURN_IF_ERROR(checkBufferDevice("sendbuff", call.sendbuff, sendDevice, comm->rank(), commDevice));
     WEFT_RETURN_IF_ERROR(checkBufferDevice("recvbuff", call.recvbuff, recvDevice, comm->rank(), commDevice));
@@ -120,6 +120,13 @@ Status checkAndBuild(const Call& call, Op* op) {
                                  recvOnDevice ? "GPU" : "host");
   }
   op->onDevice = sendOnDevice || recvOnDevice;
+  // The host path moves host buffers at once, on this thread: a graph would not repeat it.
+  if (!op->onDevice && (needs.send > 0 || needs.recv > 0) && weft::device::isCapturing(call.stream)) {
+    return weft::invalidUsage("the call is on host buffers, which Weft moves at once on the calling thread, but its "
+                              "stream %p is being captured into a CUDA graph, whose replays would not repeat it: "
+                              "give it GPU buffers, or make it outside the capture",
+                              static_cast<void*>(call.stream));
+  }
   op->stream = call.stream;
   op->comm = comm;
   op->collective = call.collective;

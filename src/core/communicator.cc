@@ -235,6 +235,7 @@ Communicator::Communicator(int nranks, int rank, const CommOptions& options)
   };
   waitContext_.timeoutSeconds = defaultTimeoutSeconds();
   checksCalls_ = knobs::getBool(knobs::KnobId::kCheck);
+  checksPointers_ = knobs::getBool(knobs::KnobId::kCheckPointers);
 }
 
 Communicator::~Communicator() {

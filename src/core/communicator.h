@@ -192,6 +192,8 @@ class Communicator {
   uint64_t nextSequence() { return ++sequence_; }
   /// WEFT_CHECK: the ranks compare their calls before each launch.
   bool checksCalls() const { return checksCalls_; }
+  /// NCCL_CHECK_POINTERS, read at init: a call's device memory must be its GPU's (pointer_check.h).
+  bool checksPointers() const { return checksPointers_; }
   /// Numbers `n` collective calls (Send/Recv excluded); returns the first number (1, 2, ...).
   uint64_t takeCollectiveNumbers(uint64_t n) {
     uint64_t first = collectivesCalled_ + 1;
@@ -285,6 +287,7 @@ class Communicator {
   uint64_t sequence_ = 0;
   uint64_t collectivesCalled_ = 0;
   bool checksCalls_ = false;
+  bool checksPointers_ = false;
   std::vector<algorithms::Ring> rings_;     // the host path's channels
   std::vector<algorithms::Ring> gpuRings_;  // the GPU path's channels
   std::unique_ptr<ConnectionTable> connections_;

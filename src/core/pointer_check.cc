@@ -1,10 +1,6 @@
 #include "src/core/pointer_check.h"
 
-#include "src/base/knobs.h"
-
 namespace weft::core {
-
-bool checkPointers() { return knobs::getBool(knobs::KnobId::kCheckPointers); }
 
 Status checkBufferDevice(const char* what, const void* ptr, int bufferDevice, int rank, int commDevice) {
   if (bufferDevice < 0 || commDevice < 0 || bufferDevice == commDevice) return Status::ok();

@@ -1,15 +1,12 @@
 #pragma once
-// NCCL_CHECK_POINTERS=1, as NCCL has it: a call's device memory must be memory of its
-// communicator's GPU. A kernel that reads another GPU's memory faults unless the program enabled
+// NCCL_CHECK_POINTERS=1 (read when a communicator is made), as NCCL has it: a call's device memory
+// must be memory of its communicator's GPU. A kernel that reads another GPU's memory faults unless the program enabled
 // peer access between the two, and a fault ends the whole context. Off by default, as NCCL's: a
 // program with peer access enabled may pass another GPU's memory on purpose.
 
 #include "src/base/status.h"
 
 namespace weft::core {
-
-/// Whether NCCL_CHECK_POINTERS asks for the check.
-bool checkPointers();
 
 /// kInvalidArgument, naming `what` (e.g. "sendbuff") at `ptr` and both GPUs, where `bufferDevice`
 /// (the CUDA device of device memory; -1 for any other memory) is a GPU other than `commDevice`,

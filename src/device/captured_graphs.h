@@ -28,9 +28,9 @@ class CapturedGraphs {
   /// One capture sequence of the communicator's launches.
   struct Capture {
     unsigned long long id = 0;
-    /// The stream of the communicator's latest kernel in the capture (null before its first), and
-    /// an event recorded right after that kernel, for edges of the graph from it.
-    cudaStream_t lastKernelStream = nullptr;
+    /// Whether the communicator has a kernel in the capture yet, and an event recorded right after
+    /// its latest one, for edges of the graph from it.
+    bool hasKernel = false;
     cudaEvent_t afterLastKernel = nullptr;
   };
 

@@ -463,7 +463,10 @@ void CommDevice::proxyFailed(const Status& failure) {
     comm_.setAsyncError(failure);
     return;
   }
-  endKernels(failure);
+  // The flag alone: this runs on the proxy thread, under the lock that every communicator's
+  // proxied ends share, where a CUDA call (abort()'s query) may wait behind another thread's free,
+  // which waits for kernels that only this thread's pieces would end.
+  endKernelsUnderLock(failure);
 }
 
 void CommDevice::endKernels(const Status& why) {
@@ -500,13 +503,13 @@ Status CommDevice::orderAfterPrevious(cudaStream_t stream, const StreamCapture& 
   // The record is made before the kernel is captured, so that a kernel in the graph always has one.
   CapturedGraphs::Capture* previous = nullptr;
   WEFT_RETURN_IF_ERROR(capturedGraphs_->findOrMake(capture, &previous));
-  if (previous->lastKernelStream == nullptr) {
+  if (!previous->hasKernel) {
     // The communicator's first kernel in this graph: an external wait, which each replay makes on
     // the event as last recorded before it (by an earlier call, or an earlier graph's replay).
     return cudaStatus(cudaStreamWaitEvent(stream, lastLaunch_, cudaEventWaitExternal), "cudaStreamWaitEvent");
   }
-  if (stream == previous->lastKernelStream) return Status::ok();
-  // An edge of the graph from right after the communicator's previous kernel in it.
+  // An edge of the graph from right after the communicator's previous kernel in it, even on the
+  // same stream handle: cudaStreamPerThread names another stream on each thread that captures.
   return cudaStatus(cudaStreamWaitEvent(stream, previous->afterLastKernel, 0), "cudaStreamWaitEvent");
 }
 
@@ -520,7 +523,7 @@ Status CommDevice::recordLaunch(cudaStream_t stream, const StreamCapture& captur
     WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecordWithFlags(lastLaunch_, stream, cudaEventRecordExternal),
                                     "cudaEventRecordWithFlags"));
     WEFT_RETURN_IF_ERROR(cudaStatus(cudaEventRecord(record->afterLastKernel, stream), "cudaEventRecord"));
-    record->lastKernelStream = stream;
+    record->hasKernel = true;
   }
   launched_.store(true, std::memory_order_relaxed);
   if (watchesStalls_ && stallWatch_ == nullptr) startStallWatch();
@@ -542,21 +545,17 @@ Status commDevice(core::Communicator& comm, CommDevice** out) {
 }
 
 Status setUpGpuAtInit(core::Communicator& comm) {
-  // Where a call on GPU buffers would fail anyway, its failure stays the call's, not init's. Threads
-  // of one process reach the same answer; ranks of several processes may not (their NCCL_P2P_*
-  // settings and visible GPUs may differ), and one that connected alone would wait for ever, so
-  // they go on only if every rank can.
+  // Where a call on GPU buffers would fail anyway, its failure stays the call's, not init's. The
+  // ranks may not reach the same answer: their GPUs may differ in whether this build has code for
+  // them, and ranks of several processes in their NCCL_P2P_* settings and visible GPUs. One that
+  // connected alone would wait for ever, so they go on only if every rank can.
   const PeerInfo& self = comm.peer(comm.rank());
-  const bool usable =
-      core::checkGpuPeerAccess(comm.peers()).isOk() && checkGpusReachEachOther(comm.peers(), self).isOk();
-  if (allOneProcess(comm.peers())) {
-    if (!usable) return Status::ok();
-  } else {
-    std::vector<uint8_t> usableAt(static_cast<size_t>(comm.nranks()), 0);
-    usableAt[static_cast<size_t>(comm.rank())] = usable ? 1 : 0;
-    WEFT_RETURN_IF_ERROR(comm.bootstrap().allGather(usableAt.data(), 1));
-    if (std::find(usableAt.begin(), usableAt.end(), 0) != usableAt.end()) return Status::ok();
-  }
+  const bool usable = preloadKernels(self.cudaDevice).isOk() && core::checkGpuPeerAccess(comm.peers()).isOk() &&
+                      checkGpusReachEachOther(comm.peers(), self).isOk();
+  std::vector<uint8_t> usableAt(static_cast<size_t>(comm.nranks()), 0);
+  usableAt[static_cast<size_t>(comm.rank())] = usable ? 1 : 0;
+  WEFT_RETURN_IF_ERROR(comm.bootstrap().allGather(usableAt.data(), 1));
+  if (std::find(usableAt.begin(), usableAt.end(), 0) != usableAt.end()) return Status::ok();
   RelaxedCapture relaxed;  // another thread may be capturing a graph: this setup is not part of it
   CommDevice* device = nullptr;
   WEFT_RETURN_IF_ERROR(commDevice(comm, &device));

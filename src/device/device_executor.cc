@@ -657,8 +657,8 @@ void warnOfConnectionsInitMissed(const core::Op& op, const CommDevice& device) {
   if (!device.connectedAtInit()) return;
   static std::once_flag warned;
   std::call_once(warned, [&op] {
-    WEFT_WARN("rank %d: a call on GPU buffers (%s) needs connections that init did not make, though the ranks are "
-              "threads of one process; making them now may wait for a peer's kernel that waits for this rank",
+    WEFT_WARN("rank %d: a call on GPU buffers (%s) needs connections that init did not make, though ranks of this "
+              "host are threads of one process; making them now may wait for a peer's kernel that waits for this rank",
               op.comm->rank(), algorithms::collectiveName(op.collective));
   });
 }

@@ -177,6 +177,17 @@ void useDevice(int device) {
 
 bool isPerThreadStream(const void* stream) { return stream == static_cast<const void*>(cudaStreamPerThread); }
 
+bool isCapturing(const void* stream) {
+  if (!anyDeviceInUse()) return false;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  // The legacy stream, asked while another stream captures, is an error: not captured itself.
+  if (cudaStreamIsCapturing(static_cast<cudaStream_t>(const_cast<void*>(stream)), &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
 bool anyDeviceInUse() {
   // Once a primary context is active it stays so (short of cudaDeviceReset): ask the driver until
   // then. A context of the application's own counts only on the thread where it is current: asked
@@ -210,6 +221,7 @@ bool multicastSupported(int) { return false; }
 int multiprocessorCount(int) { return 0; }
 bool anyDeviceInUse() { return false; }
 bool isPerThreadStream(const void*) { return false; }
+bool isCapturing(const void*) { return false; }
 Status preloadKernelsIfInUse(int) { return Status::ok(); }
 Status preloadKernels(int) { return Status::ok(); }
 Status allocateOnDevice(size_t, void**, int*) { return internalError("this build of Weft has no CUDA"); }

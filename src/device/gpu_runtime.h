@@ -68,6 +68,10 @@ bool anyDeviceInUse();
 /// without CUDA.
 bool isPerThreadStream(const void* stream);
 
+/// True if the process uses CUDA (anyDeviceInUse) and `stream` (a cudaStream_t) is being captured
+/// into a CUDA graph. Creates no context; false without CUDA, or where CUDA cannot say.
+bool isCapturing(const void* stream);
+
 /// `bytes` of device memory on the device current on the calling thread (device 0 on a thread
 /// with no context), which it writes to *device (cudaMalloc, which CUDA IPC can export). An error
 /// where the build has no CUDA or the allocation fails.

@@ -22,9 +22,6 @@ bool someRanksShareAProcess(const std::vector<PeerInfo>& peers) {
   return false;
 }
 
-bool allOneProcess(const std::vector<PeerInfo>& peers) {
-  return std::all_of(peers.begin(), peers.end(), [&peers](const PeerInfo& peer) { return peer.sameProcess(peers[0]); });
-}
 
 #if !WEFT_CUDA
 Status setUpGpuAtInit(core::Communicator&) { return Status::ok(); }

@@ -34,17 +34,15 @@ bool setsUpGpuAtInit(const std::vector<PeerInfo>& peers);
 /// Whether two of `peers` are threads of one process.
 bool someRanksShareAProcess(const std::vector<PeerInfo>& peers);
 
-/// Whether every one of `peers` (at least one) is a thread of one process.
-bool allOneProcess(const std::vector<PeerInfo>& peers);
-
 /// Makes `comm`'s GPU resources (comm_device.h: the abort flag, the tables' pinned buffers) and
 /// every GPU connection a call may need, while every other rank of the communicator does the same:
 /// its GPU rings', and to and from each peer those of all-to-all, gather, scatter and Send/Recv
 /// (core::directPairRequests: at most 2n - 1 receiving ends beyond the rings').
 /// Makes nothing where NCCL_P2P_DISABLE or NCCL_P2P_LEVEL forbid its GPUs to talk, or two of its
-/// GPUs cannot reach each other's memory, as any rank sees it (ranks in several processes agree
-/// first: their settings and visible GPUs may differ): its calls on GPU buffers fail, saying why,
-/// as they would otherwise. Fails (and so does the communicator's init, as NCCL's does) where an allocation
+/// GPUs cannot reach each other's memory, or this build has no code for one, as any rank sees it
+/// (the ranks agree first, in one allgather): its calls on GPU buffers fail, saying why, as they
+/// would otherwise. Where CUDA IPC between processes fails (a sandbox that forbids it), so does
+/// init. Fails (and so does the communicator's init, as NCCL's does) where an allocation
 /// fails. Without CUDA: nothing.
 Status setUpGpuAtInit(core::Communicator& comm);
 

@@ -418,6 +418,25 @@ TEST_F(CapturedCalls, AGroupOnACapturedStreamAndAnUncapturedOneIsRefused) {
   ASSERT_NO_FATAL_FAILURE(expect(values_, streams_, kCount, [](int, size_t) { return 6.0f; }));
 }
 
+// A call on host buffers runs at once on the host path, which a graph's replays would not repeat:
+// on a captured stream it is refused, and the capture goes on whole.
+TEST_F(CapturedCalls, ACallOnHostBuffersOnACapturedStreamIsRefused) {
+  harness::DeadlineGuard guard(kDeadline, "a call on host buffers on a captured stream");
+  std::vector<float> host(kCount, 1.0f);
+  ASSERT_CUDA(cudaStreamBeginCapture(streams_[0], cudaStreamCaptureModeThreadLocal));
+  // No assertion until the capture has ended: a failed one would leave the stream capturing.
+  const ncclResult_t call =
+      ncclAllReduce(host.data(), host.data(), kCount, ncclFloat32, ncclSum, comms_[0], streams_[0]);
+  const std::string why = ncclGetLastError(comms_[0]);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(streams_[0], &graph);
+  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  EXPECT_EQ(call, ncclInvalidUsage);
+  EXPECT_NE(why.find("being captured into a CUDA graph"), std::string::npos) << why;
+  ASSERT_CUDA(ended);
+  EXPECT_EQ(host[0], 1.0f) << "the call ran on the host";
+}
+
 // Init allocates GPU memory, makes connections and loads code, which CUDA's global capture mode
 // forbids on every thread while any captures, unless the thread relaxes it: init must neither
 // fail nor invalidate the other thread's capture.

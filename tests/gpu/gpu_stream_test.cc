@@ -545,14 +545,27 @@ TEST_F(OneGpuClique, CheckPointersRefusesAnotherGpusMemory) {
   int devices = 0;
   ASSERT_CUDA(cudaGetDeviceCount(&devices));
   if (devices < 2) GTEST_SKIP() << "another GPU's memory needs a second GPU";
-  void* other = nullptr;
+  // Device 1 is used only here: its context is reset after, so that later tests of this process
+  // find it unused, and device 0 is current again whatever fails.
+  struct DeviceOneForThisTest {
+    void* memory = nullptr;
+    ~DeviceOneForThisTest() {
+      if (cudaSetDevice(1) == cudaSuccess) {
+        if (memory != nullptr) (void)cudaFree(memory);
+        (void)cudaDeviceReset();
+      }
+      (void)cudaSetDevice(0);
+    }
+  } other;
   ASSERT_CUDA(cudaSetDevice(1));
-  ASSERT_CUDA(cudaMalloc(&other, count_ * sizeof(float)));
+  ASSERT_CUDA(cudaMalloc(&other.memory, count_ * sizeof(float)));
   ASSERT_CUDA(cudaSetDevice(0));
-  EXPECT_EQ(ncclAllReduce(other, other, count_, ncclFloat32, ncclSum, comms_[0], streams_[0]), ncclInvalidArgument);
-  EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "is memory of CUDA device 1"), nullptr)
+  EXPECT_EQ(ncclAllReduce(other.memory, other.memory, count_, ncclFloat32, ncclSum, comms_[0], streams_[0]),
+            ncclInvalidArgument);
+  EXPECT_NE(std::strstr(ncclGetLastError(comms_[0]), "is memory of CUDA device 1, but rank 0 of this communicator "
+                                                     "uses device 0"),
+            nullptr)
       << ncclGetLastError(comms_[0]);
-  EXPECT_EQ(cudaFree(other), cudaSuccess);
 }
 
 // Managed memory, cudaHostAlloc's and host memory registered with cudaHostRegister take the

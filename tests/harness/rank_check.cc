@@ -96,6 +96,8 @@ bool rankFailed() { return tCurrentRecord != nullptr && tCurrentRecord->failed()
 
 int currentRank() { return tCurrentRecord == nullptr ? -1 : tCurrentRecord->rank(); }
 
+RankRecord* currentRankRecord() { return tCurrentRecord; }
+
 std::string describeResult(ncclResult_t result) {
   std::string text = resultName(result);
   text += " (";

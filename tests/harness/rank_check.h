@@ -77,6 +77,10 @@ bool rankFailed();
 /// The calling thread's rank, or -1 outside any rank function.
 int currentRank();
 
+/// The calling thread's rank's record, or null outside any rank function: for a rank function
+/// that starts threads of its own, whose failures it passes on.
+RankRecord* currentRankRecord();
+
 /// "ncclInvalidArgument (4: invalid argument ...), last error: <ncclGetLastError(nullptr)>".
 std::string describeResult(ncclResult_t result);
 

@@ -7,8 +7,6 @@
 
 #include <string>
 
-#include "tests/harness/scoped_env.h"
-
 namespace weft::core {
 namespace {
 
@@ -27,15 +25,6 @@ TEST(PointerCheck, TheCommunicatorsGpuOtherMemoryAndNoGpuPass) {
   EXPECT_TRUE(checkBufferDevice("sendbuff", &buffer, 2, 0, 2).isOk());
   EXPECT_TRUE(checkBufferDevice("sendbuff", &buffer, -1, 0, 2).isOk()) << "managed, page-locked or host memory";
   EXPECT_TRUE(checkBufferDevice("sendbuff", &buffer, 1, 0, -1).isOk()) << "a rank without a GPU";
-}
-
-TEST(PointerCheck, IsOnOnlyWhereNcclCheckPointersSaysSo) {
-  {
-    harness::ScopedEnv unset("NCCL_CHECK_POINTERS", nullptr);
-    EXPECT_FALSE(checkPointers());
-  }
-  harness::ScopedEnv on("NCCL_CHECK_POINTERS", "1");
-  EXPECT_TRUE(checkPointers());
 }
 
 }  // namespace
