@@ -39,7 +39,7 @@ struct Lines {
 
   Line& of(uint64_t thread, const void* stream) { return byKey.at({thread, stream}); }
 
-  // Whether `turn`'s launch may put its work on the turn's stream now.
+  // Whether the launch that holds turn `number` of (`thread`, `stream`) may put its work there now.
   bool mayEnqueue(uint64_t thread, const void* stream, uint64_t number) {
     for (const auto& [other, state] : of(thread, stream).held) {
       if (other == number) continue;

@@ -651,8 +651,8 @@ void endKernelsLeftWaiting(std::span<const core::Op> ops, std::span<core::Commun
 }
 
 // Where init made every connection a call can need (ranks of one host, some of them threads of one
-// process: setup_at_init.h), one made at a call allocates and waits for the GPU while a peer's kernel may
-// wait for this rank. Said once per process, for hang reports.
+// process: setup_at_init.h), one made at a call allocates and waits for the GPU while a peer's
+// kernel may wait for this rank. Said once per process, for hang reports.
 void warnOfConnectionsInitMissed(const core::Op& op, const CommDevice& device) {
   if (!device.connectedAtInit()) return;
   static std::once_flag warned;

@@ -178,9 +178,10 @@ void useDevice(int device) {
 bool isPerThreadStream(const void* stream) { return stream == static_cast<const void*>(cudaStreamPerThread); }
 
 bool isCapturing(const void* stream) {
-  if (!anyDeviceInUse()) return false;
+  // The legacy stream cannot be captured, and asking about it while another stream captures is an
+  // error that could end that capture.
+  if (stream == nullptr || stream == static_cast<const void*>(cudaStreamLegacy) || !anyDeviceInUse()) return false;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  // The legacy stream, asked while another stream captures, is an error: not captured itself.
   if (cudaStreamIsCapturing(static_cast<cudaStream_t>(const_cast<void*>(stream)), &status) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;

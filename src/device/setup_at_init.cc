@@ -22,7 +22,6 @@ bool someRanksShareAProcess(const std::vector<PeerInfo>& peers) {
   return false;
 }
 
-
 #if !WEFT_CUDA
 Status setUpGpuAtInit(core::Communicator&) { return Status::ok(); }
 #endif
