@@ -418,6 +418,25 @@ TEST_F(CapturedCalls, AGroupOnACapturedStreamAndAnUncapturedOneIsRefused) {
   ASSERT_NO_FATAL_FAILURE(expect(values_, streams_, kCount, [](int, size_t) { return 6.0f; }));
 }
 
+// The direct allreduce, which ranks that are threads of one process on one GPU take by default
+// (the fixture above asks for the ring).
+class CapturedDirectCalls : public CapturedCalls {
+ protected:
+  harness::ScopedEnv direct_{"WEFT_GPU_DIRECT", "1"};
+};
+
+// Its call numbers are counted on the GPU: replays and eager calls between them meet each other's
+// boards call for call. The sums of 1, 2 and 3 triple at each call.
+TEST_F(CapturedDirectCalls, ReplaysAndEagerCallsBetweenThemSumInTurn) {
+  harness::DeadlineGuard guard(kDeadline, "direct allreduces replayed from CUDA graphs");
+  ASSERT_NO_FATAL_FAILURE(fill(values_, streams_, 1.0f));
+  ASSERT_NO_FATAL_FAILURE(capture([this] { allReduce(values_, streams_); }));
+  ASSERT_NO_FATAL_FAILURE(replay());
+  ASSERT_NO_FATAL_FAILURE(allReduce(values_, streams_));
+  ASSERT_NO_FATAL_FAILURE(replay());
+  ASSERT_NO_FATAL_FAILURE(expect(values_, streams_, kCount, [](int, size_t) { return 54.0f; }));
+}
+
 // A call on host buffers runs at once on the host path, which a graph's replays would not repeat:
 // on a captured stream it is refused, and the capture goes on whole.
 TEST_F(CapturedCalls, ACallOnHostBuffersOnACapturedStreamIsRefused) {
