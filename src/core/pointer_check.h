@@ -1,8 +1,8 @@
 #pragma once
 // NCCL_CHECK_POINTERS=1 (read when a communicator is made), as NCCL has it: a call's device memory
-// must be memory of its communicator's GPU. A kernel that reads another GPU's memory faults unless the program enabled
-// peer access between the two, and a fault ends the whole context. Off by default, as NCCL's: a
-// program with peer access enabled may pass another GPU's memory on purpose.
+// must be memory of its communicator's GPU. A kernel that reads another GPU's memory faults unless
+// the program enabled peer access between the two, and a fault ends the whole context. Off by
+// default, as NCCL's: a program with peer access enabled may pass another GPU's memory on purpose.
 
 #include "src/base/status.h"
 

@@ -675,7 +675,8 @@ void recordLaunches(std::span<const core::Op> ops) {
 }
 
 // Waits for `turns` while none of `comms` is aborted or has lost a peer. Without WEFT_TIMEOUT: the
-// launches it waits for are enqueueing, which may wait as long as a kernel runs for a tables buffer.
+// launches it waits for are enqueueing, which may wait as long as a kernel runs, for a tables
+// buffer.
 Status awaitTurns(core::LaunchTurns& turns, std::span<core::Communicator* const> comms) {
   if (turns.empty()) return Status::ok();
   WaitContext context = withoutTimeout(comms.front()->waitContext());

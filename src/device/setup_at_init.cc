@@ -3,6 +3,19 @@
 #include <algorithm>
 
 namespace weft::device {
+namespace {
+
+// Whether two of `peers` are threads of one process.
+bool someRanksShareAProcess(const std::vector<PeerInfo>& peers) {
+  for (size_t a = 0; a < peers.size(); ++a) {
+    for (size_t b = a + 1; b < peers.size(); ++b) {
+      if (peers[a].sameProcess(peers[b])) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 bool setsUpGpuAtInit(const std::vector<PeerInfo>& peers) {
   if (peers.size() < 2) return false;
@@ -11,15 +24,6 @@ bool setsUpGpuAtInit(const std::vector<PeerInfo>& peers) {
     return peer.sameHost(first) && peer.cudaDevice >= 0 && peer.gpuInUse != 0;
   });
   return gpusInUseOnOneHost && someRanksShareAProcess(peers);
-}
-
-bool someRanksShareAProcess(const std::vector<PeerInfo>& peers) {
-  for (size_t a = 0; a < peers.size(); ++a) {
-    for (size_t b = a + 1; b < peers.size(); ++b) {
-      if (peers[a].sameProcess(peers[b])) return true;
-    }
-  }
-  return false;
 }
 
 #if !WEFT_CUDA

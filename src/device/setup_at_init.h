@@ -31,9 +31,6 @@ namespace weft::device {
 /// CUDA context that a host-memory program would not have made).
 bool setsUpGpuAtInit(const std::vector<PeerInfo>& peers);
 
-/// Whether two of `peers` are threads of one process.
-bool someRanksShareAProcess(const std::vector<PeerInfo>& peers);
-
 /// Makes `comm`'s GPU resources (comm_device.h: the abort flag, the tables' pinned buffers) and
 /// every GPU connection a call may need, while every other rank of the communicator does the same:
 /// its GPU rings', and to and from each peer those of all-to-all, gather, scatter and Send/Recv

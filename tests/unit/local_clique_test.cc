@@ -64,7 +64,8 @@ void handOver(uint64_t cliqueId, const FreedList& freed, const char* name) {
   freeWhenCliqueHasLeft(cliqueId, std::make_unique<FakeLeftovers>(freed, name));
 }
 
-// `rank` of clique `cliqueId` leaves, handing over leftovers named `name`, as a destroyed rank does.
+// `rank` of clique `cliqueId` leaves, handing over leftovers named `name`, as a destroyed rank
+// does.
 void leaveAndHandOver(FakeRank* rank, uint64_t cliqueId, const FreedList& freed, const char* name) {
   leaveLocalClique(rank);
   handOver(cliqueId, freed, name);
