@@ -32,6 +32,14 @@ enum class BlockActivity : uint32_t {
   kAtBarrier = 8,  // the NVLS allreduce: waits for the team's blocks (`seen` arrivals, `wanted` needed)
 };
 
+/// Where a wait is in a lane's steps (the lane within the block's, its step, the round).
+struct WaitSite {
+  uint32_t lane = 0;
+  uint32_t step = 0;
+  uint32_t steps = 0;
+  uint64_t piece = 0;
+};
+
 /// One block's record. Fields are written one at a time while the host may read them: a report
 /// taken mid-write may mix two moments, never anything else.
 struct GpuBlockProgress {

@@ -11,14 +11,6 @@
 
 namespace weft::device {
 
-/// Where a wait is in a lane's steps (the lane within the block's, its step, the round).
-struct WaitSite {
-  uint32_t lane = 0;
-  uint32_t step = 0;
-  uint32_t steps = 0;
-  uint64_t piece = 0;
-};
-
 /// This block's record, or nothing where the work has none for it. started() and done() are
 /// thread 0's; a wait is recorded by whichever thread holds the block's claim on the record.
 class BlockProgressWriter {
@@ -49,7 +41,7 @@ class BlockProgressWriter {
 
   /// The block has waited a while for `wanted` (it sees `seen`) from rank `peer`. The caller holds
   /// the claim, so the block has a record.
-  __device__ void waiting(core::BlockActivity activity, int32_t peer, int32_t channel, const WaitSite& site,
+  __device__ void waiting(core::BlockActivity activity, int32_t peer, int32_t channel, const core::WaitSite& site,
                           uint64_t seen, uint64_t wanted) const {
     record_->peer = peer;
     record_->channel = channel;
@@ -87,7 +79,7 @@ class RecordedWait {
  public:
   __device__ explicit RecordedWait(const BlockProgressWriter& progress) : progress_(progress) {}
 
-  __device__ void note(core::BlockActivity activity, int32_t peer, int32_t channel, const WaitSite& site,
+  __device__ void note(core::BlockActivity activity, int32_t peer, int32_t channel, const core::WaitSite& site,
                        uint64_t seen, uint64_t wanted) {
     if (recorded_ || !progress_.claimForWait()) return;
     progress_.waiting(activity, peer, channel, site, seen, wanted);

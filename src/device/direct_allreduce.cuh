@@ -53,7 +53,7 @@ __device__ inline bool waitForEveryRank(const KernelDirect& direct, bool finishe
       if (reached >= call) break;
       if (polls == kPollsPerAbortCheck) {
         if (abortFlag != nullptr && *abortFlag != 0) return false;
-        wait.note(activity, r, -1, WaitSite{}, reached, call);
+        wait.note(activity, r, -1, core::WaitSite{}, reached, call);
         polls = 0;
       }
     }

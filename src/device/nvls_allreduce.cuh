@@ -164,7 +164,7 @@ __device__ inline bool barrier(const KernelNvls& nvls, int block, const volatile
           proceed = false;
           break;
         }
-        wait.note(core::BlockActivity::kAtBarrier, -1, -1, WaitSite{}, now, target);
+        wait.note(core::BlockActivity::kAtBarrier, -1, -1, core::WaitSite{}, now, target);
         polls = 0;
       }
     }

@@ -1,0 +1,509 @@
+// The step kernel's lane loop (src/device/lane_loop.h) and piece bodies (piece_bodies.h), the
+// code the GPU runs, run on the CPU: each of a launch's thread blocks is a few host threads that
+// share the block's memory and meet at a barrier for __syncthreads, every rank's blocks at once,
+// with the connections' slots and counters in host memory. The tables are the real ones
+// (launch_tables.h, from algorithms/schedule.h's programs), so a collective's results check the
+// loop's offsets, waits, LL lines and hand-offs, and its cached and uncached steps, with no GPU.
+// A launch that waits forever is ended by its abort flag after a deadline and fails the test.
+
+#include "src/device/lane_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "algorithms/schedule.h"
+#include "algorithms/tuner.h"
+#include "src/device/launch_tables.h"
+#include "src/device/piece_bodies.h"
+
+namespace weft::device {
+namespace {
+
+using algorithms::Collective;
+
+// The last wait a block recorded for hang reports.
+struct NotedWait {
+  core::BlockActivity activity = core::BlockActivity::kNone;
+  int32_t peer = -1;
+  uint64_t seen = 0;
+  uint64_t wanted = 0;
+};
+
+// What a block's threads share: its shared memory, its barrier and its record.
+struct HostBlockState {
+  explicit HostBlockState(uint32_t threads) : barrier(threads) {}
+  LaneLoopShared loop{};
+  std::barrier<> barrier;
+  std::mutex noted;
+  NotedWait wait;
+};
+
+// One thread of a block on the CPU, as the lane loop sees it.
+class HostBlock {
+ public:
+  class Wait {
+   public:
+    explicit Wait(const HostBlock& block) : state_(block.state_) {}
+    void note(core::BlockActivity activity, int32_t peer, int32_t, const core::WaitSite&, uint64_t seen,
+              uint64_t wanted) {
+      std::lock_guard<std::mutex> hold(state_->noted);
+      state_->wait = {activity, peer, seen, wanted};
+    }
+    void end() {}
+
+   private:
+    HostBlockState* state_;
+  };
+
+  HostBlock(uint32_t thread, uint32_t threads, HostBlockState* state)
+      : thread_(thread), threads_(threads), state_(state) {}
+
+  uint32_t thread() const { return thread_; }
+  uint32_t threads() const { return threads_; }
+  void sync() const { state_->barrier.arrive_and_wait(); }
+  LaneLoopShared& shared() const { return state_->loop; }
+
+  static unsigned long long loadAcquire(const unsigned long long* address) {
+    return counter(address).load(std::memory_order_acquire);
+  }
+  static void storeRelease(unsigned long long* address, unsigned long long value) {
+    counter(address).store(value, std::memory_order_release);
+  }
+  static unsigned long long loadOwn(const unsigned long long* address) {
+    return counter(address).load(std::memory_order_relaxed);
+  }
+  static void fenceSystem() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+  // Each half of a line (8 data bits and a flag, twice) is one atomic access, as on the GPU.
+  static void loadLine(const char* line, uint32_t words[4]) {
+    for (int half = 0; half < 2; ++half) {
+      const uint64_t bits = halfOf(line, half).load(std::memory_order_relaxed);
+      words[2 * half] = static_cast<uint32_t>(bits);
+      words[2 * half + 1] = static_cast<uint32_t>(bits >> 32);
+    }
+  }
+  static void storeLine(char* line, const uint32_t words[4]) {
+    for (int half = 0; half < 2; ++half) {
+      const uint64_t bits = words[2 * half] | (static_cast<uint64_t>(words[2 * half + 1]) << 32);
+      halfOf(line, half).store(bits, std::memory_order_relaxed);
+    }
+  }
+
+  // Called every kPollsPerAbortCheck polls: the CPU goes to another thread (the host runs more
+  // threads than it has cores), then the flag is read.
+  static bool aborted(const volatile int* flag) {
+    std::this_thread::yield();
+    return flag != nullptr && std::atomic_ref<int>(*const_cast<int*>(flag)).load(std::memory_order_acquire) != 0;
+  }
+
+ private:
+  static std::atomic_ref<unsigned long long> counter(const unsigned long long* address) {
+    return std::atomic_ref<unsigned long long>(*const_cast<unsigned long long*>(address));
+  }
+  static std::atomic_ref<uint64_t> halfOf(const char* line, int half) {
+    return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(const_cast<char*>(line) + 8 * half));
+  }
+
+  uint32_t thread_;
+  uint32_t threads_;
+  HostBlockState* state_;
+};
+
+// The shape of the connections every rank shares.
+struct LinkShape {
+  uint64_t slotBytes = 64;
+  uint64_t llSlotBytes = 0;  // 0: no LL slots
+  uint64_t firstIndex = 0;   // where every posted and released counter starts
+  bool sizes = false;        // a byte count per slot, as a proxied connection has
+  uint64_t llFill = 0;       // what every half-line of the LL slots holds at first
+};
+
+// Connections between ranks in host memory: one per (channel, sender, receiver).
+class HostFabric {
+ public:
+  explicit HostFabric(const LinkShape& shape) : shape_(shape) {}
+
+  /// Rank `rank`'s end of its connection with `peer` on `channel`.
+  KernelConnection end(int channel, int rank, int peer, bool send) {
+    Link& link = this->link(send ? std::make_tuple(channel, rank, peer) : std::make_tuple(channel, peer, rank));
+    KernelConnection end;
+    end.slots = reinterpret_cast<char*>(link.slots.data());
+    end.posted = &link.posted;
+    end.released = &link.released;
+    end.sizes = shape_.sizes ? link.sizes.data() : nullptr;
+    end.slotBytes = shape_.slotBytes;
+    end.slotCount = algorithms::kSlotsPerConnection;
+    end.llSlots = shape_.llSlotBytes != 0 ? reinterpret_cast<char*>(link.llSlots.data()) : nullptr;
+    end.llSlotBytes = shape_.llSlotBytes;
+    end.peer = peer;
+    end.channel = channel;
+    return end;
+  }
+
+  /// Every link's LL slots, as 64-bit halves of lines (data and flag).
+  std::vector<const std::vector<uint64_t>*> llSlots() const {
+    std::vector<const std::vector<uint64_t>*> all;
+    for (const auto& [key, link] : links_) all.push_back(&link->llSlots);
+    return all;
+  }
+
+  /// The byte counts of the slots of the link from `sender` to `receiver` on `channel`.
+  const std::vector<unsigned long long>& sizes(int channel, int sender, int receiver) {
+    return link({channel, sender, receiver}).sizes;
+  }
+
+ private:
+  struct Link {
+    alignas(64) unsigned long long posted = 0;
+    alignas(64) unsigned long long released = 0;
+    std::vector<uint64_t> slots;  // 8-byte words, so that every slot is aligned
+    std::vector<uint64_t> llSlots;
+    std::vector<unsigned long long> sizes;
+  };
+
+  Link& link(const std::tuple<int, int, int>& key) {
+    std::unique_ptr<Link>& link = links_[key];
+    if (link == nullptr) {
+      link = std::make_unique<Link>();
+      link->posted = link->released = shape_.firstIndex;
+      const uint64_t slots = algorithms::kSlotsPerConnection;
+      link->slots.assign(slots * ((shape_.slotBytes + 7) / 8), 0);
+      link->llSlots.assign(slots * shape_.llSlotBytes / 8, shape_.llFill);
+      link->sizes.assign(slots, 0);
+    }
+    return *link;
+  }
+
+  LinkShape shape_;
+  std::map<std::tuple<int, int, int>, std::unique_ptr<Link>> links_;  // (channel, sender, receiver)
+};
+
+// An operation of one rank: its shape and buffers.
+struct RankOp {
+  algorithms::OpShape shape;
+  void* send = nullptr;
+  void* recv = nullptr;
+};
+
+// How a launch runs.
+struct LaunchShape {
+  int channels = 1;
+  int blockLimit = 64;
+  uint32_t threads = 3;  // per block
+  bool lowLatency = false;
+  uint64_t unitBytes = 1;  // per unit of the tables: the element size, or 1 for a copy launch
+  uint64_t scale = 1;      // units per element of the ops' counts
+  LinkShape link;
+  std::chrono::seconds deadline{60};
+};
+
+// One rank's launch: its tables, connections and work.
+struct RankLaunch {
+  KernelTables tables;
+  std::vector<KernelConnection> connections;
+  KernelWork work;
+  std::vector<std::unique_ptr<HostBlockState>> blocks;
+};
+
+// Runs every rank's launch of `ops` (per rank, in call order) with `body` to its end, each block on
+// `shape.threads` host threads. Returns "" or what went wrong; `fabric` keeps the connections.
+template <class Body>
+std::string runLaunches(int nranks, const std::vector<std::vector<RankOp>>& ops, const LaunchShape& shape,
+                        const Body& body, HostFabric* fabric, std::vector<std::unique_ptr<RankLaunch>>* kept = nullptr) {
+  std::vector<algorithms::Ring> rings;
+  for (int c = 0; c < shape.channels; ++c) {
+    algorithms::Ring ring(static_cast<size_t>(nranks));
+    for (int i = 0; i < nranks; ++i) ring[i] = (c % 2 == 0) ? i : nranks - 1 - i;
+    rings.push_back(ring);
+  }
+  const uint64_t pieceBytes =
+      shape.lowLatency ? shape.link.llSlotBytes / kLowLatencyLineBytes * kLowLatencyLineData : shape.link.slotBytes;
+  int abortFlag = 0;
+  std::vector<std::unique_ptr<RankLaunch>> launches;
+  for (int r = 0; r < nranks; ++r) {
+    auto launch = std::make_unique<RankLaunch>();
+    RankLaunch* l = launch.get();
+    LaunchTables tables(pieceBytes / shape.unitBytes, [l, fabric, r](int channel, int peer, bool send) {
+      l->connections.push_back(fabric->end(channel, r, peer, send));
+      return Status::ok();
+    });
+    for (const RankOp& op : ops[r]) {
+      algorithms::Program program;
+      algorithms::buildRingProgram(op.shape, rings, &program);
+      Status added = tables.addOp(program, op.send, op.recv, shape.scale);
+      if (!added.isOk()) return added.message();
+    }
+    Status laidOut =
+        tables.layOut(r, nranks, shape.blockLimit, algorithms::kSlotsPerConnection, &launch->tables);
+    if (!laidOut.isOk()) return laidOut.message();
+    KernelWork& work = launch->work;
+    work.blocks = launch->tables.blocks.data();
+    work.lanes = launch->tables.lanes.data();
+    work.steps = launch->tables.steps.data();
+    work.connections = launch->connections.data();
+    work.unitBytes = shape.unitBytes;
+    work.pieceUnits = tables.pieceUnits();
+    work.lowLatency = shape.lowLatency ? 1 : 0;
+    work.abortFlag = &abortFlag;
+    for (size_t b = 0; b < launch->tables.blocks.size(); ++b) {
+      launch->blocks.push_back(std::make_unique<HostBlockState>(shape.threads));
+    }
+    launches.push_back(std::move(launch));
+  }
+  std::mutex mutex;
+  std::condition_variable allDone;
+  size_t running = 0;
+  std::vector<std::thread> threads;
+  for (auto& launch : launches) {
+    for (size_t b = 0; b < launch->blocks.size(); ++b) {
+      for (uint32_t t = 0; t < shape.threads; ++t) {
+        ++running;
+        threads.emplace_back([&, l = launch.get(), b, t] {
+          HostBlock block(t, shape.threads, l->blocks[b].get());
+          runLanes(block, l->work, static_cast<uint32_t>(b), body);
+          std::lock_guard<std::mutex> hold(mutex);
+          if (--running == 0) allDone.notify_all();
+        });
+      }
+    }
+  }
+  bool timedOut = false;
+  {
+    std::unique_lock<std::mutex> hold(mutex);
+    if (!allDone.wait_for(hold, shape.deadline, [&] { return running == 0; })) {
+      timedOut = true;
+      std::atomic_ref<int>(abortFlag).store(1, std::memory_order_release);
+    }
+  }
+  for (std::thread& thread : threads) thread.join();
+  if (kept != nullptr) *kept = std::move(launches);
+  return timedOut ? "the launch did not end within the deadline (ended by its abort flag)" : "";
+}
+
+// A value every rank can sum exactly in float: small integers.
+float inputOf(int rank, size_t i) { return static_cast<float>((rank * 7 + i * 3) % 23) - 11.0f; }
+
+// Every rank's output of a float-sum ring allreduce of `count` elements, against the exact sums.
+std::string checkAllReduce(int nranks, size_t count, const LaunchShape& shape, bool inPlace) {
+  std::vector<std::vector<float>> send(nranks), recv(nranks);
+  std::vector<std::vector<RankOp>> ops(nranks);
+  for (int r = 0; r < nranks; ++r) {
+    send[r].resize(count);
+    for (size_t i = 0; i < count; ++i) send[r][i] = inputOf(r, i);
+    recv[r].assign(count, -1000.0f);
+    float* out = inPlace ? send[r].data() : recv[r].data();
+    ops[r].push_back({{Collective::kAllReduce, count, 0, nranks, r}, send[r].data(), out});
+  }
+  HostFabric fabric(shape.link);
+  const std::string ran = runLaunches(nranks, ops, shape, ReduceBody<FloatMath, RedOpKind::kSum>{}, &fabric);
+  if (!ran.empty()) return ran;
+  for (int r = 0; r < nranks; ++r) {
+    const std::vector<float>& out = inPlace ? send[r] : recv[r];
+    for (size_t i = 0; i < count; ++i) {
+      float expected = 0;
+      for (int p = 0; p < nranks; ++p) expected += inputOf(p, i);
+      if (out[i] != expected) {
+        return "rank " + std::to_string(r) + "'s element " + std::to_string(i) + " is " + std::to_string(out[i]) +
+               ", not " + std::to_string(expected);
+      }
+    }
+  }
+  return "";
+}
+
+LaunchShape simpleFloats(uint64_t slotBytes) {
+  LaunchShape shape;
+  shape.unitBytes = sizeof(float);
+  shape.link.slotBytes = slotBytes;
+  return shape;
+}
+
+LaunchShape lowLatencyFloats(uint64_t llSlotBytes) {
+  LaunchShape shape = simpleFloats(64);
+  shape.lowLatency = true;
+  shape.link.llSlotBytes = llSlotBytes;
+  return shape;
+}
+
+TEST(LaneLoop, RingAllReduceSumsExactlyWithSimplePieces) {
+  for (int nranks : {1, 2, 3, 4}) {
+    for (size_t count : {0, 1, 5, 37, 300}) {
+      for (int channels : {1, 2}) {
+        for (uint32_t threads : {1u, 4u}) {
+          LaunchShape shape = simpleFloats(24);  // 6 floats a piece: many pieces, some short
+          shape.channels = channels;
+          shape.threads = threads;
+          for (bool inPlace : {false, true}) {
+            ASSERT_EQ(checkAllReduce(nranks, count, shape, inPlace), "")
+                << nranks << " ranks, " << count << " elements, " << channels << " channels, " << threads
+                << " threads" << (inPlace ? ", in place" : "");
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LaneLoop, RingAllReduceSumsExactlyWithLowLatencyPieces) {
+  for (int nranks : {2, 3, 4}) {
+    for (size_t count : {1, 2, 7, 100, 257}) {
+      for (uint32_t threads : {1u, 3u}) {
+        LaunchShape shape = lowLatencyFloats(64);  // 4 lines: 32 bytes, 8 floats a piece
+        shape.threads = threads;
+        ASSERT_EQ(checkAllReduce(nranks, count, shape, false), "")
+            << nranks << " ranks, " << count << " elements, " << threads << " threads";
+      }
+    }
+  }
+}
+
+TEST(LaneLoop, LanesLongerThanTheCachedStepsReadTheirStepsAsTheyGo) {
+  // A ring allreduce's lanes have 2n - 1 steps: at 33 ranks, 65, one more than a block caches.
+  const int nranks = 33;
+  static_assert(2 * 33 - 1 > kCachedSteps);
+  LaunchShape shape = simpleFloats(16);
+  shape.threads = 2;
+  ASSERT_EQ(checkAllReduce(nranks, 200, shape, false), "");
+  LaunchShape lowLatency = lowLatencyFloats(32);
+  lowLatency.threads = 2;
+  ASSERT_EQ(checkAllReduce(nranks, 70, lowLatency, false), "");
+}
+
+// Bytes of rank `rank`'s buffer for copy collectives.
+char pattern(int rank, size_t index) { return static_cast<char>(rank * 37 + index * 11 + 5); }
+
+TEST(LaneLoop, AllToAllFoldedIntoFewBlocksMovesEveryByte) {
+  for (int nranks : {2, 3, 5}) {
+    for (int blockLimit : {1, 2, 64}) {
+      for (bool lowLatency : {false, true}) {
+        const size_t count = 45;  // bytes per peer: several pieces of 16, the last short
+        std::vector<std::vector<char>> send(nranks), recv(nranks);
+        std::vector<std::vector<RankOp>> ops(nranks);
+        for (int r = 0; r < nranks; ++r) {
+          send[r].resize(count * nranks);
+          for (size_t i = 0; i < send[r].size(); ++i) send[r][i] = pattern(r, i);
+          recv[r].assign(count * nranks, 0);
+          ops[r].push_back({{Collective::kAllToAll, count, 0, nranks, r}, send[r].data(), recv[r].data()});
+        }
+        LaunchShape shape;
+        shape.blockLimit = blockLimit;
+        shape.lowLatency = lowLatency;
+        shape.link.slotBytes = 16;
+        shape.link.llSlotBytes = lowLatency ? 32 : 0;
+        HostFabric fabric(shape.link);
+        ASSERT_EQ(runLaunches(nranks, ops, shape, CopyBody{}, &fabric), "")
+            << nranks << " ranks, " << blockLimit << " blocks";
+        for (int r = 0; r < nranks; ++r) {
+          for (int from = 0; from < nranks; ++from) {
+            for (size_t i = 0; i < count; ++i) {
+              ASSERT_EQ(recv[r][from * count + i], pattern(from, r * count + i))
+                  << nranks << " ranks, " << blockLimit << " blocks" << (lowLatency ? ", LL" : "") << ": rank " << r
+                  << " from " << from << ", byte " << i;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(LaneLoop, AProxiedConnectionGetsEachSlotsByteCount) {
+  // 2 ranks, one Send of 100 bytes in pieces of 16: its last piece, 4 bytes, goes into slot 6.
+  std::vector<char> sent(100), received(100, 0);
+  for (size_t i = 0; i < sent.size(); ++i) sent[i] = pattern(0, i);
+  std::vector<std::vector<RankOp>> ops(2);
+  ops[0].push_back({{Collective::kSend, sent.size(), 1, 2, 0}, sent.data(), sent.data()});
+  ops[1].push_back({{Collective::kRecv, received.size(), 0, 2, 1}, received.data(), received.data()});
+  LaunchShape shape;
+  shape.link.slotBytes = 16;
+  shape.link.sizes = true;
+  HostFabric fabric(shape.link);
+  ASSERT_EQ(runLaunches(2, ops, shape, CopyBody{}, &fabric), "");
+  EXPECT_EQ(received, sent);
+  const std::vector<unsigned long long> expected = {16, 16, 16, 16, 16, 16, 4, 0};
+  EXPECT_EQ(fabric.sizes(1, 0, 1), expected);  // Send/Recv take the channel after the one ring's
+}
+
+TEST(LaneLoop, LowLatencySlotsKeepNoLineOfAPieceLongGone) {
+  // Counters start just below the clean-up's indices (kLowLatencyCleanMask). Every LL line holds
+  // a flag that a later piece will carry, as a line left 2^32 pieces before it would; 24 short
+  // messages (one line each) pass the eight indices that clean every slot, after which no line
+  // may keep that flag.
+  const uint64_t first = kLowLatencyCleanMask - 8;
+  const uint32_t stale = static_cast<uint32_t>(first + 100 + 1);  // the flag of piece first + 100
+  LaunchShape shape;
+  shape.lowLatency = true;
+  shape.link.slotBytes = 64;
+  shape.link.llSlotBytes = 64;  // 4 lines
+  shape.link.firstIndex = first;
+  shape.link.llFill = static_cast<uint64_t>(stale) << 32 | 0xdeadbeefu;
+  std::vector<std::vector<char>> sent(24), received(24);
+  std::vector<std::vector<RankOp>> ops(2);
+  for (size_t m = 0; m < sent.size(); ++m) {
+    sent[m].assign(5, static_cast<char>(m + 1));
+    received[m].assign(5, 0);
+    ops[0].push_back({{Collective::kSend, 5, 1, 2, 0}, sent[m].data(), sent[m].data()});
+    ops[1].push_back({{Collective::kRecv, 5, 0, 2, 1}, received[m].data(), received[m].data()});
+  }
+  HostFabric fabric(shape.link);
+  ASSERT_EQ(runLaunches(2, ops, shape, CopyBody{}, &fabric), "");
+  EXPECT_EQ(received, sent);
+  for (const std::vector<uint64_t>* slots : fabric.llSlots()) {
+    for (size_t half = 0; half < slots->size(); ++half) {
+      ASSERT_NE(static_cast<uint32_t>((*slots)[half] >> 32), stale) << "half-line " << half;
+    }
+  }
+}
+
+// A rank whose peer never takes part: its block waits, says for what, and ends at the abort.
+// `sending`: rank 0 sends 13 pieces (8 fill the slots); else rank 1 receives 3 (LL: one line's
+// flag at a time).
+void expectAbortEndsAWaitFor(bool sending, bool lowLatency, core::BlockActivity activity) {
+  std::vector<char> buffer(sending ? 200 : 40, 0);
+  const int rank = sending ? 0 : 1;
+  std::vector<std::vector<RankOp>> ops(2);
+  ops[rank].push_back({{sending ? Collective::kSend : Collective::kRecv, buffer.size(), 1 - rank, 2, rank},
+                       buffer.data(), buffer.data()});
+  LaunchShape shape;
+  shape.lowLatency = lowLatency;
+  shape.link.slotBytes = 16;
+  shape.link.llSlotBytes = 32;
+  shape.deadline = std::chrono::seconds(1);
+  HostFabric fabric(shape.link);
+  std::vector<std::unique_ptr<RankLaunch>> launches;
+  EXPECT_EQ(runLaunches(2, ops, shape, CopyBody{}, &fabric, &launches),
+            "the launch did not end within the deadline (ended by its abort flag)");
+  ASSERT_EQ(launches[rank]->blocks.size(), 1u);
+  const NotedWait& wait = launches[rank]->blocks[0]->wait;
+  EXPECT_EQ(wait.activity, activity);
+  EXPECT_EQ(wait.peer, 1 - rank);
+  EXPECT_EQ(wait.seen, 0u);
+  EXPECT_EQ(wait.wanted, 1u);  // the first piece posted (LL: its flag), or released
+}
+
+TEST(LaneLoop, AnAbortEndsABlockWaitingForAPieceAndTheWaitIsRecorded) {
+  expectAbortEndsAWaitFor(false, false, core::BlockActivity::kReceiving);
+}
+
+TEST(LaneLoop, AnAbortEndsABlockWaitingForAFreeSlotAndTheWaitIsRecorded) {
+  expectAbortEndsAWaitFor(true, false, core::BlockActivity::kSending);
+}
+
+TEST(LaneLoop, AnAbortEndsEveryThreadWaitingForLowLatencyLines) {
+  expectAbortEndsAWaitFor(false, true, core::BlockActivity::kReceivingLine);
+}
+
+}  // namespace
+}  // namespace weft::device
