@@ -1,7 +1,7 @@
 #pragma once
 // When an allreduce on GPU buffers runs as the direct kernel rather than the ring, and with how
 // many thread blocks. Every build has this (the GPU executor uses it; unit tests check it
-// anywhere). The kernel itself is src/device/direct_allreduce.cuh.
+// anywhere). The kernel itself is src/device/direct_allreduce.h.
 //
 // Ranks that are threads of one process on one GPU share an address space and a memory: each
 // rank's kernel can read every peer's input and write every peer's output, so the allreduce reads

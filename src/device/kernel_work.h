@@ -1,6 +1,6 @@
 #pragma once
 // What one launch of the step kernel runs, in plain structs that the host writes into pinned
-// memory and the kernel reads (src/device/step_kernel.cu). The layout mirrors the step programs
+// memory and the kernel reads (src/device/lane_loop.h). The layout mirrors the step programs
 // (algorithms/step.h): a block runs lanes in order, a lane runs its steps in rounds (piece k of
 // every step, then piece k + 1), a step receives from one connection, combines with a local
 // input, writes a local output and sends to one connection.

@@ -1,9 +1,9 @@
 #pragma once
 // The step kernel's lane loop: how one thread block runs its lanes' steps through the connections'
 // slots (src/device/kernel_work.h), as the host executor does through host connections
-// (src/exec/host_executor.cc). It is written once for two kinds of block: the GPU's
-// (src/device/step_kernel.cu), and host threads standing in for a block's threads, on which unit
-// tests run it (tests/unit/lane_loop_test.cc) with no GPU.
+// (src/exec/host_executor.cc). Written for any block type (src/device/kernel_block.h): the
+// kernel runs it on the GPU (src/device/step_kernel.cu), unit tests on host threads
+// (tests/unit/lane_loop_test.cc).
 //
 // Per piece, thread 0 waits (acquire loads, polling ncclCommAbort's flag) until the received
 // slot is posted and the slot to send into is free, and leaves the slots' addresses in the
@@ -13,27 +13,13 @@
 // lines' flags. The work's tables live in pinned host memory: the block reads a lane's steps and
 // their connections into shared memory as the lane starts (kCachedSteps), and only a longer
 // lane's pieces read them, by thread 0.
-//
-// What a block type `Block` provides (all of it `WEFT_KERNEL_CODE`):
-// - `uint32_t thread() const`, `uint32_t threads() const`: the calling thread's index in the block
-//   and the block's thread count;
-// - `void sync()`: returns once every thread of the block has called it (`__syncthreads`);
-// - `LaneLoopShared& shared()`: the block's shared memory, one for all its threads;
-// - `unsigned long long loadAcquire(const unsigned long long*)`, `void storeRelease(unsigned long
-//   long*, unsigned long long)`, and `unsigned long long loadOwn(const unsigned long long*)` for a
-//   counter only this block writes;
-// - `void fenceSystem()`: a Simple piece's data and byte count are seen before its posted count
-//   (by the peer's GPU and by a proxy reading pinned memory);
-// - `void loadLine(const char*, uint32_t words[4])` and `void storeLine(char*, const uint32_t
-//   words[4])`: a 16-byte LL line (data low, flag, data high, flag), each 8-byte half in one access;
-// - `bool aborted(const volatile int*) const`: the abort flag is set;
-// - `Block::Wait`, made from the block: `note(core::BlockActivity, peer, channel, core::WaitSite,
-//   seen, wanted)` while a wait goes on, `end()` when it is over (the hang reports' records).
 
 #include <cstdint>
+#include <cstring>
 
 #include "src/core/gpu_block_progress.h"
 #include "src/device/host_device.h"
+#include "src/device/kernel_block.h"
 #include "src/device/kernel_work.h"
 
 namespace weft::device {
@@ -46,7 +32,7 @@ inline constexpr uint32_t kCachedSteps = 64;
 
 /// The block's shared memory for the loop: what thread 0 reads and decides for every thread.
 struct LaneLoopShared {
-  KernelBlock block;
+  KernelBlock kernelBlock;
   KernelLane lane;
   KernelStep laneSteps[kCachedSteps];
   KernelConnection laneReceives[kCachedSteps];  // each cached step's connections
@@ -65,9 +51,9 @@ struct LaneLoopShared {
   uint64_t cleanLines;
   int32_t receivedPeer;  // the received slot's connection, for the record of a long LL wait
   int32_t receivedChannel;
-  int action;           // 0: run the piece, 1: no piece of this step in this round, 2: aborted
-  bool abortedInPiece;  // set (never cleared) by a thread whose LL wait saw the abort
+  int action;  // 0: run the piece, 1: no piece of this step in this round, 2: aborted
 };
+static_assert(sizeof(LaneLoopShared) <= kBlockSharedBytes);
 
 /// The pointers of one piece, as a body sees them. `dst` or `slot` (or both) is set.
 struct Piece {
@@ -91,7 +77,7 @@ WEFT_KERNEL_CODE bool waitCounter(Block& block, const KernelConnection& connecti
   typename Block::Wait wait(block);
   for (int polls = 0;; ++polls) {
     const unsigned long long value = block.loadAcquire(counter);
-    if (value + slack >= target) break;
+    if (static_cast<int64_t>(value + slack - target) >= 0) break;
     if (polls == kPollsPerAbortCheck) {
       if (block.aborted(abortFlag)) return false;
       wait.note(activity, connection.peer, connection.channel, site, value, target - slack);
@@ -139,7 +125,15 @@ WEFT_KERNEL_CODE void writeLine(Block& block, char* line, uint64_t data, uint32_
 
 /// The `valid` (1 to 8) bytes at `address` as the low bytes of a word; one load where aligned.
 WEFT_HOST_DEVICE uint64_t loadBytes(const char* address, uint64_t valid) {
-  if (valid == 8 && (reinterpret_cast<uintptr_t>(address) & 7) == 0) return *reinterpret_cast<const uint64_t*>(address);
+  if (valid == 8 && (reinterpret_cast<uintptr_t>(address) & 7) == 0) {
+#if defined(__CUDA_ARCH__)
+    return *reinterpret_cast<const uint64_t*>(address);
+#else
+    uint64_t word;  // the buffer holds elements of another type: no aliasing through a uint64_t
+    std::memcpy(&word, address, sizeof(word));
+    return word;
+#endif
+  }
   uint64_t word = 0;
   for (uint64_t i = 0; i < valid; ++i) word |= static_cast<uint64_t>(static_cast<unsigned char>(address[i])) << (8 * i);
   return word;
@@ -147,7 +141,11 @@ WEFT_HOST_DEVICE uint64_t loadBytes(const char* address, uint64_t valid) {
 
 WEFT_HOST_DEVICE void storeBytes(char* address, uint64_t word, uint64_t valid) {
   if (valid == 8 && (reinterpret_cast<uintptr_t>(address) & 7) == 0) {
+#if defined(__CUDA_ARCH__)
     *reinterpret_cast<uint64_t*>(address) = word;
+#else
+    std::memcpy(address, &word, sizeof(word));
+#endif
     return;
   }
   for (uint64_t i = 0; i < valid; ++i) address[i] = static_cast<char>(word >> (8 * i));
@@ -187,7 +185,7 @@ WEFT_HOST_DEVICE char* bufferBase(const KernelLane& lane, uint8_t buffer) {
 template <class Block>
 WEFT_KERNEL_CODE void preparePiece(Block& block, const KernelWork& work, uint32_t s, uint64_t round,
                                    const core::WaitSite& site) {
-  LaneLoopShared& shared = block.shared();
+  LaneLoopShared& shared = block.template shared<LaneLoopShared>();
   const bool cached = shared.lane.stepCount <= kCachedSteps;
   const bool lowLatency = work.lowLatency != 0;
   shared.step = cached ? shared.laneSteps[s] : work.steps[shared.lane.firstStep + s];
@@ -235,16 +233,13 @@ WEFT_KERNEL_CODE void preparePiece(Block& block, const KernelWork& work, uint32_
 /// valid)` for each word of an LL one. Returns early, on every thread, once an abort is seen.
 template <class Block, class Body>
 WEFT_KERNEL_CODE void runLanes(Block& block, const KernelWork& work, uint32_t blockIndex, const Body& body) {
-  LaneLoopShared& shared = block.shared();
+  LaneLoopShared& shared = block.template shared<LaneLoopShared>();
   const uint32_t thread = block.thread();
   const bool lowLatency = work.lowLatency != 0;
-  if (thread == 0) {
-    shared.block = work.blocks[blockIndex];
-    shared.abortedInPiece = false;
-  }
+  if (thread == 0) shared.kernelBlock = work.blocks[blockIndex];
   block.sync();
-  for (uint32_t l = 0; l < shared.block.laneCount; ++l) {
-    if (thread == 0) shared.lane = work.lanes[shared.block.firstLane + l];
+  for (uint32_t l = 0; l < shared.kernelBlock.laneCount; ++l) {
+    if (thread == 0) shared.lane = work.lanes[shared.kernelBlock.firstLane + l];
     block.sync();
     const KernelLane& lane = shared.lane;
     if (lane.stepCount <= kCachedSteps) {
@@ -283,12 +278,13 @@ WEFT_KERNEL_CODE void runLanes(Block& block, const KernelWork& work, uint32_t bl
         piece.contribute = step.contribute != 0;
         piece.finalize = step.finalize != 0;
         const uint32_t sendFlag = static_cast<uint32_t>(shared.sentIndex + 1);
+        bool abortedInPiece = false;  // this thread's LL wait saw the abort
         if (lowLatency) {
           const LineSource from{site, shared.receivedPeer, shared.receivedChannel};
           const bool moved = moveLowLatencyPiece(block, piece, work.unitBytes,
                                                  static_cast<uint32_t>(shared.receivedIndex + 1), sendFlag,
                                                  work.abortFlag, from, body);
-          if (!moved) shared.abortedInPiece = true;
+          abortedInPiece = !moved;
         } else {
           body(piece, thread, block.threads());
         }
@@ -301,8 +297,7 @@ WEFT_KERNEL_CODE void runLanes(Block& block, const KernelWork& work, uint32_t bl
             writeLine(block, shared.cleanSlot + line * kLowLatencyLineBytes, 0, sendFlag);
           }
         }
-        block.sync();
-        if (shared.abortedInPiece) return;
+        if (block.syncOr(abortedInPiece)) return;
         if (thread == 0) {
           if (!lowLatency) {
             if (shared.sendSize != nullptr) *shared.sendSize = piece.units * work.unitBytes;

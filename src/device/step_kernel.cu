@@ -1,12 +1,13 @@
 // The step kernel: each thread block runs its lanes (src/device/lane_loop.h), the direct
-// allreduce (direct_allreduce.cuh) or the NVLS one (nvls_allreduce.cuh); one kernel per type and
+// allreduce (direct_allreduce.h) or the NVLS one (nvls_allreduce.cuh); one kernel per type and
 // reduction kind, and one for copies (src/device/piece_bodies.h).
 
 #include <cstring>
 
-#include "src/device/block_loops.h"
 #include "src/device/block_progress.cuh"
-#include "src/device/direct_allreduce.cuh"
+#include "src/device/device_block.cuh"
+#include "src/device/direct_allreduce.h"
+#include "src/device/lane_loop.h"
 #include "src/device/nvls_allreduce.cuh"
 #include "src/device/piece_bodies.h"
 #include "src/device/step_kernel.h"
@@ -17,83 +18,38 @@ namespace {
 
 constexpr int kThreads = kStepKernelThreads;
 
-// A block of the GPU, as the lane loop sees it (src/device/lane_loop.h).
-class DeviceBlock {
- public:
-  class Wait : public RecordedWait {
-   public:
-    __device__ explicit Wait(const DeviceBlock& block) : RecordedWait(block.progress_) {}
-  };
-
-  __device__ DeviceBlock(LaneLoopShared& shared, const BlockProgressWriter& progress)
-      : shared_(shared), progress_(progress) {}
-
-  __device__ uint32_t thread() const { return threadIdx.x; }
-  __device__ uint32_t threads() const { return blockDim.x; }
-  __device__ void sync() const { __syncthreads(); }
-  __device__ LaneLoopShared& shared() const { return shared_; }
-
-  __device__ unsigned long long loadAcquire(const unsigned long long* address) const {
-    unsigned long long value;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");
-    return value;
-  }
-  __device__ void storeRelease(unsigned long long* address, unsigned long long value) const {
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(address), "l"(value) : "memory");
-  }
-  __device__ unsigned long long loadOwn(const unsigned long long* address) const {
-    return *reinterpret_cast<const volatile unsigned long long*>(address);
-  }
-  __device__ void fenceSystem() const { __threadfence_system(); }
-
-  __device__ void loadLine(const char* line, uint32_t words[4]) const {
-    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(words[0]), "=r"(words[1]), "=r"(words[2]), "=r"(words[3])
-                 : "l"(line)
-                 : "memory");
-  }
-  __device__ void storeLine(char* line, const uint32_t words[4]) const {
-    asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(line), "r"(words[0]), "r"(words[1]),
-                 "r"(words[2]), "r"(words[3])
-                 : "memory");
-  }
-  __device__ bool aborted(const volatile int* flag) const { return flag != nullptr && *flag != 0; }
-
- private:
-  LaneLoopShared& shared_;
-  const BlockProgressWriter& progress_;
-};
-
 template <class Body>
-__device__ void runWork(const KernelWork& work, const BlockProgressWriter& progress, Body& body) {
+__device__ __forceinline__ void runWork(DeviceBlock& block, const KernelWork& work, Body& body) {
   if constexpr (Body::kReduces) {
     // ncclScalarDevice: the multiplier as it is when the kernel runs (each replay of a graph too).
     if (work.scalarAt != nullptr) memcpy(&body.reducer.scalar, work.scalarAt, sizeof(body.reducer.scalar));
     if (work.direct.boards != nullptr) {
-      runDirectAllReduce(work, progress, body.reducer);
+      runDirectAllReduce(block, work, blockIdx.x, body.reducer);
       return;
     }
     using Nvls = NvlsArithmetic<typename Body::Math, Body::kKind>;
     if constexpr (Nvls::kSupported) {
       if (work.nvls.unicast != nullptr) {
-        runNvlsAllReduce<Nvls>(work, progress);
+        runNvlsAllReduce<Nvls>(work, block.progress());
         return;
       }
     }
   }
-  __shared__ alignas(LaneLoopShared) unsigned char sharedBytes[sizeof(LaneLoopShared)];
-  DeviceBlock block(*reinterpret_cast<LaneLoopShared*>(sharedBytes), progress);
   runLanes(block, work, blockIdx.x, body);
 }
 
 template <class Body>
 __global__ void __launch_bounds__(kThreads, 1) stepKernel(KernelWork work, Body body) {
   __shared__ unsigned int waitClaim;
+  // Raw bytes that each loop views as its own state (kernel_block.h): a block runs one loop, so the
+  // lanes' and the direct allreduce's share them, and nvcc would run no constructor of theirs.
+  __shared__ alignas(16) unsigned char sharedBytes[kBlockSharedBytes];
   if (threadIdx.x == 0) waitClaim = 0;
   __syncthreads();
   const BlockProgressWriter progress(work, &waitClaim);
   if (threadIdx.x == 0) progress.started();
-  runWork(work, progress, body);
+  DeviceBlock block(sharedBytes, progress);
+  runWork(block, work, body);
   if (threadIdx.x == 0) progress.done();
 }
 

@@ -2,7 +2,7 @@
 // Launching the step kernel: one thread block per entry of KernelWork::blocks, on a stream.
 // One kernel per (type, op) for reducing launches and one byte-copy kernel for the rest, chosen
 // here at run time; a reducing kernel runs either lanes of step programs or the direct allreduce
-// (src/device/direct_allreduce.cuh), as its work says.
+// (src/device/direct_allreduce.h), as its work says.
 
 #include <cuda_runtime_api.h>
 

@@ -10,16 +10,10 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <barrier>
 #include <chrono>
-#include <condition_variable>
-#include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -27,99 +21,12 @@
 #include "algorithms/tuner.h"
 #include "src/device/launch_tables.h"
 #include "src/device/piece_bodies.h"
+#include "tests/unit/host_block.h"
 
 namespace weft::device {
 namespace {
 
 using algorithms::Collective;
-
-// The last wait a block recorded for hang reports.
-struct NotedWait {
-  core::BlockActivity activity = core::BlockActivity::kNone;
-  int32_t peer = -1;
-  uint64_t seen = 0;
-  uint64_t wanted = 0;
-};
-
-// What a block's threads share: its shared memory, its barrier and its record.
-struct HostBlockState {
-  explicit HostBlockState(uint32_t threads) : barrier(threads) {}
-  LaneLoopShared loop{};
-  std::barrier<> barrier;
-  std::mutex noted;
-  NotedWait wait;
-};
-
-// One thread of a block on the CPU, as the lane loop sees it.
-class HostBlock {
- public:
-  class Wait {
-   public:
-    explicit Wait(const HostBlock& block) : state_(block.state_) {}
-    void note(core::BlockActivity activity, int32_t peer, int32_t, const core::WaitSite&, uint64_t seen,
-              uint64_t wanted) {
-      std::lock_guard<std::mutex> hold(state_->noted);
-      state_->wait = {activity, peer, seen, wanted};
-    }
-    void end() {}
-
-   private:
-    HostBlockState* state_;
-  };
-
-  HostBlock(uint32_t thread, uint32_t threads, HostBlockState* state)
-      : thread_(thread), threads_(threads), state_(state) {}
-
-  uint32_t thread() const { return thread_; }
-  uint32_t threads() const { return threads_; }
-  void sync() const { state_->barrier.arrive_and_wait(); }
-  LaneLoopShared& shared() const { return state_->loop; }
-
-  static unsigned long long loadAcquire(const unsigned long long* address) {
-    return counter(address).load(std::memory_order_acquire);
-  }
-  static void storeRelease(unsigned long long* address, unsigned long long value) {
-    counter(address).store(value, std::memory_order_release);
-  }
-  static unsigned long long loadOwn(const unsigned long long* address) {
-    return counter(address).load(std::memory_order_relaxed);
-  }
-  static void fenceSystem() { std::atomic_thread_fence(std::memory_order_seq_cst); }
-
-  // Each half of a line (8 data bits and a flag, twice) is one atomic access, as on the GPU.
-  static void loadLine(const char* line, uint32_t words[4]) {
-    for (int half = 0; half < 2; ++half) {
-      const uint64_t bits = halfOf(line, half).load(std::memory_order_relaxed);
-      words[2 * half] = static_cast<uint32_t>(bits);
-      words[2 * half + 1] = static_cast<uint32_t>(bits >> 32);
-    }
-  }
-  static void storeLine(char* line, const uint32_t words[4]) {
-    for (int half = 0; half < 2; ++half) {
-      const uint64_t bits = words[2 * half] | (static_cast<uint64_t>(words[2 * half + 1]) << 32);
-      halfOf(line, half).store(bits, std::memory_order_relaxed);
-    }
-  }
-
-  // Called every kPollsPerAbortCheck polls: the CPU goes to another thread (the host runs more
-  // threads than it has cores), then the flag is read.
-  static bool aborted(const volatile int* flag) {
-    std::this_thread::yield();
-    return flag != nullptr && std::atomic_ref<int>(*const_cast<int*>(flag)).load(std::memory_order_acquire) != 0;
-  }
-
- private:
-  static std::atomic_ref<unsigned long long> counter(const unsigned long long* address) {
-    return std::atomic_ref<unsigned long long>(*const_cast<unsigned long long*>(address));
-  }
-  static std::atomic_ref<uint64_t> halfOf(const char* line, int half) {
-    return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(const_cast<char*>(line) + 8 * half));
-  }
-
-  uint32_t thread_;
-  uint32_t threads_;
-  HostBlockState* state_;
-};
 
 // The shape of the connections every rank shares.
 struct LinkShape {
@@ -206,7 +113,7 @@ struct LaunchShape {
   uint64_t unitBytes = 1;  // per unit of the tables: the element size, or 1 for a copy launch
   uint64_t scale = 1;      // units per element of the ops' counts
   LinkShape link;
-  std::chrono::seconds deadline{60};
+  std::chrono::seconds deadline{20};
 };
 
 // One rank's launch: its tables, connections and work.
@@ -262,34 +169,17 @@ std::string runLaunches(int nranks, const std::vector<std::vector<RankOp>>& ops,
     }
     launches.push_back(std::move(launch));
   }
-  std::mutex mutex;
-  std::condition_variable allDone;
-  size_t running = 0;
-  std::vector<std::thread> threads;
+  HostBlockRunner runner;
   for (auto& launch : launches) {
     for (size_t b = 0; b < launch->blocks.size(); ++b) {
-      for (uint32_t t = 0; t < shape.threads; ++t) {
-        ++running;
-        threads.emplace_back([&, l = launch.get(), b, t] {
-          HostBlock block(t, shape.threads, l->blocks[b].get());
-          runLanes(block, l->work, static_cast<uint32_t>(b), body);
-          std::lock_guard<std::mutex> hold(mutex);
-          if (--running == 0) allDone.notify_all();
-        });
-      }
+      runner.start(launch->blocks[b].get(), shape.threads, [l = launch.get(), b, &body](HostBlock& block) {
+        runLanes(block, l->work, static_cast<uint32_t>(b), body);
+      });
     }
   }
-  bool timedOut = false;
-  {
-    std::unique_lock<std::mutex> hold(mutex);
-    if (!allDone.wait_for(hold, shape.deadline, [&] { return running == 0; })) {
-      timedOut = true;
-      std::atomic_ref<int>(abortFlag).store(1, std::memory_order_release);
-    }
-  }
-  for (std::thread& thread : threads) thread.join();
+  const bool inTime = runner.finish(shape.deadline, &abortFlag);
   if (kept != nullptr) *kept = std::move(launches);
-  return timedOut ? "the launch did not end within the deadline (ended by its abort flag)" : "";
+  return inTime ? "" : "the launch did not end within the deadline (ended by its abort flag)";
 }
 
 // A value every rank can sum exactly in float: small integers.
@@ -440,29 +330,32 @@ TEST(LaneLoop, LowLatencySlotsKeepNoLineOfAPieceLongGone) {
   // Counters start just below the clean-up's indices (kLowLatencyCleanMask). Every LL line holds
   // a flag that a later piece will carry, as a line left 2^32 pieces before it would; 24 short
   // messages (one line each) pass the eight indices that clean every slot, after which no line
-  // may keep that flag.
+  // may keep that flag. Simple pieces leave every line of the LL slot, and clean them all.
   const uint64_t first = kLowLatencyCleanMask - 8;
   const uint32_t stale = static_cast<uint32_t>(first + 100 + 1);  // the flag of piece first + 100
-  LaunchShape shape;
-  shape.lowLatency = true;
-  shape.link.slotBytes = 64;
-  shape.link.llSlotBytes = 64;  // 4 lines
-  shape.link.firstIndex = first;
-  shape.link.llFill = static_cast<uint64_t>(stale) << 32 | 0xdeadbeefu;
-  std::vector<std::vector<char>> sent(24), received(24);
-  std::vector<std::vector<RankOp>> ops(2);
-  for (size_t m = 0; m < sent.size(); ++m) {
-    sent[m].assign(5, static_cast<char>(m + 1));
-    received[m].assign(5, 0);
-    ops[0].push_back({{Collective::kSend, 5, 1, 2, 0}, sent[m].data(), sent[m].data()});
-    ops[1].push_back({{Collective::kRecv, 5, 0, 2, 1}, received[m].data(), received[m].data()});
-  }
-  HostFabric fabric(shape.link);
-  ASSERT_EQ(runLaunches(2, ops, shape, CopyBody{}, &fabric), "");
-  EXPECT_EQ(received, sent);
-  for (const std::vector<uint64_t>* slots : fabric.llSlots()) {
-    for (size_t half = 0; half < slots->size(); ++half) {
-      ASSERT_NE(static_cast<uint32_t>((*slots)[half] >> 32), stale) << "half-line " << half;
+  for (bool lowLatency : {true, false}) {
+    LaunchShape shape;
+    shape.lowLatency = lowLatency;
+    shape.link.slotBytes = 64;
+    shape.link.llSlotBytes = 64;  // 4 lines
+    shape.link.firstIndex = first;
+    shape.link.llFill = static_cast<uint64_t>(stale) << 32 | 0xdeadbeefu;
+    std::vector<std::vector<char>> sent(24), received(24);
+    std::vector<std::vector<RankOp>> ops(2);
+    for (size_t m = 0; m < sent.size(); ++m) {
+      sent[m].assign(5, static_cast<char>(m + 1));
+      received[m].assign(5, 0);
+      ops[0].push_back({{Collective::kSend, 5, 1, 2, 0}, sent[m].data(), sent[m].data()});
+      ops[1].push_back({{Collective::kRecv, 5, 0, 2, 1}, received[m].data(), received[m].data()});
+    }
+    HostFabric fabric(shape.link);
+    ASSERT_EQ(runLaunches(2, ops, shape, CopyBody{}, &fabric), "") << (lowLatency ? "LL" : "Simple");
+    EXPECT_EQ(received, sent) << (lowLatency ? "LL" : "Simple");
+    for (const std::vector<uint64_t>* slots : fabric.llSlots()) {
+      for (size_t half = 0; half < slots->size(); ++half) {
+        ASSERT_NE(static_cast<uint32_t>((*slots)[half] >> 32), stale)
+            << (lowLatency ? "LL" : "Simple") << ", half-line " << half;
+      }
     }
   }
 }
@@ -485,10 +378,12 @@ void expectAbortEndsAWaitFor(bool sending, bool lowLatency, core::BlockActivity 
   std::vector<std::unique_ptr<RankLaunch>> launches;
   EXPECT_EQ(runLaunches(2, ops, shape, CopyBody{}, &fabric, &launches),
             "the launch did not end within the deadline (ended by its abort flag)");
+  ASSERT_EQ(launches.size(), 2u);
   ASSERT_EQ(launches[rank]->blocks.size(), 1u);
-  const NotedWait& wait = launches[rank]->blocks[0]->wait;
+  const NotedWait wait = launches[rank]->blocks[0]->noted();
   EXPECT_EQ(wait.activity, activity);
   EXPECT_EQ(wait.peer, 1 - rank);
+  EXPECT_EQ(wait.channel, 1);  // Send/Recv take the channel after the one ring's
   EXPECT_EQ(wait.seen, 0u);
   EXPECT_EQ(wait.wanted, 1u);  // the first piece posted (LL: its flag), or released
 }

@@ -1,9 +1,11 @@
 // A launch's kernel tables (src/device/launch_tables.h), run on a model of the step kernel's copy
-// launch (src/device/step_kernel.cu with Simple pieces) on host memory: every rank's blocks run
+// launch (src/device/lane_loop.h with Simple pieces) on host memory: every rank's blocks run
 // their lanes in order, each lane's steps in rounds of one piece; a step waits for a posted piece
 // to receive and a free slot to send into, moves the piece, then posts and releases. The programs
 // are the real schedules' (algorithms/schedule.h), so the tables, the block plan's folding and the
-// pieces' offsets are checked byte for byte, with no GPU.
+// pieces' offsets are checked byte for byte, with no GPU. The model moves one piece at a time, so
+// a launch that would wait forever is found as such, at once; lane_loop_test.cc runs the kernel's
+// own loop on threads.
 
 #include "src/device/launch_tables.h"
 

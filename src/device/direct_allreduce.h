@@ -1,6 +1,8 @@
 #pragma once
 // The direct allreduce (src/device/direct_plan.h) as each rank's kernel runs it, in the step
-// kernel of the launch's type and op (src/device/step_kernel.cu):
+// kernel of the launch's type and op (src/device/step_kernel.cu). Written for any block type
+// (src/device/kernel_block.h): unit tests run it on host threads too
+// (tests/unit/direct_allreduce_test.cc).
 //
 //   1. block 0 publishes the rank's buffers and count on its board and marks it arrived at this
 //      call; every block waits until every rank has arrived, and reads their buffers (and takes
@@ -18,41 +20,34 @@
 // the buffers a block reads are those of its own call. Every wait polls ncclCommAbort's flag.
 
 #include <cstdint>
+#include <cstring>
 
 #include "src/device/block_loops.h"
-#include "src/device/block_progress.cuh"
 #include "src/device/device_reduce.cuh"
 #include "src/device/direct_plan.h"
+#include "src/device/host_device.h"
+#include "src/device/kernel_block.h"
 #include "src/device/kernel_work.h"
 
 namespace weft::device {
 
 namespace direct_detail {
 
-__device__ inline unsigned long long loadAcquireGpu(const unsigned long long* address) {
-  unsigned long long value;
-  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");
-  return value;
-}
-
-__device__ inline void storeReleaseGpu(unsigned long long* address, unsigned long long value) {
-  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(address), "l"(value) : "memory");
-}
-
 // Thread 0 only: waits until every rank's `arrived` (or `finished`) has reached `call`. False if
 // the communicator was aborted. A long wait is recorded for hang reports.
-__device__ inline bool waitForEveryRank(const KernelDirect& direct, bool finished, unsigned long long call,
-                                        const volatile int* abortFlag, const BlockProgressWriter& progress) {
+template <class Block>
+WEFT_KERNEL_CODE bool waitForEveryRank(Block& block, const KernelDirect& direct, bool finished,
+                                       unsigned long long call, const volatile int* abortFlag) {
   const core::BlockActivity activity = finished ? core::BlockActivity::kFinishing : core::BlockActivity::kArriving;
   for (int r = 0; r < direct.nranks; ++r) {
     const DirectBoard& board = direct.boards[r];
     const unsigned long long* counter = finished ? &board.finished : &board.arrived;
-    RecordedWait wait(progress);
+    typename Block::Wait wait(block);
     for (int polls = 0;; ++polls) {
-      const unsigned long long reached = loadAcquireGpu(counter);
+      const unsigned long long reached = block.loadAcquireGpu(counter);
       if (reached >= call) break;
       if (polls == kPollsPerAbortCheck) {
-        if (abortFlag != nullptr && *abortFlag != 0) return false;
+        if (block.aborted(abortFlag)) return false;
         wait.note(activity, r, -1, core::WaitSite{}, reached, call);
         polls = 0;
       }
@@ -63,10 +58,23 @@ __device__ inline bool waitForEveryRank(const KernelDirect& direct, bool finishe
 }
 
 // The part [begin, end) of `units` split evenly over `parts`.
-__device__ inline void evenPart(uint64_t units, uint64_t part, uint64_t parts, uint64_t* begin, uint64_t* end) {
-  *begin = units / parts * part + min(part, units % parts);
-  *end = *begin + units / parts + (part < units % parts ? 1 : 0);
+WEFT_HOST_DEVICE void evenPart(uint64_t units, uint64_t part, uint64_t parts, uint64_t* begin, uint64_t* end) {
+  const uint64_t longer = units % parts;  // parts that hold one more unit: the first ones
+  *begin = units / parts * part + (part < longer ? part : longer);
+  *end = *begin + units / parts + (part < longer ? 1 : 0);
 }
+
+// What thread 0 reads for the block: the call, and every rank's buffers, count and multiplier.
+template <class Storage>
+struct DirectShared {
+  unsigned long long call;
+  bool proceed;
+  bool wholeWords;
+  uint64_t count;
+  const Storage* inputs[kMaxDirectRanks];
+  Storage* outputs[kMaxDirectRanks];
+  Storage multipliers[kMaxDirectRanks];
+};
 
 }  // namespace direct_detail
 
@@ -75,10 +83,10 @@ __device__ inline void evenPart(uint64_t units, uint64_t part, uint64_t parts, u
 // combined into the partial result (divided for the integer average where kDivide): 16-byte words
 // up to `tail` (reduceRankWords), then one element at a time.
 template <class Math, RedOpKind kKind, bool kDivide>
-__device__ __forceinline__ void reducePart(const Reducer<Math, kKind>& reducer, int n, uint64_t count, bool wholeWords,
-                                           uint64_t part, uint64_t parts, const typename Math::Storage* const* inputs,
-                                           typename Math::Storage* const* outputs,
-                                           const typename Math::Storage* multipliers) {
+WEFT_HOST_DEVICE void reducePart(const Reducer<Math, kKind>& reducer, int n, uint64_t count, bool wholeWords,
+                                 uint64_t part, uint64_t parts, uint32_t thread, uint32_t threads,
+                                 const typename Math::Storage* const* inputs, typename Math::Storage* const* outputs,
+                                 const typename Math::Storage* multipliers) {
   using Storage = typename Math::Storage;
   using R = Reducer<Math, kKind>;
   const auto fold = [&](Storage partial, Storage x, int r) {
@@ -95,14 +103,14 @@ __device__ __forceinline__ void reducePart(const Reducer<Math, kKind>& reducer, 
   uint64_t begin = 0;
   uint64_t end = 0;
   direct_detail::evenPart(words, part, parts, &begin, &end);
-  reduceRankWords(inputs, outputs, n, begin, end, threadIdx.x, blockDim.x, fold, finish);
+  reduceRankWords(inputs, outputs, n, begin, end, thread, threads, fold, finish);
   direct_detail::evenPart(count - tail, part, parts, &begin, &end);
-  for (uint64_t i = tail + begin + threadIdx.x; i < tail + end; i += blockDim.x) {
+  for (uint64_t i = tail + begin + thread; i < tail + end; i += threads) {
     Storage x[kMaxDirectRanks];  // every rank's element loaded before any is folded
-#pragma unroll
+    WEFT_UNROLL
     for (int r = 0; r < kMaxDirectRanks; ++r) x[r] = r < n ? inputs[r][i] : Storage{};
     Storage result{};
-#pragma unroll
+    WEFT_UNROLL
     for (int r = 0; r < kMaxDirectRanks; ++r) {
       if (r < n) result = fold(result, x[r], r);  // unrolled, so that `x` stays in registers
     }
@@ -111,70 +119,65 @@ __device__ __forceinline__ void reducePart(const Reducer<Math, kKind>& reducer, 
   }
 }
 
-/// Runs the launch's direct allreduce (work.direct.boards is set) in this block.
-template <class Math, RedOpKind kKind>
-__device__ void runDirectAllReduce(const KernelWork& work, const BlockProgressWriter& progress,
-                                   const Reducer<Math, kKind>& reducer) {
+/// Runs the launch's direct allreduce (work.direct.boards is set) in block `blockIndex`.
+template <class Block, class Math, RedOpKind kKind>
+WEFT_KERNEL_CODE void runDirectAllReduce(Block& block, const KernelWork& work, uint32_t blockIndex,
+                                         const Reducer<Math, kKind>& reducer) {
   using Storage = typename Math::Storage;
   using namespace direct_detail;
   const KernelDirect& direct = work.direct;
   DirectBoard& mine = direct.boards[direct.rank];
   const int n = direct.nranks;
-
-  __shared__ unsigned long long call;
-  __shared__ bool proceed;
-  __shared__ bool wholeWords;
-  __shared__ uint64_t count;
-  __shared__ const Storage* inputs[kMaxDirectRanks];
-  __shared__ Storage* outputs[kMaxDirectRanks];
-  __shared__ Storage multipliers[kMaxDirectRanks];
-  if (threadIdx.x == 0) {
-    call = *reinterpret_cast<volatile unsigned long long*>(&mine.finished) + 1;
-    if (blockIdx.x == 0) {
+  DirectShared<Storage>& shared = block.template shared<DirectShared<Storage>>();
+  if (block.thread() == 0) {
+    shared.call = block.loadOwn(&mine.finished) + 1;
+    if (blockIndex == 0) {
       mine.sendbuff = direct.sendbuff;
       mine.recvbuff = direct.recvbuff;
       mine.count = direct.count;
       uint64_t scalar = 0;  // the multiplier this rank's kernel uses (read from scalarAt, or given)
       memcpy(&scalar, &reducer.scalar, sizeof(Storage));
       mine.scalar = scalar;
-      storeReleaseGpu(&mine.arrived, call);
+      block.storeReleaseGpu(&mine.arrived, shared.call);
     }
-    proceed = waitForEveryRank(direct, false, call, work.abortFlag, progress);
+    shared.proceed = waitForEveryRank(block, direct, false, shared.call, work.abortFlag);
     uintptr_t alignment = 0;
-    count = direct.count;
-    for (int r = 0; r < n && proceed; ++r) {
+    shared.count = direct.count;
+    for (int r = 0; r < n && shared.proceed; ++r) {
       const DirectBoard& board = direct.boards[r];
-      inputs[r] = reinterpret_cast<const Storage*>(board.sendbuff);
-      outputs[r] = reinterpret_cast<Storage*>(board.recvbuff);
+      shared.inputs[r] = reinterpret_cast<const Storage*>(board.sendbuff);
+      shared.outputs[r] = reinterpret_cast<Storage*>(board.recvbuff);
       const uint64_t scalar = board.scalar;
-      memcpy(&multipliers[r], &scalar, sizeof(Storage));
+      memcpy(&shared.multipliers[r], &scalar, sizeof(Storage));
       alignment |= reinterpret_cast<uintptr_t>(board.sendbuff) | reinterpret_cast<uintptr_t>(board.recvbuff);
-      count = min(count, static_cast<uint64_t>(board.count));  // no overrun where counts differ
+      if (board.count < shared.count) shared.count = board.count;  // no overrun where counts differ
     }
-    wholeWords = (alignment & 15) == 0;
+    shared.wholeWords = (alignment & 15) == 0;
   }
-  __syncthreads();
-  if (!proceed) return;
+  block.sync();
+  if (!shared.proceed) return;
 
-  const uint64_t part = static_cast<uint64_t>(direct.rank) * direct.blocksPerRank + blockIdx.x;
+  const uint64_t part = static_cast<uint64_t>(direct.rank) * direct.blocksPerRank + blockIndex;
   const uint64_t parts = static_cast<uint64_t>(n) * direct.blocksPerRank;
   if (kIsInteger<Math> && reducer.divisor > 1) {
-    reducePart<Math, kKind, true>(reducer, n, count, wholeWords, part, parts, inputs, outputs, multipliers);
+    reducePart<Math, kKind, true>(reducer, n, shared.count, shared.wholeWords, part, parts, block.thread(),
+                                  block.threads(), shared.inputs, shared.outputs, shared.multipliers);
   } else {
-    reducePart<Math, kKind, false>(reducer, n, count, wholeWords, part, parts, inputs, outputs, multipliers);
+    reducePart<Math, kKind, false>(reducer, n, shared.count, shared.wholeWords, part, parts, block.thread(),
+                                   block.threads(), shared.inputs, shared.outputs, shared.multipliers);
   }
 
-  __syncthreads();
-  if (threadIdx.x != 0) return;
+  block.sync();
+  if (block.thread() != 0) return;
   // System scope: an output may be pinned host memory, which its rank's host reads once its own
   // kernel, which waits for this `finished`, has ended. Once per block and call.
-  __threadfence_system();  // this block's writes, by every thread, before its count
-  if (atomicAdd(&mine.finishedBlocks, 1u) + 1 == static_cast<unsigned>(direct.blocksPerRank)) {
-    __threadfence_system();  // every block's writes (each fenced before its count) before `finished`
+  block.fenceSystem();  // this block's writes, by every thread, before its count
+  if (block.fetchAdd(&mine.finishedBlocks, 1u) + 1 == static_cast<unsigned>(direct.blocksPerRank)) {
+    block.fenceSystem();  // every block's writes (each fenced before its count) before `finished`
     mine.finishedBlocks = 0;
-    storeReleaseGpu(&mine.finished, call);
+    block.storeReleaseGpu(&mine.finished, shared.call);
   }
-  if (blockIdx.x == 0) (void)waitForEveryRank(direct, true, call, work.abortFlag, progress);
+  if (blockIndex == 0) (void)waitForEveryRank(block, direct, true, shared.call, work.abortFlag);
 }
 
 }  // namespace weft::device
