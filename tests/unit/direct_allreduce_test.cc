@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/unit/host_block.h"
@@ -69,39 +70,96 @@ std::string runCall(std::vector<DirectBoard>* boards, const std::vector<RankCall
   return inTime ? "" : "the call did not end within the deadline (ended by its abort flag)";
 }
 
-// Small integers, so that float sums are exact in any order.
-float floatInput(int call, int rank, uint64_t i) { return static_cast<float>((call * 5 + rank * 7 + i * 3) % 23) - 11; }
+// Writes small integers in float itself; the narrow floats' codecs (device_reduce.cuh) do the
+// same for theirs.
+struct FloatCodec {
+  using Storage = float;
+  static float fromFloat(float x) { return x; }
+};
 
-// Every rank's float sum of `count` elements, out of place or in place, over `calls` calls in a
-// row on the same boards. The last rank's buffers start `offset` elements past a 16-byte boundary
-// (the others' on one): where one rank's are misaligned, every rank's blocks go element by element.
-std::string checkFloatSums(int n, uint64_t count, uint64_t offset, bool inPlace, int calls, const CallShape& shape) {
+// Rank `rank`'s element i in call `call`: an integer from -span/2 to span/2. Every type's sums
+// of such values over the ranks here are exact (span 5 for the narrow floats: at 4 ranks, within 8).
+float inputOf(int call, int rank, uint64_t i, int span) {
+  return static_cast<float>(static_cast<int>((call * 5 + rank * 7 + i * 3) % static_cast<uint64_t>(span)) - span / 2);
+}
+
+// How checkSums runs its calls.
+struct SumsShape {
+  uint64_t offset = 0;  // the last rank's buffers start this many elements past a 16-byte boundary
+  bool inPlace = false;
+  int calls = 1;             // in a row, on the same boards
+  bool ranksApart = false;   // each rank goes on to its next call once its own blocks are done,
+                             // with the same buffers
+  int span = 23;             // of the inputs (inputOf)
+  CallShape call;
+};
+
+// Every rank's sum of `count` elements of Math's type, written by Codec. The last rank's buffers
+// may be misaligned (the others' start on 16 bytes): then every rank's blocks go element by
+// element. Calls follow each other on the same boards, every rank's at once, or each rank's as
+// soon as its own previous call is done, as on a GPU where each rank has its own stream.
+// (Only the first call's buffers are used where ranks go apart.)
+template <class Math, class Codec = FloatCodec>
+std::string checkSums(int n, uint64_t count, const SumsShape& shape) {
+  using Storage = typename Math::Storage;
   std::vector<DirectBoard> boards(n);
-  for (int call = 0; call < calls; ++call) {
-    std::vector<std::vector<float>> send(n), recv(n);
-    std::vector<RankCall<float>> ranks(n);
+  std::vector<std::vector<std::vector<Storage>>> send(shape.calls), recv(shape.calls);
+  std::vector<std::vector<RankCall<Storage>>> calls(shape.calls);
+  for (int c = 0; c < shape.calls; ++c) {
+    send[c].resize(n);
+    recv[c].resize(n);
+    calls[c].resize(n);
     for (int r = 0; r < n; ++r) {
-      const uint64_t shift = r == n - 1 ? offset : 0;
-      send[r].assign(shift + count, 0);
-      recv[r].assign(shift + count, -1000);
-      for (uint64_t i = 0; i < count; ++i) send[r][shift + i] = floatInput(call, r, i);
-      ranks[r] = {send[r].data() + shift, (inPlace ? send[r].data() : recv[r].data()) + shift, count};
+      const uint64_t shift = r == n - 1 ? shape.offset : 0;
+      send[c][r].assign(shift + count, Storage{});
+      recv[c][r].assign(shift + count, Codec::fromFloat(-100.0f));
+      for (uint64_t i = 0; i < count; ++i) send[c][r][shift + i] = Codec::fromFloat(inputOf(c, r, i, shape.span));
+      Storage* out = (shape.inPlace ? send[c][r].data() : recv[c][r].data()) + shift;
+      calls[c][r] = {send[c][r].data() + shift, out, count};
     }
-    const std::string ran = runCall<FloatMath, RedOpKind::kSum>(&boards, ranks, shape);
-    if (!ran.empty()) return "call " + std::to_string(call) + ": " + ran;
+  }
+  // Rank r's output of call c, against the exact sums: "" or what differs.
+  const auto checkOutput = [&](int c, int r, const Storage* out) -> std::string {
+    for (uint64_t i = 0; i < count; ++i) {
+      float sum = 0;
+      for (int p = 0; p < n; ++p) sum += inputOf(c, p, i, shape.span);
+      const Storage expected = Codec::fromFloat(sum);
+      if (out[i] != expected) {
+        return "call " + std::to_string(c) + ", rank " + std::to_string(r) + ", element " + std::to_string(i) + ": " +
+               std::to_string(out[i]) + ", not " + std::to_string(expected);
+      }
+    }
+    return "";
+  };
+  std::vector<std::string> failed(n);
+  if (shape.ranksApart) {
+    // Each rank reuses its first call's buffers: it writes the next input and reads its output
+    // once its own blocks are done, which must be when the output is whole and the input free.
+    std::vector<std::thread> ranks;
     for (int r = 0; r < n; ++r) {
-      if (boards[r].finished != static_cast<unsigned long long>(call + 1)) {
-        return "rank " + std::to_string(r) + " finished call " + std::to_string(boards[r].finished);
-      }
-      for (uint64_t i = 0; i < count; ++i) {
-        float expected = 0;
-        for (int p = 0; p < n; ++p) expected += floatInput(call, p, i);
-        const float got = ranks[r].recv[i];
-        if (got != expected) {
-          return "call " + std::to_string(call) + ", rank " + std::to_string(r) + ", element " + std::to_string(i) +
-                 ": " + std::to_string(got) + ", not " + std::to_string(expected);
+      ranks.emplace_back([&, r] {
+        std::vector<bool> onlyThisRank(n, false);
+        onlyThisRank[r] = true;
+        RankCall<Storage>& mine = calls[0][r];
+        for (int c = 0; c < shape.calls && failed[r].empty(); ++c) {
+          Storage* input = const_cast<Storage*>(mine.send);
+          for (uint64_t i = 0; i < count; ++i) input[i] = Codec::fromFloat(inputOf(c, r, i, shape.span));
+          failed[r] = runCall<Math, RedOpKind::kSum>(&boards, calls[0], shape.call, onlyThisRank);
+          if (failed[r].empty()) failed[r] = checkOutput(c, r, mine.recv);
         }
-      }
+      });
+    }
+    for (std::thread& rank : ranks) rank.join();
+  } else {
+    for (int c = 0; c < shape.calls && failed[0].empty(); ++c) {
+      failed[0] = runCall<Math, RedOpKind::kSum>(&boards, calls[c], shape.call);
+      for (int r = 0; r < n && failed[0].empty(); ++r) failed[0] = checkOutput(c, r, calls[c][r].recv);
+    }
+  }
+  for (int r = 0; r < n; ++r) {
+    if (!failed[r].empty()) return failed[r];
+    if (boards[r].finished != static_cast<unsigned long long>(shape.calls)) {
+      return "rank " + std::to_string(r) + " finished call " + std::to_string(boards[r].finished);
     }
   }
   return "";
@@ -112,10 +170,12 @@ TEST(DirectAllReduce, EveryRankGetsTheExactSumInWordsOrElements) {
     for (uint64_t count : {0, 1, 3, 4, 5, 17, 1000}) {
       for (uint64_t offset : {0, 1}) {  // 16-byte words, or one element at a time (one rank misaligned)
         for (bool inPlace : {false, true}) {
-          CallShape shape;
-          shape.blocksPerRank = count % 2 == 0 ? 1 : 3;
-          shape.threads = n > 4 ? 2 : 4;
-          ASSERT_EQ(checkFloatSums(n, count, offset, inPlace, 1, shape), "")
+          SumsShape shape;
+          shape.offset = offset;
+          shape.inPlace = inPlace;
+          shape.call.blocksPerRank = count % 2 == 0 ? 1 : 3;
+          shape.call.threads = n > 4 ? 2 : 4;
+          ASSERT_EQ(checkSums<FloatMath>(n, count, shape), "")
               << n << " ranks, " << count << " elements, offset " << offset << (inPlace ? ", in place" : "");
         }
       }
@@ -123,9 +183,37 @@ TEST(DirectAllReduce, EveryRankGetsTheExactSumInWordsOrElements) {
   }
 }
 
+TEST(DirectAllReduce, NarrowFloatsSumExactlyInWordsOrElements) {
+  for (int n : {2, 4}) {
+    for (uint64_t count : {1, 8, 33, 300}) {  // 8 or 16 elements to a 16-byte word
+      for (uint64_t offset : {0, 1}) {
+        SumsShape shape;
+        shape.offset = offset;
+        shape.span = 5;
+        const std::string what = std::to_string(n) + " ranks, " + std::to_string(count) + " elements, offset " +
+                                 std::to_string(offset);
+        ASSERT_EQ((checkSums<NarrowMath<HalfCodec>, HalfCodec>(n, count, shape)), "") << "half, " << what;
+        ASSERT_EQ((checkSums<NarrowMath<Bfloat16Codec>, Bfloat16Codec>(n, count, shape)), "") << "bfloat16, " << what;
+        ASSERT_EQ((checkSums<NarrowMath<Fp8Codec<__NV_E4M3>>, Fp8Codec<__NV_E4M3>>(n, count, shape)), "")
+            << "fp8 e4m3, " << what;
+      }
+    }
+  }
+}
+
+TEST(DirectAllReduce, RanksThatGoOnToTheirNextCallAtTheirOwnPaceGetEachCallsSum) {
+  SumsShape shape;
+  shape.calls = 20;
+  shape.ranksApart = true;
+  shape.call.blocksPerRank = 2;
+  shape.call.threads = 2;
+  for (int n : {2, 3}) ASSERT_EQ(checkSums<FloatMath>(n, 77, shape), "") << n << " ranks";
+}
+
 TEST(DirectAllReduce, CallsInARowCountOnOnTheSameBoards) {
-  CallShape shape;
-  ASSERT_EQ(checkFloatSums(3, 101, 0, false, 5, shape), "");
+  SumsShape shape;
+  shape.calls = 5;
+  ASSERT_EQ(checkSums<FloatMath>(3, 101, shape), "");
 }
 
 // An int32 call of `n` ranks over `count` elements: rank r's element i is input(r, i), its

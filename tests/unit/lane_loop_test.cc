@@ -182,28 +182,42 @@ std::string runLaunches(int nranks, const std::vector<std::vector<RankOp>>& ops,
   return inTime ? "" : "the launch did not end within the deadline (ended by its abort flag)";
 }
 
-// A value every rank can sum exactly in float: small integers.
-float inputOf(int rank, size_t i) { return static_cast<float>((rank * 7 + i * 3) % 23) - 11.0f; }
+// Writes small integers in float itself; the narrow floats' codecs (device_reduce.cuh) do the
+// same for theirs.
+struct FloatCodec {
+  using Storage = float;
+  static float fromFloat(float x) { return x; }
+};
 
-// Every rank's output of a float-sum ring allreduce of `count` elements, against the exact sums.
-std::string checkAllReduce(int nranks, size_t count, const LaunchShape& shape, bool inPlace) {
-  std::vector<std::vector<float>> send(nranks), recv(nranks);
+// Rank `rank`'s element i: an integer from -span/2 to span/2. Every type's sums of such values
+// over the ranks here are exact (span 5 for the narrow floats: at 4 ranks, within 8).
+float inputOf(int rank, size_t i, int span) {
+  return static_cast<float>(static_cast<int>((rank * 7 + i * 3) % static_cast<size_t>(span)) - span / 2);
+}
+
+// Every rank's output of a sum ring allreduce of `count` elements of Math's type, written by
+// Codec, against the exact sums.
+template <class Math = FloatMath, class Codec = FloatCodec>
+std::string checkAllReduce(int nranks, size_t count, const LaunchShape& shape, bool inPlace, int span = 23) {
+  using Storage = typename Math::Storage;
+  std::vector<std::vector<Storage>> send(nranks), recv(nranks);
   std::vector<std::vector<RankOp>> ops(nranks);
   for (int r = 0; r < nranks; ++r) {
     send[r].resize(count);
-    for (size_t i = 0; i < count; ++i) send[r][i] = inputOf(r, i);
-    recv[r].assign(count, -1000.0f);
-    float* out = inPlace ? send[r].data() : recv[r].data();
+    for (size_t i = 0; i < count; ++i) send[r][i] = Codec::fromFloat(inputOf(r, i, span));
+    recv[r].assign(count, Codec::fromFloat(-100.0f));
+    Storage* out = inPlace ? send[r].data() : recv[r].data();
     ops[r].push_back({{Collective::kAllReduce, count, 0, nranks, r}, send[r].data(), out});
   }
   HostFabric fabric(shape.link);
-  const std::string ran = runLaunches(nranks, ops, shape, ReduceBody<FloatMath, RedOpKind::kSum>{}, &fabric);
+  const std::string ran = runLaunches(nranks, ops, shape, ReduceBody<Math, RedOpKind::kSum>{}, &fabric);
   if (!ran.empty()) return ran;
   for (int r = 0; r < nranks; ++r) {
-    const std::vector<float>& out = inPlace ? send[r] : recv[r];
+    const std::vector<Storage>& out = inPlace ? send[r] : recv[r];
     for (size_t i = 0; i < count; ++i) {
-      float expected = 0;
-      for (int p = 0; p < nranks; ++p) expected += inputOf(p, i);
+      float sum = 0;
+      for (int p = 0; p < nranks; ++p) sum += inputOf(p, i, span);
+      const Storage expected = Codec::fromFloat(sum);
       if (out[i] != expected) {
         return "rank " + std::to_string(r) + "'s element " + std::to_string(i) + " is " + std::to_string(out[i]) +
                ", not " + std::to_string(expected);
@@ -213,15 +227,17 @@ std::string checkAllReduce(int nranks, size_t count, const LaunchShape& shape, b
   return "";
 }
 
-LaunchShape simpleFloats(uint64_t slotBytes) {
+// Simple pieces of `slotBytes` over elements of `unitBytes`.
+LaunchShape simpleShape(uint64_t slotBytes, uint64_t unitBytes = sizeof(float)) {
   LaunchShape shape;
-  shape.unitBytes = sizeof(float);
+  shape.unitBytes = unitBytes;
   shape.link.slotBytes = slotBytes;
   return shape;
 }
 
-LaunchShape lowLatencyFloats(uint64_t llSlotBytes) {
-  LaunchShape shape = simpleFloats(64);
+// LL pieces through slots of `llSlotBytes` (half of it data) over elements of `unitBytes`.
+LaunchShape lowLatencyShape(uint64_t llSlotBytes, uint64_t unitBytes = sizeof(float)) {
+  LaunchShape shape = simpleShape(64, unitBytes);
   shape.lowLatency = true;
   shape.link.llSlotBytes = llSlotBytes;
   return shape;
@@ -232,7 +248,7 @@ TEST(LaneLoop, RingAllReduceSumsExactlyWithSimplePieces) {
     for (size_t count : {0, 1, 5, 37, 300}) {
       for (int channels : {1, 2}) {
         for (uint32_t threads : {1u, 4u}) {
-          LaunchShape shape = simpleFloats(24);  // 6 floats a piece: many pieces, some short
+          LaunchShape shape = simpleShape(24);  // 6 floats a piece: many pieces, some short
           shape.channels = channels;
           shape.threads = threads;
           for (bool inPlace : {false, true}) {
@@ -250,7 +266,7 @@ TEST(LaneLoop, RingAllReduceSumsExactlyWithLowLatencyPieces) {
   for (int nranks : {2, 3, 4}) {
     for (size_t count : {1, 2, 7, 100, 257}) {
       for (uint32_t threads : {1u, 3u}) {
-        LaunchShape shape = lowLatencyFloats(64);  // 4 lines: 32 bytes, 8 floats a piece
+        LaunchShape shape = lowLatencyShape(64);  // 4 lines: 32 bytes, 8 floats a piece
         shape.threads = threads;
         ASSERT_EQ(checkAllReduce(nranks, count, shape, false), "")
             << nranks << " ranks, " << count << " elements, " << threads << " threads";
@@ -259,14 +275,37 @@ TEST(LaneLoop, RingAllReduceSumsExactlyWithLowLatencyPieces) {
   }
 }
 
+// Half, bfloat16 and fp8: 2 or 1 bytes an element, so 8 or 16 to a Simple piece's 16-byte word
+// and 4 or 8 to an LL line.
+template <class Math, class Codec>
+void expectNarrowSums(const char* type) {
+  for (int nranks : {2, 4}) {
+    for (size_t count : {1, 9, 33, 200}) {
+      for (bool lowLatency : {false, true}) {
+        const uint64_t bytes = sizeof(typename Math::Storage);
+        const LaunchShape shape = lowLatency ? lowLatencyShape(64, bytes) : simpleShape(64, bytes);
+        ASSERT_EQ((checkAllReduce<Math, Codec>(nranks, count, shape, false, 5)), "")
+            << type << ", " << nranks << " ranks, " << count << " elements" << (lowLatency ? ", LL" : "");
+      }
+    }
+  }
+}
+
+TEST(LaneLoop, NarrowFloatsSumExactlyInWordsAndLines) {
+  expectNarrowSums<NarrowMath<HalfCodec>, HalfCodec>("half");
+  expectNarrowSums<NarrowMath<Bfloat16Codec>, Bfloat16Codec>("bfloat16");
+  expectNarrowSums<NarrowMath<Fp8Codec<__NV_E4M3>>, Fp8Codec<__NV_E4M3>>("fp8 e4m3");
+  expectNarrowSums<NarrowMath<Fp8Codec<__NV_E5M2>>, Fp8Codec<__NV_E5M2>>("fp8 e5m2");
+}
+
 TEST(LaneLoop, LanesLongerThanTheCachedStepsReadTheirStepsAsTheyGo) {
   // A ring allreduce's lanes have 2n - 1 steps: at 33 ranks, 65, one more than a block caches.
   const int nranks = 33;
   static_assert(2 * 33 - 1 > kCachedSteps);
-  LaunchShape shape = simpleFloats(16);
+  LaunchShape shape = simpleShape(16);
   shape.threads = 2;
   ASSERT_EQ(checkAllReduce(nranks, 200, shape, false), "");
-  LaunchShape lowLatency = lowLatencyFloats(32);
+  LaunchShape lowLatency = lowLatencyShape(32);
   lowLatency.threads = 2;
   ASSERT_EQ(checkAllReduce(nranks, 70, lowLatency, false), "");
 }
