@@ -110,8 +110,7 @@ struct LaunchShape {
   int blockLimit = 64;
   uint32_t threads = 3;  // per block
   bool lowLatency = false;
-  uint64_t unitBytes = 1;  // per unit of the tables: the element size, or 1 for a copy launch
-  uint64_t scale = 1;      // units per element of the ops' counts
+  uint64_t unitBytes = 1;  // per unit of the tables and the ops' counts: the element size, or 1 for a copy
   LinkShape link;
   std::chrono::seconds deadline{20};
 };
@@ -149,7 +148,7 @@ std::string runLaunches(int nranks, const std::vector<std::vector<RankOp>>& ops,
     for (const RankOp& op : ops[r]) {
       algorithms::Program program;
       algorithms::buildRingProgram(op.shape, rings, &program);
-      Status added = tables.addOp(program, op.send, op.recv, shape.scale);
+      Status added = tables.addOp(program, op.send, op.recv, 1);
       if (!added.isOk()) return added.message();
     }
     Status laidOut =
