@@ -165,7 +165,7 @@ std::string checkSums(int n, uint64_t count, const SumsShape& shape) {
   return "";
 }
 
-TEST(DirectAllReduce, EveryRankGetsTheExactSumInWordsOrElements) {
+TEST(DirectAllReduceOnHost, EveryRankGetsTheExactSumInWordsOrElements) {
   for (int n : {1, 2, 3, 4, 8}) {
     for (uint64_t count : {0, 1, 3, 4, 5, 17, 1000}) {
       for (uint64_t offset : {0, 1}) {  // 16-byte words, or one element at a time (one rank misaligned)
@@ -183,7 +183,7 @@ TEST(DirectAllReduce, EveryRankGetsTheExactSumInWordsOrElements) {
   }
 }
 
-TEST(DirectAllReduce, NarrowFloatsSumExactlyInWordsOrElements) {
+TEST(DirectAllReduceOnHost, NarrowFloatsSumExactlyInWordsOrElements) {
   for (int n : {2, 4}) {
     for (uint64_t count : {1, 8, 33, 300}) {  // 8 or 16 elements to a 16-byte word
       for (uint64_t offset : {0, 1}) {
@@ -201,7 +201,7 @@ TEST(DirectAllReduce, NarrowFloatsSumExactlyInWordsOrElements) {
   }
 }
 
-TEST(DirectAllReduce, RanksThatGoOnToTheirNextCallAtTheirOwnPaceGetEachCallsSum) {
+TEST(DirectAllReduceOnHost, RanksThatGoOnToTheirNextCallAtTheirOwnPaceGetEachCallsSum) {
   SumsShape shape;
   shape.calls = 20;
   shape.ranksApart = true;
@@ -210,7 +210,7 @@ TEST(DirectAllReduce, RanksThatGoOnToTheirNextCallAtTheirOwnPaceGetEachCallsSum)
   for (int n : {2, 3}) ASSERT_EQ(checkSums<FloatMath>(n, 77, shape), "") << n << " ranks";
 }
 
-TEST(DirectAllReduce, CallsInARowCountOnOnTheSameBoards) {
+TEST(DirectAllReduceOnHost, CallsInARowCountOnOnTheSameBoards) {
   SumsShape shape;
   shape.calls = 5;
   ASSERT_EQ(checkSums<FloatMath>(3, 101, shape), "");
@@ -242,7 +242,7 @@ std::string checkInt32Call(int n, uint64_t count, uint64_t divisor, const Input&
   return "";
 }
 
-TEST(DirectAllReduce, PreMulSumScalesEachInputByItsOwnRanksMultiplier) {
+TEST(DirectAllReduceOnHost, PreMulSumScalesEachInputByItsOwnRanksMultiplier) {
   const int n = 3;
   const auto input = [](int r, uint64_t i) { return static_cast<int32_t>(i * 1000003 + r) - 20; };
   const auto expected = [&](uint64_t i) {
@@ -253,7 +253,7 @@ TEST(DirectAllReduce, PreMulSumScalesEachInputByItsOwnRanksMultiplier) {
   ASSERT_EQ(checkInt32Call<RedOpKind::kPreMulSum>(n, 41, 1, input, expected), "");
 }
 
-TEST(DirectAllReduce, AnIntegerAverageDividesTheSumTruncating) {
+TEST(DirectAllReduceOnHost, AnIntegerAverageDividesTheSumTruncating) {
   const int n = 4;
   const auto input = [](int r, uint64_t i) { return static_cast<int32_t>(i * 7) - 80 + r; };
   const auto expected = [&](uint64_t i) {
@@ -264,7 +264,7 @@ TEST(DirectAllReduce, AnIntegerAverageDividesTheSumTruncating) {
   ASSERT_EQ(checkInt32Call<RedOpKind::kSum>(n, 23, n, input, expected), "");
 }
 
-TEST(DirectAllReduce, RanksThatDisagreeOnTheCountReduceTheLeastAndOverrunNoBuffer) {
+TEST(DirectAllReduceOnHost, RanksThatDisagreeOnTheCountReduceTheLeastAndOverrunNoBuffer) {
   const int n = 3;
   const uint64_t counts[n] = {30, 20, 25};
   std::vector<DirectBoard> boards(n);
@@ -281,7 +281,7 @@ TEST(DirectAllReduce, RanksThatDisagreeOnTheCountReduceTheLeastAndOverrunNoBuffe
   }
 }
 
-TEST(DirectAllReduce, AnAbortEndsTheWaitForARankThatNeverArrivesAndTheWaitIsRecorded) {
+TEST(DirectAllReduceOnHost, AnAbortEndsTheWaitForARankThatNeverArrivesAndTheWaitIsRecorded) {
   const int n = 2;
   std::vector<DirectBoard> boards(n);
   std::vector<float> send(8, 1.0f), recv(8, -1.0f);
@@ -301,7 +301,7 @@ TEST(DirectAllReduce, AnAbortEndsTheWaitForARankThatNeverArrivesAndTheWaitIsReco
   EXPECT_EQ(recv, std::vector<float>(8, -1.0f));  // and wrote nothing
 }
 
-TEST(DirectAllReduce, AnAbortEndsTheWaitForARankThatNeverFinishes) {
+TEST(DirectAllReduceOnHost, AnAbortEndsTheWaitForARankThatNeverFinishes) {
   // Rank 1 has published its buffers but runs no block: rank 0's blocks reduce their half of the
   // elements, rank 0 finishes, and its block 0 waits for rank 1 to finish until the abort.
   const int n = 2;
