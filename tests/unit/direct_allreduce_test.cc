@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/unit/exact_inputs.h"
 #include "tests/unit/host_block.h"
 
 namespace weft::device {
@@ -70,19 +71,6 @@ std::string runCall(std::vector<DirectBoard>* boards, const std::vector<RankCall
   return inTime ? "" : "the call did not end within the deadline (ended by its abort flag)";
 }
 
-// Writes small integers in float itself; the narrow floats' codecs (device_reduce.cuh) do the
-// same for theirs.
-struct FloatCodec {
-  using Storage = float;
-  static float fromFloat(float x) { return x; }
-};
-
-// Rank `rank`'s element i in call `call`: an integer from -span/2 to span/2. Every type's sums
-// of such values over the ranks here are exact (span 5 for the narrow floats: at 4 ranks, within 8).
-float inputOf(int call, int rank, uint64_t i, int span) {
-  return static_cast<float>(static_cast<int>((call * 5 + rank * 7 + i * 3) % static_cast<uint64_t>(span)) - span / 2);
-}
-
 // How checkSums runs its calls.
 struct SumsShape {
   uint64_t offset = 0;  // the last rank's buffers start this many elements past a 16-byte boundary
@@ -90,7 +78,7 @@ struct SumsShape {
   int calls = 1;             // in a row, on the same boards
   bool ranksApart = false;   // each rank goes on to its next call once its own blocks are done,
                              // with the same buffers
-  int span = 23;             // of the inputs (inputOf)
+  int span = 23;             // of the inputs (exactInput)
   CallShape call;
 };
 
@@ -113,7 +101,7 @@ std::string checkSums(int n, uint64_t count, const SumsShape& shape) {
       const uint64_t shift = r == n - 1 ? shape.offset : 0;
       send[c][r].assign(shift + count, Storage{});
       recv[c][r].assign(shift + count, Codec::fromFloat(-100.0f));
-      for (uint64_t i = 0; i < count; ++i) send[c][r][shift + i] = Codec::fromFloat(inputOf(c, r, i, shape.span));
+      for (uint64_t i = 0; i < count; ++i) send[c][r][shift + i] = Codec::fromFloat(exactInput(c, r, i, shape.span));
       Storage* out = (shape.inPlace ? send[c][r].data() : recv[c][r].data()) + shift;
       calls[c][r] = {send[c][r].data() + shift, out, count};
     }
@@ -122,7 +110,7 @@ std::string checkSums(int n, uint64_t count, const SumsShape& shape) {
   const auto checkOutput = [&](int c, int r, const Storage* out) -> std::string {
     for (uint64_t i = 0; i < count; ++i) {
       float sum = 0;
-      for (int p = 0; p < n; ++p) sum += inputOf(c, p, i, shape.span);
+      for (int p = 0; p < n; ++p) sum += exactInput(c, p, i, shape.span);
       const Storage expected = Codec::fromFloat(sum);
       if (out[i] != expected) {
         return "call " + std::to_string(c) + ", rank " + std::to_string(r) + ", element " + std::to_string(i) + ": " +
@@ -143,7 +131,7 @@ std::string checkSums(int n, uint64_t count, const SumsShape& shape) {
         RankCall<Storage>& mine = calls[0][r];
         for (int c = 0; c < shape.calls && failed[r].empty(); ++c) {
           Storage* input = const_cast<Storage*>(mine.send);
-          for (uint64_t i = 0; i < count; ++i) input[i] = Codec::fromFloat(inputOf(c, r, i, shape.span));
+          for (uint64_t i = 0; i < count; ++i) input[i] = Codec::fromFloat(exactInput(c, r, i, shape.span));
           failed[r] = runCall<Math, RedOpKind::kSum>(&boards, calls[0], shape.call, onlyThisRank);
           if (failed[r].empty()) failed[r] = checkOutput(c, r, mine.recv);
         }

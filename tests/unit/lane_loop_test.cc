@@ -21,6 +21,7 @@
 #include "algorithms/tuner.h"
 #include "src/device/launch_tables.h"
 #include "src/device/piece_bodies.h"
+#include "tests/unit/exact_inputs.h"
 #include "tests/unit/host_block.h"
 
 namespace weft::device {
@@ -127,7 +128,8 @@ struct RankLaunch {
 // `shape.threads` host threads. Returns "" or what went wrong; `fabric` keeps the connections.
 template <class Body>
 std::string runLaunches(int nranks, const std::vector<std::vector<RankOp>>& ops, const LaunchShape& shape,
-                        const Body& body, HostFabric* fabric, std::vector<std::unique_ptr<RankLaunch>>* kept = nullptr) {
+                        const Body& body, HostFabric* fabric,
+                        std::vector<std::unique_ptr<RankLaunch>>* kept = nullptr) {
   std::vector<algorithms::Ring> rings;
   for (int c = 0; c < shape.channels; ++c) {
     algorithms::Ring ring(static_cast<size_t>(nranks));
@@ -181,19 +183,6 @@ std::string runLaunches(int nranks, const std::vector<std::vector<RankOp>>& ops,
   return inTime ? "" : "the launch did not end within the deadline (ended by its abort flag)";
 }
 
-// Writes small integers in float itself; the narrow floats' codecs (device_reduce.cuh) do the
-// same for theirs.
-struct FloatCodec {
-  using Storage = float;
-  static float fromFloat(float x) { return x; }
-};
-
-// Rank `rank`'s element i: an integer from -span/2 to span/2. Every type's sums of such values
-// over the ranks here are exact (span 5 for the narrow floats: at 4 ranks, within 8).
-float inputOf(int rank, size_t i, int span) {
-  return static_cast<float>(static_cast<int>((rank * 7 + i * 3) % static_cast<size_t>(span)) - span / 2);
-}
-
 // Every rank's output of a sum ring allreduce of `count` elements of Math's type, written by
 // Codec, against the exact sums.
 template <class Math = FloatMath, class Codec = FloatCodec>
@@ -203,7 +192,7 @@ std::string checkAllReduce(int nranks, size_t count, const LaunchShape& shape, b
   std::vector<std::vector<RankOp>> ops(nranks);
   for (int r = 0; r < nranks; ++r) {
     send[r].resize(count);
-    for (size_t i = 0; i < count; ++i) send[r][i] = Codec::fromFloat(inputOf(r, i, span));
+    for (size_t i = 0; i < count; ++i) send[r][i] = Codec::fromFloat(exactInput(0, r, i, span));
     recv[r].assign(count, Codec::fromFloat(-100.0f));
     Storage* out = inPlace ? send[r].data() : recv[r].data();
     ops[r].push_back({{Collective::kAllReduce, count, 0, nranks, r}, send[r].data(), out});
@@ -215,7 +204,7 @@ std::string checkAllReduce(int nranks, size_t count, const LaunchShape& shape, b
     const std::vector<Storage>& out = inPlace ? send[r] : recv[r];
     for (size_t i = 0; i < count; ++i) {
       float sum = 0;
-      for (int p = 0; p < nranks; ++p) sum += inputOf(p, i, span);
+      for (int p = 0; p < nranks; ++p) sum += exactInput(0, p, i, span);
       const Storage expected = Codec::fromFloat(sum);
       if (out[i] != expected) {
         return "rank " + std::to_string(r) + "'s element " + std::to_string(i) + " is " + std::to_string(out[i]) +
