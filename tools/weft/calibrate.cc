@@ -1,16 +1,9 @@
 #include "tools/weft/calibrate.h"
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-
-#include <csignal>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -20,6 +13,7 @@
 #include <vector>
 
 #include "algorithms/tune_file.h"
+#include "tools/weft/local_ranks.h"
 
 namespace weft::tools {
 namespace {
@@ -30,6 +24,13 @@ constexpr size_t kSizeFactor = 8;  // all_reduce_perf's -f: from the smallest si
 // The channels of the second sweep of each kind of hop, against one: what a channel adds to a step,
 // and whether channels together move more than one.
 constexpr int kSpreadChannels = 4;
+
+// How long a rank may wait without progress (WEFT_TIMEOUT), and how long a sweep may run in all
+// before every rank is ended: far beyond what either takes on a busy machine, so that only a hang
+// reaches them.
+constexpr int kStuckSeconds = 60;
+constexpr int kSweepBaseSeconds = 120;
+constexpr int kSweepSecondsPerIteration = 2;
 
 // The smallest size measured: the least of 8, 64, 512, ... bytes (kLargestBytes / 8^k) in which
 // every rank's block of every channel's ring holds a float. With fewer floats than ranks most of
@@ -42,22 +43,6 @@ size_t smallestBytes(int ranks, int channels) {
   return bytes;
 }
 
-// A free TCP port on the loopback for the bootstrap root (bound, read, released).
-int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  if (fd >= 0) close(fd);
-  return port;
-}
-
 std::string findPerf(const CalibrationOptions& options) {
   std::filesystem::path dir = options.perfDir;
   if (dir.empty()) {
@@ -67,76 +52,41 @@ std::string findPerf(const CalibrationOptions& options) {
   return (dir / "all_reduce_perf").string();
 }
 
+// The lines of a rank's output, each prefixed with its rank, for a failure message.
+std::string rankOutputs(const LocalJobResult& job) {
+  std::string text;
+  for (size_t rank = 0; rank < job.output.size(); ++rank) {
+    std::istringstream lines(job.output[rank]);
+    for (std::string line; std::getline(lines, line);) text += "  rank " + std::to_string(rank) + ": " + line + "\n";
+  }
+  return text;
+}
+
 // Runs the sweep as `ranks` processes; fills time in microseconds (out of place) by size from rank
-// 0's table. False, with *why, when a rank fails or the table is missing.
+// 0's table. False, with *why, when a rank fails, the sweep hangs or the table is missing.
 bool runSweep(const std::string& perf, int ranks, int channels, int iterations, bool network, const char* protocol,
               std::map<size_t, double>* times, std::string* why) {
-  const int port = freePort();
-  int pipeFds[2];
-  if (port == 0 || pipe(pipeFds) != 0) {
-    *why = "could not find a free loopback port or make a pipe";
-    return false;
-  }
-  const std::string iters = std::to_string(iterations);
-  const std::string warmup = std::to_string(std::max(1, iterations / 5));
   const size_t smallestSize = smallestBytes(ranks, channels);
-  const std::string smallest = std::to_string(smallestSize);
-  const std::string largest = std::to_string(kLargestBytes);
-  const std::string factor = std::to_string(kSizeFactor);
-  std::vector<pid_t> children;
-  for (int rank = 0; rank < ranks; ++rank) {
-    pid_t child = fork();
-    if (child < 0) {
-      *why = std::string("fork failed: ") + strerror(errno);
-      for (pid_t started : children) kill(started, SIGKILL);
-      for (pid_t started : children) waitpid(started, nullptr, 0);
-      close(pipeFds[0]);
-      close(pipeFds[1]);
-      return false;
-    }
-    if (child == 0) {
-      if (rank == 0) dup2(pipeFds[1], STDOUT_FILENO);
-      close(pipeFds[0]);
-      close(pipeFds[1]);
-      if (rank != 0 && freopen("/dev/null", "w", stdout) == nullptr) _exit(127);
-      setenv("RANK", std::to_string(rank).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(ranks).c_str(), 1);
-      setenv("NCCL_COMM_ID", ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
-      setenv("NCCL_ALGO", "ring", 1);
-      setenv("NCCL_PROTO", protocol, 1);
-      setenv("NCCL_SOCKET_IFNAME", "lo", 1);
-      setenv("NCCL_SHM_DISABLE", network ? "1" : "0", 1);
-      setenv("NCCL_MIN_NCHANNELS", std::to_string(channels).c_str(), 1);
-      setenv("NCCL_MAX_NCHANNELS", std::to_string(channels).c_str(), 1);
-      unsetenv("WEFT_TUNE_FILE");
-      execl(perf.c_str(), perf.c_str(), "-b", smallest.c_str(), "-e", largest.c_str(), "-f", factor.c_str(), "-n",
-            iters.c_str(), "-w", warmup.c_str(), "-c", "0", static_cast<char*>(nullptr));
-      std::fprintf(stderr, "weft tune --calibrate: cannot run %s: %s\n", perf.c_str(), strerror(errno));
-      _exit(127);
-    }
-    children.push_back(child);
-  }
-  close(pipeFds[1]);
-  std::string output;
-  char buffer[4096];
-  while (true) {
-    const ssize_t n = read(pipeFds[0], buffer, sizeof(buffer));
-    if (n > 0) {
-      output.append(buffer, static_cast<size_t>(n));
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
-  }
-  close(pipeFds[0]);
-  bool ok = true;
-  for (pid_t child : children) {
-    int status = 0;
-    pid_t waited;
-    while ((waited = waitpid(child, &status, 0)) < 0 && errno == EINTR) {
-    }
-    ok = ok && waited == child && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }
-  std::istringstream lines(output);
+  LocalJob job;
+  job.program = perf;
+  job.arguments = {"-b", std::to_string(smallestSize), "-e", std::to_string(kLargestBytes), "-f",
+                   std::to_string(kSizeFactor), "-n", std::to_string(iterations), "-w",
+                   std::to_string(std::max(1, iterations / 5)), "-c", "0"};
+  job.ranks = ranks;
+  job.environment = {
+      {"NCCL_ALGO", "ring"},
+      {"NCCL_PROTO", protocol},
+      {"NCCL_SOCKET_IFNAME", "lo"},
+      {"NCCL_SHM_DISABLE", network ? "1" : "0"},
+      {"NCCL_MIN_NCHANNELS", std::to_string(channels)},
+      {"NCCL_MAX_NCHANNELS", std::to_string(channels)},
+      // A rank that waits this long without progress fails and says what it waited for.
+      {"WEFT_TIMEOUT", std::to_string(kStuckSeconds)},
+  };
+  job.unset = {"WEFT_TUNE_FILE"};
+  job.deadline = std::chrono::seconds(kSweepBaseSeconds + kSweepSecondsPerIteration * iterations);
+  const LocalJobResult result = runLocalJob(job);
+  std::istringstream lines(result.output[0]);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream columns(line);
     size_t size = 0, count = 0;
@@ -145,8 +95,9 @@ bool runSweep(const std::string& perf, int ranks, int channels, int iterations, 
     if (line.empty() || line[0] == '#' || !(columns >> size >> count >> type >> op >> root >> time)) continue;
     (*times)[size] = time;
   }
-  if (!ok || !times->contains(smallestSize) || !times->contains(kLargestBytes)) {
-    *why = "all_reduce_perf failed (run it by hand with the same settings to see why):\n" + output;
+  if (!result.ok || !times->contains(smallestSize) || !times->contains(kLargestBytes)) {
+    *why = "all_reduce_perf failed (" + (result.ok ? std::string("its table lacks a size") : result.why) +
+           "; run it by hand with the same settings to see more):\n" + rankOutputs(result);
     return false;
   }
   return true;

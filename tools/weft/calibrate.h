@@ -9,7 +9,9 @@
 // bandwidth. Each kind of hop is measured on one channel and on four: what a channel adds to a
 // step, and, where four move clearly more than one, their peak bandwidth. Each sweep runs
 // `repeats` times and each size's median is fitted: on a busy host one run's step can be 1.5x
-// another's.
+// another's. The ranks run as a local job (local_ranks.h): a rank that fails ends the sweep at
+// once, a rank that waits 60 s without progress fails (WEFT_TIMEOUT), and a sweep that outlives
+// its deadline is ended, each with every rank's output in the message.
 
 #include <string>
 

@@ -1,0 +1,202 @@
+#include "tools/weft/local_ranks.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <random>
+
+extern char** environ;
+
+namespace weft::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// A loopback port held for one job: bound with SO_REUSEADDR, never listening (see the header).
+class PortReservation {
+ public:
+  PortReservation() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) return;
+    const int one = 1;
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+        bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+      port_ = ntohs(address.sin_port);
+    }
+  }
+  ~PortReservation() {
+    if (fd_ >= 0) close(fd_);
+  }
+  PortReservation(const PortReservation&) = delete;
+  PortReservation& operator=(const PortReservation&) = delete;
+
+  /// 0 when no port could be reserved.
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+std::string randomSecret() {
+  std::random_device device;
+  std::string secret;
+  for (int i = 0; i < 4; ++i) {
+    char word[9];
+    std::snprintf(word, sizeof(word), "%08x", device());
+    secret += word;
+  }
+  return secret;
+}
+
+/// The environment of one rank: this process's, less the job's unset names and every name the
+/// job sets, then the job's variables.
+std::vector<std::string> rankEnvironment(const LocalJob& job, int rank, int port, const std::string& secret) {
+  std::vector<std::pair<std::string, std::string>> set = {
+      {"RANK", std::to_string(rank)},
+      {"WORLD_SIZE", std::to_string(job.ranks)},
+      {"NCCL_COMM_ID", "127.0.0.1:" + std::to_string(port)},
+      {"WEFT_COMM_SECRET", secret},
+  };
+  set.insert(set.end(), job.environment.begin(), job.environment.end());
+  std::vector<std::string> removed = job.unset;
+  for (const auto& [name, value] : set) removed.push_back(name);
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    const std::string name = text.substr(0, text.find('='));
+    if (std::find(removed.begin(), removed.end(), name) == removed.end()) environment.push_back(text);
+  }
+  for (const auto& [name, value] : set) environment.push_back(name + "=" + value);
+  return environment;
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+  std::vector<char*> result;
+  for (std::string& text : strings) result.push_back(text.data());
+  result.push_back(nullptr);
+  return result;
+}
+
+std::string describeExit(int rank, int status) {
+  if (WIFSIGNALED(status)) {
+    return "rank " + std::to_string(rank) + " was killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
+  }
+  return "rank " + std::to_string(rank) + " exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+struct Rank {
+  pid_t pid = -1;
+  int outputFd = -1;  // read end of the rank's stdout and stderr; -1 once at end of file
+  bool exited = false;
+};
+
+void endRanks(std::vector<Rank>& ranks) {
+  for (Rank& rank : ranks) {
+    if (!rank.exited && rank.pid > 0) kill(rank.pid, SIGKILL);
+  }
+}
+
+}  // namespace
+
+LocalJobResult runLocalJob(const LocalJob& job) {
+  LocalJobResult result;
+  result.output.assign(job.ranks, std::string());
+  PortReservation reservation;
+  if (reservation.port() == 0) {
+    result.why = std::string("cannot reserve a loopback port for the bootstrap root: ") + strerror(errno);
+    return result;
+  }
+  const std::string secret = randomSecret();
+  std::vector<std::string> argvStrings = {job.program};
+  argvStrings.insert(argvStrings.end(), job.arguments.begin(), job.arguments.end());
+  std::vector<char*> argv = pointers(argvStrings);
+
+  std::vector<Rank> ranks(job.ranks);
+  for (int r = 0; r < job.ranks; ++r) {
+    std::vector<std::string> environmentStrings = rankEnvironment(job, r, reservation.port(), secret);
+    std::vector<char*> environment = pointers(environmentStrings);
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      result.why = std::string("cannot make a pipe: ") + strerror(errno);
+      break;
+    }
+    const pid_t pid = fork();
+    if (pid == 0) {
+      dup2(fds[1], STDOUT_FILENO);  // dup2 clears close-on-exec on the copies
+      dup2(fds[1], STDERR_FILENO);
+      execve(argv[0], argv.data(), environment.data());
+      const std::string message = "cannot run " + job.program + ": " + strerror(errno) + "\n";
+      (void)!write(STDERR_FILENO, message.data(), message.size());
+      _exit(127);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+      close(fds[0]);
+      result.why = std::string("fork failed: ") + strerror(errno);
+      break;
+    }
+    ranks[r] = {pid, fds[0], false};
+  }
+  if (!result.why.empty()) endRanks(ranks);
+
+  const Clock::time_point deadline = Clock::now() + job.deadline;
+  while (true) {
+    std::vector<pollfd> fds;
+    std::vector<int> fdRanks;
+    for (int r = 0; r < job.ranks; ++r) {
+      if (ranks[r].outputFd < 0) continue;
+      fds.push_back({ranks[r].outputFd, POLLIN, 0});
+      fdRanks.push_back(r);
+    }
+    const bool running = std::any_of(ranks.begin(), ranks.end(), [](const Rank& rank) { return rank.pid > 0 && !rank.exited; });
+    if (fds.empty() && !running) break;
+    if (poll(fds.data(), fds.size(), 100) > 0) {
+      for (size_t i = 0; i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        Rank& rank = ranks[fdRanks[i]];
+        char buffer[4096];
+        const ssize_t n = read(rank.outputFd, buffer, sizeof(buffer));
+        if (n > 0) {
+          result.output[fdRanks[i]].append(buffer, static_cast<size_t>(n));
+        } else if (n == 0 || errno != EINTR) {
+          close(rank.outputFd);
+          rank.outputFd = -1;
+        }
+      }
+    }
+    for (int r = 0; r < job.ranks; ++r) {
+      Rank& rank = ranks[r];
+      int status = 0;
+      if (rank.pid <= 0 || rank.exited || waitpid(rank.pid, &status, WNOHANG) != rank.pid) continue;
+      rank.exited = true;
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+      if (result.why.empty()) {
+        result.why = describeExit(r, status);
+        endRanks(ranks);
+      }
+    }
+    if (result.why.empty() && running && Clock::now() > deadline) {
+      result.why = "the job ran longer than " + std::to_string(job.deadline.count()) + " s; every rank was ended";
+      endRanks(ranks);
+    }
+  }
+  result.ok = result.why.empty();
+  return result;
+}
+
+}  // namespace weft::tools
