@@ -130,14 +130,17 @@ void Socket::close() {
   peer_ = SocketAddress();
 }
 
-Status Socket::listen(const SocketAddress& address, Socket* out) {
+namespace {
+
+/// A new socket with SO_REUSEADDR, bound to `address`.
+Status bindReusable(const SocketAddress& address, Socket* out) {
   Socket socket;
   WEFT_RETURN_IF_ERROR(newSocket(address.family(), &socket));
   int one = 1;
-  if (setsockopt(socket.fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
-    return errnoStatus(errno, "cannot set SO_REUSEADDR to listen on %s", address.toString().c_str());
+  if (setsockopt(socket.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
+    return errnoStatus(errno, "cannot set SO_REUSEADDR to bind %s", address.toString().c_str());
   }
-  if (::bind(socket.fd_, reinterpret_cast<const sockaddr*>(&address.storage), address.length) != 0) {
+  if (::bind(socket.fd(), reinterpret_cast<const sockaddr*>(&address.storage), address.length) != 0) {
     int err = errno;
     if (err == EADDRINUSE) {
       return errnoStatus(err, "cannot listen on %s: the port is in use by another socket; stop the process that "
@@ -146,12 +149,23 @@ Status Socket::listen(const SocketAddress& address, Socket* out) {
     return errnoStatus(err, "cannot listen on %s: check that the address belongs to this host "
                        "(NCCL_SOCKET_IFNAME, NCCL_COMM_ID)", address.toString().c_str());
   }
+  *out = std::move(socket);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status Socket::listen(const SocketAddress& address, Socket* out) {
+  Socket socket;
+  WEFT_RETURN_IF_ERROR(bindReusable(address, &socket));
   if (::listen(socket.fd_, SOMAXCONN) != 0) {
     return errnoStatus(errno, "listen() on %s failed", address.toString().c_str());
   }
   *out = std::move(socket);
   return Status::ok();
 }
+
+Status Socket::reservePort(const SocketAddress& address, Socket* out) { return bindReusable(address, out); }
 
 Status Socket::connect(const SocketAddress& address, const WaitContext& context, Socket* out) {
   const int64_t timeoutSeconds = knobs::getInt(knobs::KnobId::kSocketConnectTimeout);

@@ -54,21 +54,35 @@ std::set<uint16_t> portsListenedOnNow() {
   return ports;
 }
 
-/// A free TCP port on the loopback for NCCL_COMM_ID (free when asked; nothing else here takes it).
-uint16_t freeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  uint16_t port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
+/// A loopback port held for NCCL_COMM_ID while it lives: bound with SO_REUSEADDR and not
+/// listening, so that rank 0's root can listen there and no other socket takes it. (These tests
+/// see Weft through nccl.h only, so they do not use its socket layer.)
+class ReservedLoopbackPort {
+ public:
+  ReservedLoopbackPort() : fd_(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    const int one = 1;
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t length = sizeof(address);
+    if (fd_ >= 0 && setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+        bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+      port_ = ntohs(address.sin_port);
+    }
   }
-  close(fd);
-  return port;
-}
+  ~ReservedLoopbackPort() {
+    if (fd_ >= 0) close(fd_);
+  }
+  ReservedLoopbackPort(const ReservedLoopbackPort&) = delete;
+  ReservedLoopbackPort& operator=(const ReservedLoopbackPort&) = delete;
+
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_;
+  uint16_t port_ = 0;
+};
 
 /// Where the ranks of one run live, for the attacking rank: this process (threads) or the test
 /// process's children (processes).
@@ -152,14 +166,15 @@ void initPastStrangersAndCheck(int rank, int nranks, const ncclUniqueId& id, con
   }
 }
 
-RankRunOptions strangerRun(RankMode mode, Transport transport, IdKind idKind) {
+RankRunOptions strangerRun(RankMode mode, Transport transport, IdKind idKind,
+                           const ReservedLoopbackPort* commIdPort = nullptr) {
   RankRunOptions options;
   options.nranks = kRanks;
   options.mode = mode;
   options.env = transportEnv(transport);
   options.env.push_back({"WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT", std::to_string(kHandshakeTimeoutSeconds)});
   if (idKind == IdKind::kCommId) {
-    options.env.push_back({"NCCL_COMM_ID", "127.0.0.1:" + std::to_string(freeLoopbackPort())});
+    options.env.push_back({"NCCL_COMM_ID", "127.0.0.1:" + std::to_string(commIdPort->port())});
   } else {
     options.env.push_back({"NCCL_COMM_ID", std::nullopt});
   }
@@ -184,7 +199,8 @@ class StrangersAtTheBootstrap : public ::testing::TestWithParam<StrangerCase> {}
 TEST_P(StrangersAtTheBootstrap, ChangeNothing) {
   const StrangerCase& param = GetParam();
   RunPlace place{param.mode, getpid(), portsListenedOnNow()};
-  EXPECT_TRUE(harness::runRanks(strangerRun(param.mode, param.transport, param.idKind),
+  const ReservedLoopbackPort rootPort;
+  EXPECT_TRUE(harness::runRanks(strangerRun(param.mode, param.transport, param.idKind, &rootPort),
                                 [&place](int rank, int nranks, const ncclUniqueId& id) {
                                   StrangerCrowd atRoot;
                                   StrangerCrowd atRanks;

@@ -200,18 +200,13 @@ TEST_F(BootstrapTest, RanksAsForkedProcesses) {
   }
 }
 
-/// A port on 127.0.0.1 that nothing listens on right now.
-uint16_t freePort() {
-  net::SocketAddress any;
-  EXPECT_TRUE(net::SocketAddress::parse("127.0.0.1:0", &any).isOk());
-  net::Socket probe;
-  EXPECT_TRUE(net::Socket::listen(any, &probe).isOk());
-  return probe.localAddress().port();
-}
-
 TEST_F(BootstrapTest, CommIdModeWithRankZeroHostingTheRoot) {
-  const uint16_t port = freePort();
-  const std::string commId = "127.0.0.1:" + std::to_string(port);
+  // The port stays reserved for the test: rank 0's root listens on it, no other socket takes it.
+  net::SocketAddress any;
+  ASSERT_TRUE(net::SocketAddress::parse("127.0.0.1:0", &any).isOk());
+  net::Socket reservation;
+  ASSERT_TRUE(net::Socket::reservePort(any, &reservation).isOk());
+  const std::string commId = reservation.localAddress().toString();
   ScopedEnv env("NCCL_COMM_ID", commId.c_str());
   UniqueId id;
   ASSERT_TRUE(createUniqueId(&id).isOk());

@@ -298,5 +298,28 @@ TEST_F(SocketTest, ListenOnAPortInUseSaysSo) {
   EXPECT_NE(status.message().find(first.localAddress().toString()), std::string::npos) << status.message();
 }
 
+// A reserved port: a plain bind there fails, listen() there succeeds (as rank 0's root does), and a
+// second listener still finds it in use.
+TEST_F(SocketTest, AReservedPortIsLeftToTheOneWhoListensThere) {
+  Socket reservation;
+  ASSERT_TRUE(Socket::reservePort(mustParse("127.0.0.1:0"), &reservation).isOk());
+  const SocketAddress reserved = reservation.localAddress();
+  ASSERT_NE(reserved.port(), 0);
+
+  Socket plain(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  ASSERT_TRUE(plain.valid());
+  EXPECT_NE(::bind(plain.fd(), reinterpret_cast<const sockaddr*>(&reserved.storage), reserved.length), 0);
+  EXPECT_EQ(errno, EADDRINUSE);
+
+  Socket root;
+  Status status = Socket::listen(reserved, &root);
+  ASSERT_TRUE(status.isOk()) << status.message();
+  Socket client;
+  ASSERT_TRUE(Socket::connect(reserved, testContext("a connection to the reserved port"), &client).isOk());
+
+  Socket second;
+  EXPECT_EQ(Socket::listen(reserved, &second).code(), StatusCode::kSystemError);
+}
+
 }  // namespace
 }  // namespace weft::net

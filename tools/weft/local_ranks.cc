@@ -1,9 +1,7 @@
 #include "tools/weft/local_ranks.h"
 
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,43 +11,14 @@
 #include <cstring>
 #include <random>
 
+#include "src/base/socket.h"
+
 extern char** environ;
 
 namespace weft::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-/// A loopback port held for one job: bound with SO_REUSEADDR, never listening (see the header).
-class PortReservation {
- public:
-  PortReservation() {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0) return;
-    const int one = 1;
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof(address);
-    if (setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
-        bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-        getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-      port_ = ntohs(address.sin_port);
-    }
-  }
-  ~PortReservation() {
-    if (fd_ >= 0) close(fd_);
-  }
-  PortReservation(const PortReservation&) = delete;
-  PortReservation& operator=(const PortReservation&) = delete;
-
-  /// 0 when no port could be reserved.
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
 
 std::string randomSecret() {
   std::random_device device;
@@ -116,11 +85,15 @@ void endRanks(std::vector<Rank>& ranks) {
 LocalJobResult runLocalJob(const LocalJob& job) {
   LocalJobResult result;
   result.output.assign(job.ranks, std::string());
-  PortReservation reservation;
-  if (reservation.port() == 0) {
-    result.why = std::string("cannot reserve a loopback port for the bootstrap root: ") + strerror(errno);
+  net::SocketAddress loopback;
+  net::Socket reservation;
+  Status reserved = net::SocketAddress::parse("127.0.0.1:0", &loopback);
+  if (reserved.isOk()) reserved = net::Socket::reservePort(loopback, &reservation);
+  if (!reserved.isOk()) {
+    result.why = "cannot reserve a loopback port for the bootstrap root: " + reserved.message();
     return result;
   }
+  const int port = reservation.localAddress().port();
   const std::string secret = randomSecret();
   std::vector<std::string> argvStrings = {job.program};
   argvStrings.insert(argvStrings.end(), job.arguments.begin(), job.arguments.end());
@@ -128,7 +101,7 @@ LocalJobResult runLocalJob(const LocalJob& job) {
 
   std::vector<Rank> ranks(job.ranks);
   for (int r = 0; r < job.ranks; ++r) {
-    std::vector<std::string> environmentStrings = rankEnvironment(job, r, reservation.port(), secret);
+    std::vector<std::string> environmentStrings = rankEnvironment(job, r, port, secret);
     std::vector<char*> environment = pointers(environmentStrings);
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
