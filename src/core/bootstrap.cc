@@ -1,6 +1,9 @@
 // The unique id, and how a rank joins: listen, tell the root, receive everyone's address.
 #include "src/core/bootstrap.h"
 
+#include <algorithm>
+#include <array>
+#include <chrono>
 #include <vector>
 
 #include "src/base/knobs.h"
@@ -30,6 +33,35 @@ Status commIdContents(const std::string& commId, wire::IdContents* out) {
   return Status::ok();
 }
 
+/// Receives the root's welcome, which says that a bootstrap root has admitted this rank's hello.
+/// Whatever answers at the root's address must send it within WEFT_SOCKET_CONNECT_TIMEOUT seconds:
+/// a process there that is no root (another job's socket, a port taken before rank 0 listened)
+/// would otherwise hold this rank for ever, since waiting for the table has no deadline.
+Status awaitWelcome(net::Socket* socket, int rank, int nranks, const std::string& root, const WaitContext& context) {
+  const int64_t limitSeconds = std::max<int64_t>(1, knobs::getInt(knobs::KnobId::kSocketConnectTimeout));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limitSeconds);
+  std::array<uint8_t, wire::kWelcomeBytes> welcome{};
+  size_t got = 0;
+  Waiter waiter(&context);
+  while (got < welcome.size()) {
+    const size_t before = got;
+    WEFT_RETURN_IF_ERROR(socket->tryRecv(welcome.data(), welcome.size(), &got));
+    if (got > before) {
+      waiter.progressed();
+      continue;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return remoteError("what answers at %s sent no welcome within %lld s (WEFT_SOCKET_CONNECT_TIMEOUT): it is "
+                         "not the bootstrap root, or the root is stuck. Check NCCL_COMM_ID, and that rank 0 runs "
+                         "and hosts the root there",
+                         root.c_str(), static_cast<long long>(limitSeconds));
+    }
+    WEFT_RETURN_IF_ERROR(waiter.idle());
+  }
+  return wire::parseWelcome(welcome, static_cast<uint32_t>(rank), static_cast<uint32_t>(nranks))
+      .withContext("from " + root + ", which is not a bootstrap root of this Weft build");
+}
+
 /// Sends this rank's hello to the root and receives the table of every rank's listen address.
 Status joinRoot(const wire::IdContents& id, int rank, int nranks, const net::SocketAddress& listenAddress,
                 const WaitContext& context, std::vector<net::SocketAddress>* peers) {
@@ -45,6 +77,7 @@ Status joinRoot(const wire::IdContents& id, int rank, int nranks, const net::Soc
   const std::string rejected = "rank " + std::to_string(rank) + " waiting for the rank table from the bootstrap root at " +
                                root + " (if the root closed the connection, it rejected this rank or gave up waiting for the other ranks: see its WARN; "
                                "all ranks need the same unique id, the same nranks and distinct ranks)";
+  WEFT_RETURN_IF_ERROR(awaitWelcome(&socket, rank, nranks, root, context).withContext(rejected));
   std::array<uint8_t, wire::kTableHeaderBytes> header{};
   WEFT_RETURN_IF_ERROR(socket.recvAll(header.data(), header.size(), context).withContext(rejected));
   WEFT_RETURN_IF_ERROR(

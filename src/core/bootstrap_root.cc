@@ -299,6 +299,17 @@ class BootstrapRoot {
                                 ranks_[hello.rank].peerAddress().toString() +
                                 "; every rank must pass a distinct rank");
     }
+    // The welcome tells the rank that a root, not a stranger on the port, has its hello. Nothing
+    // was sent on this connection before, so its 16 bytes fit the socket's buffer at once.
+    const auto welcome = wire::encodeWelcome(hello.rank, nranks_);
+    size_t sent = 0;
+    status = pending->socket.trySend(welcome.data(), welcome.size(), &sent);
+    if (!status.isOk() || sent != welcome.size()) {
+      return drop(*pending, "rank " + std::to_string(hello.rank) + " could not be welcomed: " +
+                                (status.isOk() ? "the connection took " + std::to_string(sent) + " of " +
+                                                     std::to_string(welcome.size()) + " bytes"
+                                               : status.message()));
+    }
     WEFT_INFO(log::kBootstrap, "bootstrap root %s: rank %u joined from %s, listening on %s (%u of %u)", where_.c_str(),
               hello.rank, pending->peer.c_str(), hello.listenAddress.toString().c_str(), joined_ + 1, nranks_);
     ranks_[hello.rank] = std::move(pending->socket);

@@ -219,6 +219,28 @@ Status parseRootHello(std::span<const uint8_t> bytes, RootHello* out) {
   return Status::ok();
 }
 
+std::array<uint8_t, kWelcomeBytes> encodeWelcome(uint32_t rank, uint32_t nranks) {
+  std::array<uint8_t, kWelcomeBytes> bytes{};
+  Writer writer(bytes.data());
+  writer.header(MessageType::kWelcome);
+  writer.u32(rank);
+  writer.u32(nranks);
+  return bytes;
+}
+
+Status parseWelcome(std::span<const uint8_t> bytes, uint32_t rank, uint32_t nranks) {
+  WEFT_RETURN_IF_ERROR(checkSize(bytes, kWelcomeBytes, "a welcome"));
+  Reader reader(bytes);
+  WEFT_RETURN_IF_ERROR(checkHeader(&reader, MessageType::kWelcome, "a welcome"));
+  const uint32_t welcomedRank = reader.u32();
+  const uint32_t welcomedNranks = reader.u32();
+  if (welcomedRank != rank || welcomedNranks != nranks) {
+    return invalidArgument("the welcome is for rank %u of %u, this is rank %u of %u", welcomedRank, welcomedNranks,
+                           rank, nranks);
+  }
+  return Status::ok();
+}
+
 std::array<uint8_t, kTableHeaderBytes> encodeTableHeader(uint32_t nranks) {
   std::array<uint8_t, kTableHeaderBytes> bytes{};
   Writer writer(bytes.data());

@@ -8,6 +8,8 @@
 //   unique id (128 B) magic u32 | version u8 | kind u8 | 0 u16 | secret 32 B | root address 24 B | 0...
 //   root hello (72 B, rank -> root)  magic u32 | version u8 | type 1 u8 | 0 u16 | secret 32 B |
 //                                    rank u32 | nranks u32 | the rank's listen address 24 B
+//   welcome   (16 B, root -> rank, once the root has admitted the rank's hello)  magic u32 |
+//                                    version u8 | type 4 u8 | 0 u16 | rank u32 | nranks u32
 //   table     (12 B + nranks * 24 B, root -> rank)  magic u32 | version u8 | type 2 u8 | 0 u16 |
 //                                    nranks u32 | then each rank's listen address, in rank order
 //   peer hello (48 B, first bytes of a rank -> rank connection)  magic u32 | version u8 |
@@ -27,10 +29,11 @@
 namespace weft::core::wire {
 
 inline constexpr uint32_t kMagic = 0x54464557;  // "WEFT" in little-endian bytes
-inline constexpr uint8_t kVersion = 1;
+inline constexpr uint8_t kVersion = 2;  // 2: the root welcomes each rank it admits
 inline constexpr size_t kSecretBytes = 32;
 inline constexpr size_t kAddressBytes = 24;
 inline constexpr size_t kRootHelloBytes = 72;
+inline constexpr size_t kWelcomeBytes = 16;
 inline constexpr size_t kTableHeaderBytes = 12;
 inline constexpr size_t kPeerHelloBytes = 48;
 inline constexpr size_t kFrameHeaderBytes = 12;
@@ -46,7 +49,7 @@ enum class IdKind : uint8_t {
   kCommId = 2,         ///< NCCL_COMM_ID: rank 0 hosts the root at the id's address
 };
 
-enum class MessageType : uint8_t { kRootHello = 1, kTable = 2, kPeerHello = 3 };
+enum class MessageType : uint8_t { kRootHello = 1, kTable = 2, kPeerHello = 3, kWelcome = 4 };
 
 struct IdContents {
   IdKind kind = IdKind::kRootInProcess;
@@ -85,6 +88,10 @@ std::array<uint8_t, kRootHelloBytes> encodeRootHello(const RootHello& hello);
 /// Checks the size, magic, version, type, rank < nranks <= kMaxRanks and the address; the
 /// secret is left to the caller.
 Status parseRootHello(std::span<const uint8_t> bytes, RootHello* out);
+
+std::array<uint8_t, kWelcomeBytes> encodeWelcome(uint32_t rank, uint32_t nranks);
+/// Checks the size, magic, version, type, and that the welcome is for `rank` of `nranks`.
+Status parseWelcome(std::span<const uint8_t> bytes, uint32_t rank, uint32_t nranks);
 
 std::array<uint8_t, kTableHeaderBytes> encodeTableHeader(uint32_t nranks);
 /// Checks the size, magic, version, type, and that the table is for `expectedNranks` ranks.

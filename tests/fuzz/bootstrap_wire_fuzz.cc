@@ -21,8 +21,9 @@ using fuzz::FuzzInput;
 using fuzz::requireProperty;
 using Bytes = std::span<const uint8_t>;
 
-/// The rank count a table header is checked against.
+/// The rank count a table header and a welcome are checked against, and the welcome's rank.
 constexpr uint32_t kTableRanks = 4;
+constexpr uint32_t kWelcomeRank = 1;
 
 bool sameBytes(Bytes a, Bytes b) { return a.size() == b.size() && memcmp(a.data(), b.data(), a.size()) == 0; }
 
@@ -99,6 +100,11 @@ void parseTableHeaderBytes(Bytes bytes) {
   requireProperty(sameBytes(encodeTableHeader(kTableRanks), bytes), "an accepted table header is the encoded one");
 }
 
+void parseWelcomeBytes(Bytes bytes) {
+  if (!parseWelcome(bytes, kWelcomeRank, kTableRanks).isOk()) return;
+  requireProperty(sameBytes(encodeWelcome(kWelcomeRank, kTableRanks), bytes), "an accepted welcome is the encoded one");
+}
+
 void parsePeerHelloBytes(Bytes bytes) {
   PeerHello hello;
   if (!parsePeerHello(bytes, &hello).isOk()) return;
@@ -123,6 +129,8 @@ void parseEverything(Bytes bytes) {
   parseRootHelloBytes(prefix(kRootHelloBytes));
   parseTableHeaderBytes(bytes);
   parseTableHeaderBytes(prefix(kTableHeaderBytes));
+  parseWelcomeBytes(bytes);
+  parseWelcomeBytes(prefix(kWelcomeBytes));
   parsePeerHelloBytes(bytes);
   parsePeerHelloBytes(prefix(kPeerHelloBytes));
   parseFrameHeaderBytes(bytes);
@@ -182,6 +190,17 @@ void roundTripTableHeader(FuzzInput* input) {
   requireProperty(parsed == (nranks == expected), "an encoded table header parses exactly for its rank count");
 }
 
+void roundTripWelcome(FuzzInput* input) {
+  const uint32_t rank = input->u32();
+  const uint32_t nranks = input->u32();
+  const bool same = input->u8() % 2 == 0;
+  const uint32_t expectedRank = same ? rank : input->u32();
+  const uint32_t expectedNranks = same ? nranks : input->u32();
+  const bool parsed = parseWelcome(encodeWelcome(rank, nranks), expectedRank, expectedNranks).isOk();
+  requireProperty(parsed == (rank == expectedRank && nranks == expectedNranks),
+                  "an encoded welcome parses exactly for its rank and rank count");
+}
+
 void roundTripPeerHello(FuzzInput* input) {
   PeerHello hello;
   hello.secret = readSecret(input);
@@ -227,6 +246,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   roundTripUniqueId(&input);
   roundTripRootHello(&input);
   roundTripTableHeader(&input);
+  roundTripWelcome(&input);
   roundTripPeerHello(&input);
   roundTripFrameHeader(&input);
   deriveSecret(&input);

@@ -15,7 +15,7 @@ namespace {
 
 // From src/core/bootstrap_wire.h: every integer little-endian.
 constexpr uint32_t kMagic = 0x54464557;  // "WEFT"
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;
 constexpr uint8_t kRootHelloType = 1;
 constexpr uint8_t kPeerHelloType = 3;
 constexpr size_t kRootHelloBytes = 72;

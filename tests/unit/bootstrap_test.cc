@@ -255,6 +255,29 @@ TEST_F(BootstrapTest, CommIdPortInUseIsAClearError) {
   EXPECT_EQ(bootstrap, nullptr);
 }
 
+// A process that accepts connections at NCCL_COMM_ID's address but is no root (here a listener
+// that never reads): the rank fails once the welcome is overdue, instead of waiting for ever.
+TEST_F(BootstrapTest, ARankFailsWhenWhatListensAtTheRootNeverWelcomesIt) {
+  net::SocketAddress any;
+  ASSERT_TRUE(net::SocketAddress::parse("127.0.0.1:0", &any).isOk());
+  net::Socket impostor;
+  ASSERT_TRUE(net::Socket::listen(any, &impostor).isOk());
+  const std::string commId = impostor.localAddress().toString();
+  ScopedEnv env("NCCL_COMM_ID", commId.c_str());
+  ScopedEnv connectTimeout("WEFT_SOCKET_CONNECT_TIMEOUT", "2");
+  UniqueId id;
+  ASSERT_TRUE(createUniqueId(&id).isOk());
+  WaitContext context = rankContext();
+  std::unique_ptr<Bootstrap> bootstrap;
+  auto start = Clock::now();
+  Status status = Bootstrap::create(id, 1, 2, &context, &bootstrap);
+  EXPECT_GE(secondsSince(start), 1.5);
+  EXPECT_LT(secondsSince(start), 10.0);
+  EXPECT_EQ(status.code(), StatusCode::kRemoteError);
+  EXPECT_NE(status.message().find(commId + " sent no welcome within 2 s"), std::string::npos) << status.message();
+  EXPECT_EQ(bootstrap, nullptr);
+}
+
 /// A connection to `address` that the test controls byte by byte.
 net::Socket connectStranger(const net::SocketAddress& address) {
   WaitContext context = rankContext();
@@ -360,6 +383,9 @@ TEST_F(BootstrapTest, RootRejectsAnotherNranksAndADuplicateRank) {
   auto bytes = wire::encodeRootHello(hello);
   net::Socket fakeRank0 = connectStranger(contents.root);
   ASSERT_TRUE(fakeRank0.sendAll(bytes.data(), bytes.size(), context).isOk());
+  std::array<uint8_t, wire::kWelcomeBytes> welcome{};
+  ASSERT_TRUE(fakeRank0.recvAll(welcome.data(), welcome.size(), context).isOk());
+  EXPECT_TRUE(wire::parseWelcome(welcome, 0, 2).isOk());
 
   std::unique_ptr<Bootstrap> odd;
   Status status = Bootstrap::create(id, 2, 3, &context, &odd);

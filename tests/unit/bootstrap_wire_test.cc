@@ -105,6 +105,19 @@ TEST(BootstrapWire, PeerHelloAndTableHeader) {
   EXPECT_EQ(parseTableHeader(header, 4).code(), StatusCode::kInvalidArgument);
 }
 
+TEST(BootstrapWire, WelcomeNamesItsRank) {
+  auto welcome = encodeWelcome(3, 8);
+  EXPECT_TRUE(parseWelcome(welcome, 3, 8).isOk());
+  EXPECT_EQ(parseWelcome(welcome, 2, 8).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(parseWelcome(welcome, 3, 9).code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(parseWelcome(std::span(welcome).first(welcome.size() - 1), 3, 8).isOk());
+  auto header = encodeTableHeader(8);  // same header, other type
+  EXPECT_FALSE(parseWelcome(std::span(header).first(std::min(header.size(), welcome.size())), 3, 8).isOk());
+  welcome[4] = kVersion - 1;  // an older Weft build's root
+  Status older = parseWelcome(welcome, 3, 8);
+  EXPECT_NE(older.message().find("version"), std::string::npos) << older.message();
+}
+
 TEST(BootstrapWire, FrameHeaderBoundsTheSize) {
   FrameHeader back;
   ASSERT_TRUE(parseFrameHeader(encodeFrameHeader({0xabcd, 12345}), &back).isOk());
