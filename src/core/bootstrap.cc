@@ -67,16 +67,18 @@ Status joinRoot(const wire::IdContents& id, int rank, int nranks, const net::Soc
                 const WaitContext& context, std::vector<net::SocketAddress>* peers) {
   const std::string root = id.root.toString();
   net::Socket socket;
-  WEFT_RETURN_IF_ERROR(net::Socket::connect(id.root, context, &socket)
-                           .withContext("rank " + std::to_string(rank) + " cannot reach the bootstrap root at " + root));
+  WEFT_RETURN_IF_ERROR(
+      net::Socket::connect(id.root, context, &socket)
+          .withContext("rank " + std::to_string(rank) + " cannot reach the bootstrap root at " + root));
   auto hello = wire::encodeRootHello(
       {id.secret, static_cast<uint32_t>(rank), static_cast<uint32_t>(nranks), listenAddress});
   WEFT_RETURN_IF_ERROR(socket.sendAll(hello.data(), hello.size(), context)
                            .withContext("rank " + std::to_string(rank) + " joining the bootstrap root at " + root));
 
-  const std::string rejected = "rank " + std::to_string(rank) + " waiting for the rank table from the bootstrap root at " +
-                               root + " (if the root closed the connection, it rejected this rank or gave up waiting for the other ranks: see its WARN; "
-                               "all ranks need the same unique id, the same nranks and distinct ranks)";
+  const std::string rejected =
+      "rank " + std::to_string(rank) + " waiting for the rank table from the bootstrap root at " + root +
+      " (if the root closed the connection, it rejected this rank or gave up waiting for the other ranks: see its "
+      "WARN; all ranks need the same unique id, the same nranks and distinct ranks)";
   WEFT_RETURN_IF_ERROR(awaitWelcome(&socket, rank, nranks, root, context).withContext(rejected));
   std::array<uint8_t, wire::kTableHeaderBytes> header{};
   WEFT_RETURN_IF_ERROR(socket.recvAll(header.data(), header.size(), context).withContext(rejected));

@@ -136,9 +136,20 @@ LocalJobResult runLocalJob(const LocalJob& job) {
       fds.push_back({ranks[r].outputFd, POLLIN, 0});
       fdRanks.push_back(r);
     }
-    const bool running = std::any_of(ranks.begin(), ranks.end(), [](const Rank& rank) { return rank.pid > 0 && !rank.exited; });
+    const bool running =
+        std::any_of(ranks.begin(), ranks.end(), [](const Rank& rank) { return rank.pid > 0 && !rank.exited; });
     if (fds.empty() && !running) break;
-    if (poll(fds.data(), fds.size(), 100) > 0) {
+    // Once every rank has exited, only what is already in the pipes is read: a process the ranks
+    // started may hold a pipe open, and is not waited for.
+    const int ready = poll(fds.data(), fds.size(), running ? 100 : 0);
+    if (!running && ready <= 0) {
+      for (Rank& rank : ranks) {
+        if (rank.outputFd >= 0) close(rank.outputFd);
+        rank.outputFd = -1;
+      }
+      break;
+    }
+    if (ready > 0) {
       for (size_t i = 0; i < fds.size(); ++i) {
         if (fds[i].revents == 0) continue;
         Rank& rank = ranks[fdRanks[i]];
