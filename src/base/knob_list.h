@@ -85,8 +85,8 @@
   X(DumpSignal, "WEFT_DUMP_SIGNAL", String, "",                                                    \
     "signal (USR1, USR2 or a number) on which every rank prints what its communicators wait for")  \
   X(SocketConnectTimeout, "WEFT_SOCKET_CONNECT_TIMEOUT", Int, "60",                                 \
-    "seconds to keep retrying a TCP connect to a peer or the bootstrap root, and for the root to "  \
-    "welcome a rank once connected")                                                               \
+    "seconds to keep retrying a TCP connect to a peer or the bootstrap root; a rank connected to "  \
+    "the root waits this long plus WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT for its welcome")              \
   X(BootstrapHandshakeTimeout, "WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT", Int, "5",                       \
     "seconds an incoming bootstrap or socket-transport connection has to present its handshake")                          \
   X(CmaMinBytes, "WEFT_CMA_MIN_BYTES", Int, "0",                                                  \

@@ -132,22 +132,23 @@ void Socket::close() {
 
 namespace {
 
-/// A new socket with SO_REUSEADDR, bound to `address`.
-Status bindReusable(const SocketAddress& address, Socket* out) {
+/// A new socket with SO_REUSEADDR, bound to `address`; `purpose` ("listen on", "reserve") words
+/// the errors.
+Status bindReusable(const SocketAddress& address, const char* purpose, Socket* out) {
   Socket socket;
   WEFT_RETURN_IF_ERROR(newSocket(address.family(), &socket));
   int one = 1;
   if (setsockopt(socket.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
-    return errnoStatus(errno, "cannot set SO_REUSEADDR to bind %s", address.toString().c_str());
+    return errnoStatus(errno, "cannot set SO_REUSEADDR to %s %s", purpose, address.toString().c_str());
   }
   if (::bind(socket.fd(), reinterpret_cast<const sockaddr*>(&address.storage), address.length) != 0) {
     int err = errno;
     if (err == EADDRINUSE) {
-      return errnoStatus(err, "cannot listen on %s: the port is in use by another socket; stop the process that "
-                         "holds it or choose another port (NCCL_COMM_ID)", address.toString().c_str());
+      return errnoStatus(err, "cannot %s %s: the port is in use by another socket; stop the process that "
+                         "holds it or choose another port (NCCL_COMM_ID)", purpose, address.toString().c_str());
     }
-    return errnoStatus(err, "cannot listen on %s: check that the address belongs to this host "
-                       "(NCCL_SOCKET_IFNAME, NCCL_COMM_ID)", address.toString().c_str());
+    return errnoStatus(err, "cannot %s %s: check that the address belongs to this host "
+                       "(NCCL_SOCKET_IFNAME, NCCL_COMM_ID)", purpose, address.toString().c_str());
   }
   *out = std::move(socket);
   return Status::ok();
@@ -157,7 +158,7 @@ Status bindReusable(const SocketAddress& address, Socket* out) {
 
 Status Socket::listen(const SocketAddress& address, Socket* out) {
   Socket socket;
-  WEFT_RETURN_IF_ERROR(bindReusable(address, &socket));
+  WEFT_RETURN_IF_ERROR(bindReusable(address, "listen on", &socket));
   if (::listen(socket.fd_, SOMAXCONN) != 0) {
     return errnoStatus(errno, "listen() on %s failed", address.toString().c_str());
   }
@@ -165,7 +166,9 @@ Status Socket::listen(const SocketAddress& address, Socket* out) {
   return Status::ok();
 }
 
-Status Socket::reservePort(const SocketAddress& address, Socket* out) { return bindReusable(address, out); }
+Status Socket::reservePort(const SocketAddress& address, Socket* out) {
+  return bindReusable(address, "reserve", out);
+}
 
 Status Socket::connect(const SocketAddress& address, const WaitContext& context, Socket* out) {
   const int64_t timeoutSeconds = knobs::getInt(knobs::KnobId::kSocketConnectTimeout);

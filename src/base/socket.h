@@ -64,9 +64,10 @@ class Socket {
   /// Listens on `address` (port 0 picks a free port). SO_REUSEADDR is set.
   static Status listen(const SocketAddress& address, Socket* out);
   /// Binds `address` (port 0 picks a free port) with SO_REUSEADDR and does not listen. While *out
-  /// lives, no other socket's bind to port 0 and no outgoing connection gets the port, but a
-  /// listen() on it with SO_REUSEADDR, here or in another process, still succeeds: a launcher
-  /// holds NCCL_COMM_ID's port so until rank 0 hosts the root there, and after.
+  /// lives, no bind to port 0 and no outgoing connection elsewhere gets the port (one that binds
+  /// that very port with SO_REUSEADDR still can), but a listen() on it with SO_REUSEADDR, here or
+  /// in another process, succeeds: a launcher holds NCCL_COMM_ID's port so until rank 0 hosts the
+  /// root there, and after.
   static Status reservePort(const SocketAddress& address, Socket* out);
   /// Connects to `address`, retrying refused or unreachable attempts with back-off until
   /// WEFT_SOCKET_CONNECT_TIMEOUT seconds pass or `context` fails. Connected sockets (here and from

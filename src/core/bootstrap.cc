@@ -34,11 +34,14 @@ Status commIdContents(const std::string& commId, wire::IdContents* out) {
 }
 
 /// Receives the root's welcome, which says that a bootstrap root has admitted this rank's hello.
-/// Whatever answers at the root's address must send it within WEFT_SOCKET_CONNECT_TIMEOUT seconds:
-/// a process there that is no root (another job's socket, a port taken before rank 0 listened)
-/// would otherwise hold this rank for ever, since waiting for the table has no deadline.
+/// Whatever answers at the root's address must send it within WEFT_SOCKET_CONNECT_TIMEOUT plus
+/// WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT seconds (a root whose every slot is held by silent strangers
+/// hears the rank once one of them times out): a process there that is no root (another
+/// program's socket, a port taken before rank 0 listened) would otherwise hold this rank for ever,
+/// since waiting for the table has no deadline.
 Status awaitWelcome(net::Socket* socket, int rank, int nranks, const std::string& root, const WaitContext& context) {
-  const int64_t limitSeconds = std::max<int64_t>(1, knobs::getInt(knobs::KnobId::kSocketConnectTimeout));
+  const int64_t limitSeconds = std::max<int64_t>(1, knobs::getInt(knobs::KnobId::kSocketConnectTimeout)) +
+                               std::max<int64_t>(1, knobs::getInt(knobs::KnobId::kBootstrapHandshakeTimeout));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limitSeconds);
   std::array<uint8_t, wire::kWelcomeBytes> welcome{};
   size_t got = 0;
@@ -51,9 +54,9 @@ Status awaitWelcome(net::Socket* socket, int rank, int nranks, const std::string
       continue;
     }
     if (std::chrono::steady_clock::now() >= deadline) {
-      return remoteError("what answers at %s sent no welcome within %lld s (WEFT_SOCKET_CONNECT_TIMEOUT): it is "
-                         "not the bootstrap root, or the root is stuck. Check NCCL_COMM_ID, and that rank 0 runs "
-                         "and hosts the root there",
+      return remoteError("what answers at %s sent no welcome within %lld s (WEFT_SOCKET_CONNECT_TIMEOUT plus "
+                         "WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT): it is not the bootstrap root, or the root is stuck. "
+                         "Check NCCL_COMM_ID, and that rank 0 runs and hosts the root there",
                          root.c_str(), static_cast<long long>(limitSeconds));
     }
     WEFT_RETURN_IF_ERROR(waiter.idle());

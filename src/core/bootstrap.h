@@ -3,7 +3,9 @@
 //
 // ncclGetUniqueId starts a root listener (on the interface of NCCL_SOCKET_IFNAME) and returns an id
 // holding its address and a random secret. Each rank listens on its own port, connects to the root,
-// presents the secret and its address; once all ranks have joined, the root sends everyone the
+// presents the secret and its address, and is welcomed at once (a rank that gets no welcome has
+// reached something other than the root, and fails after WEFT_SOCKET_CONNECT_TIMEOUT plus
+// WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT seconds); once all ranks have joined, the root sends everyone the
 // table of addresses and its thread ends. Ranks then exchange messages directly, each connection
 // opened with the secret; connections that do not present it are dropped without disturbing init.
 // With NCCL_COMM_ID=host:port, rank 0 hosts the root there and the secret is WEFT_COMM_SECRET, or

@@ -15,7 +15,8 @@ namespace weft::core {
 /// WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT seconds. Connections that send anything else (bad magic or
 /// secret, an nranks different from the first rank's, a rank that joined already), too little, or
 /// nothing are closed with a WARN while the others proceed: pending connections are served
-/// together, each with its own deadline. Once every rank has joined, the root sends each the
+/// together, each with its own deadline. Each rank admitted is welcomed at once (wire::kWelcome),
+/// so that it knows it reached the root. Once every rank has joined, the root sends each the
 /// table of listen addresses, closes everything and the thread ends.
 ///
 /// The root never outlives its use: when no rank has joined for WEFT_TIMEOUT seconds (one hour

@@ -264,7 +264,8 @@ TEST_F(BootstrapTest, ARankFailsWhenWhatListensAtTheRootNeverWelcomesIt) {
   ASSERT_TRUE(net::Socket::listen(any, &impostor).isOk());
   const std::string commId = impostor.localAddress().toString();
   ScopedEnv env("NCCL_COMM_ID", commId.c_str());
-  ScopedEnv connectTimeout("WEFT_SOCKET_CONNECT_TIMEOUT", "2");
+  ScopedEnv connectTimeout("WEFT_SOCKET_CONNECT_TIMEOUT", "1");
+  ScopedEnv handshakeTimeout("WEFT_BOOTSTRAP_HANDSHAKE_TIMEOUT", "1");
   UniqueId id;
   ASSERT_TRUE(createUniqueId(&id).isOk());
   WaitContext context = rankContext();

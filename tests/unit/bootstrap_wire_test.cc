@@ -111,11 +111,14 @@ TEST(BootstrapWire, WelcomeNamesItsRank) {
   EXPECT_EQ(parseWelcome(welcome, 2, 8).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(parseWelcome(welcome, 3, 9).code(), StatusCode::kInvalidArgument);
   EXPECT_FALSE(parseWelcome(std::span(welcome).first(welcome.size() - 1), 3, 8).isOk());
-  auto header = encodeTableHeader(8);  // same header, other type
-  EXPECT_FALSE(parseWelcome(std::span(header).first(std::min(header.size(), welcome.size())), 3, 8).isOk());
-  welcome[4] = kVersion - 1;  // an older Weft build's root
-  Status older = parseWelcome(welcome, 3, 8);
-  EXPECT_NE(older.message().find("version"), std::string::npos) << older.message();
+  auto otherType = welcome;
+  otherType[5] = static_cast<uint8_t>(MessageType::kTable);
+  Status typeStatus = parseWelcome(otherType, 3, 8);
+  EXPECT_NE(typeStatus.message().find("type 2, expected 4"), std::string::npos) << typeStatus.message();
+  auto older = welcome;
+  older[4] = kVersion - 1;  // an older Weft build's root
+  Status olderStatus = parseWelcome(older, 3, 8);
+  EXPECT_NE(olderStatus.message().find("version 1"), std::string::npos) << olderStatus.message();
 }
 
 TEST(BootstrapWire, FrameHeaderBoundsTheSize) {

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,15 +75,51 @@ struct Rank {
   bool exited = false;
 };
 
+/// Kills every rank still running, with whatever it started (each rank leads a process group).
 void endRanks(std::vector<Rank>& ranks) {
   for (Rank& rank : ranks) {
-    if (!rank.exited && rank.pid > 0) kill(rank.pid, SIGKILL);
+    if (!rank.exited && rank.pid > 0) kill(-rank.pid, SIGKILL);
   }
 }
+
+/// Reaps `rank` if it has exited, first killing what it left in its process group (while the rank
+/// is a zombie its pid, the group's id, cannot be reused). True if it was reaped; *status is its
+/// exit status.
+bool reapIfExited(Rank& rank, int* status) {
+  siginfo_t info{};
+  if (waitid(P_PID, rank.pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != rank.pid) return false;
+  kill(-rank.pid, SIGKILL);
+  if (waitpid(rank.pid, status, 0) != rank.pid) *status = W_EXITCODE(127, 0);
+  rank.exited = true;
+  return true;
+}
+
+/// Sets SIGCHLD to its default for the life of the object: with SIGCHLD ignored (inherited from
+/// the parent) the kernel would reap the ranks itself and their exit status would be lost.
+class DefaultChildSignal {
+ public:
+  DefaultChildSignal() {
+    struct sigaction standard {};
+    standard.sa_handler = SIG_DFL;
+    sigemptyset(&standard.sa_mask);
+    sigaction(SIGCHLD, &standard, &saved_);
+  }
+  ~DefaultChildSignal() { sigaction(SIGCHLD, &saved_, nullptr); }
+  DefaultChildSignal(const DefaultChildSignal&) = delete;
+  DefaultChildSignal& operator=(const DefaultChildSignal&) = delete;
+
+ private:
+  struct sigaction saved_ {};
+};
+
+/// How long the pipes are still read once every rank has exited: what the ranks wrote is there at
+/// once; a process that left a rank's group may hold a pipe open, and is not waited for.
+constexpr auto kDrainAfterExit = std::chrono::seconds(1);
 
 }  // namespace
 
 LocalJobResult runLocalJob(const LocalJob& job) {
+  const DefaultChildSignal defaultChildSignal;
   LocalJobResult result;
   result.output.assign(job.ranks, std::string());
   net::SocketAddress loopback;
@@ -108,8 +145,14 @@ LocalJobResult runLocalJob(const LocalJob& job) {
       result.why = std::string("cannot make a pipe: ") + strerror(errno);
       break;
     }
+    const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid == 0) {
+      // Its own process group, so that ending the rank ends what it started; killed if this
+      // process dies, since that group no longer hears the terminal's Ctrl-C.
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
       dup2(fds[1], STDOUT_FILENO);  // dup2 clears close-on-exec on the copies
       dup2(fds[1], STDERR_FILENO);
       execve(argv[0], argv.data(), environment.data());
@@ -123,11 +166,13 @@ LocalJobResult runLocalJob(const LocalJob& job) {
       result.why = std::string("fork failed: ") + strerror(errno);
       break;
     }
+    setpgid(pid, pid);  // as the child does, so that no kill can come before its group exists
     ranks[r] = {pid, fds[0], false};
   }
   if (!result.why.empty()) endRanks(ranks);
 
   const Clock::time_point deadline = Clock::now() + job.deadline;
+  Clock::time_point allExited{};
   while (true) {
     std::vector<pollfd> fds;
     std::vector<int> fdRanks;
@@ -139,17 +184,15 @@ LocalJobResult runLocalJob(const LocalJob& job) {
     const bool running =
         std::any_of(ranks.begin(), ranks.end(), [](const Rank& rank) { return rank.pid > 0 && !rank.exited; });
     if (fds.empty() && !running) break;
-    // Once every rank has exited, only what is already in the pipes is read: a process the ranks
-    // started may hold a pipe open, and is not waited for.
-    const int ready = poll(fds.data(), fds.size(), running ? 100 : 0);
-    if (!running && ready <= 0) {
+    if (!running && allExited == Clock::time_point{}) allExited = Clock::now();
+    if (!running && Clock::now() - allExited > kDrainAfterExit) {
       for (Rank& rank : ranks) {
         if (rank.outputFd >= 0) close(rank.outputFd);
         rank.outputFd = -1;
       }
       break;
     }
-    if (ready > 0) {
+    if (poll(fds.data(), fds.size(), 100) > 0) {
       for (size_t i = 0; i < fds.size(); ++i) {
         if (fds[i].revents == 0) continue;
         Rank& rank = ranks[fdRanks[i]];
@@ -166,8 +209,7 @@ LocalJobResult runLocalJob(const LocalJob& job) {
     for (int r = 0; r < job.ranks; ++r) {
       Rank& rank = ranks[r];
       int status = 0;
-      if (rank.pid <= 0 || rank.exited || waitpid(rank.pid, &status, WNOHANG) != rank.pid) continue;
-      rank.exited = true;
+      if (rank.pid <= 0 || rank.exited || !reapIfExited(rank, &status)) continue;
       if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
       if (result.why.empty()) {
         result.why = describeExit(r, status);

@@ -1,12 +1,14 @@
 #pragma once
 // Runs one program as the ranks of a job on this host, launched as Weft launches without MPI
 // (RANK, WORLD_SIZE, NCCL_COMM_ID on the loopback), and watches them: the first rank that fails
-// ends the others, and a job that outlives its deadline is ended. Nothing is left running.
+// ends the others, and a job that outlives its deadline is ended. Each rank leads a process group
+// that is killed when the rank ends, and dies with this process: nothing is left running.
 //
 // The bootstrap port stays reserved for the job (a socket bound with SO_REUSEADDR that does not
-// listen): rank 0 may bind it, but no other process's bind to port 0 or outgoing connection gets
-// it, so the ranks cannot meet a stranger there. Each job has its own WEFT_COMM_SECRET, so ranks of
-// another job on the same port could not join it either.
+// listen): rank 0 may listen there, and no bind to port 0 or outgoing connection elsewhere takes
+// it; only a process that binds that very port number could. Each job has its own
+// WEFT_COMM_SECRET, so the ranks of another job could not join it, and a rank that reaches
+// something other than the root fails once the root's welcome is overdue (src/core/bootstrap.h).
 
 #include <chrono>
 #include <string>
