@@ -58,7 +58,7 @@ run_ranks() {
   local nranks=$1 binary=$2
   shift 2
   local first=${FIRST_RANK:-0} count=${LOCAL_RANKS:-$nranks}
-  local root=${ROOT:-${address%/*}:$((20000 + RANDOM % 20000))} pids=() rank
+  local root=${ROOT:-${address%/*}:$((20000 + RANDOM % 12000))} pids=() rank
   rm -f $logs/rank*.log
   for rank in $(seq "$first" $((first + count - 1))); do
     RANK=$rank WORLD_SIZE=$nranks NCCL_COMM_ID=$root timeout 240 "$perf/$binary" "$@" >$logs/rank$rank.log 2>&1 &
@@ -165,7 +165,7 @@ case $case in
       fail "a malformed NCCL_IB_HCA did not fail init saying why: $(grep -m2 -i 'warn' $logs/rank0.log)"
     echo "PASS: NCCL_IB_HCA=rxe0:one fails init saying why" ;;
   peer_killed) # rank 1 killed mid-run: rank 0 reports it within the liveness limits, not hangs
-    port=$((20000 + RANDOM % 20000))
+    port=$((20000 + RANDOM % 12000))
     RANK=0 WORLD_SIZE=2 NCCL_COMM_ID=${address%/*}:$port timeout 120 "$perf/all_reduce_perf" -b 256K -e 256K -n 100000 -w 0 -c 0 >$logs/rank0.log 2>&1 &
     survivor=$!
     RANK=1 WORLD_SIZE=2 NCCL_COMM_ID=${address%/*}:$port "$perf/all_reduce_perf" -b 256K -e 256K -n 100000 -w 0 -c 0 >$logs/rank1.log 2>&1 &

@@ -13,7 +13,7 @@ launch_ranks() {
   shift
   slots=$(awk -F'slots=' 'NR == 1 {print $2}' "$WEFT_HOSTFILE")
   nranks=$((WEFT_HOSTS_COUNT * slots))
-  local port=$((20000 + RANDOM % 20000))
+  local port=$((20000 + RANDOM % 12000))
   rank_pids=()
   for rank in $(seq 0 $((nranks - 1))); do
     local address=WEFT_HOST_ADDR_$((rank / slots))

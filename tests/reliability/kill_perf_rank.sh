@@ -38,7 +38,7 @@ launch() {
 
 started=1
 for attempt in 1 2 3 4 5; do
-  port=$((20000 + (RANDOM * 7 + $$ + attempt) % 20000))
+  port=$((20000 + (RANDOM * 7 + $$ + attempt) % 12000))  # below the ephemeral ports (32768 up)
   set +e
   launch "$port"
   started=$?
