@@ -30,7 +30,6 @@ class DeviceBlock {
                   "a loop's shared state must fit the block's shared memory");
     return *reinterpret_cast<T*>(sharedBytes_);
   }
-  __device__ const BlockProgressWriter& progress() const { return progress_; }
 
   __device__ unsigned long long loadAcquire(const unsigned long long* address) const {
     unsigned long long value;

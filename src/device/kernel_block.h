@@ -1,8 +1,8 @@
 #pragma once
 // The thread block that the step kernel's loops run in (src/device/lane_loop.h,
-// src/device/direct_allreduce.h). They are written once for two kinds of block: the GPU's
-// (src/device/device_block.cuh), and host threads standing in for a block's threads, on which
-// unit tests run them with no GPU (tests/unit/host_block.h). A block type `Block` provides, each
+// src/device/direct_allreduce.h, src/device/nvls_allreduce.h). They are written once for two
+// kinds of block: the GPU's (src/device/device_block.cuh), and host threads standing in for a
+// block's threads, on which unit tests run them with no GPU (tests/unit/host_block.h). A block type `Block` provides, each
 // callable where the loops run:
 //
 // - `uint32_t thread() const`, `uint32_t threads() const`: the calling thread's index in the block

@@ -1,7 +1,7 @@
 #pragma once
 // When an allreduce on GPU buffers can run through NVLS, and how an NVLS launch splits its bytes.
 // Every build has this (the communicator and the GPU executor use it; unit tests check it anywhere).
-// The multicast setup is src/device/nvls_team.h, the kernel src/device/nvls_allreduce.cuh.
+// The multicast setup is src/device/nvls_team.h, the kernel src/device/nvls_allreduce.h.
 //
 // NVLS (NVLink SHARP): the NVSwitches of a Hopper or later machine reduce a load across every GPU of
 // a multicast object (`multimem.ld_reduce`) and copy a store to every GPU (`multimem.st`). Each

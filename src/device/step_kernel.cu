@@ -1,5 +1,5 @@
 // The step kernel: each thread block runs its lanes (src/device/lane_loop.h), the direct
-// allreduce (direct_allreduce.h) or the NVLS one (nvls_allreduce.cuh); one kernel per type and
+// allreduce (direct_allreduce.h) or the NVLS one (nvls_allreduce.h); one kernel per type and
 // reduction kind, and one for copies (src/device/piece_bodies.h).
 
 #include <cstring>
@@ -8,7 +8,8 @@
 #include "src/device/device_block.cuh"
 #include "src/device/direct_allreduce.h"
 #include "src/device/lane_loop.h"
-#include "src/device/nvls_allreduce.cuh"
+#include "src/device/nvls_allreduce.h"
+#include "src/device/nvls_switch.cuh"
 #include "src/device/piece_bodies.h"
 #include "src/device/step_kernel.h"
 #include "transport/cuda_ipc/cuda_call.h"
@@ -30,7 +31,7 @@ __device__ __forceinline__ void runWork(DeviceBlock& block, const KernelWork& wo
     using Nvls = NvlsArithmetic<typename Body::Math, Body::kKind>;
     if constexpr (Nvls::kSupported) {
       if (work.nvls.unicast != nullptr) {
-        runNvlsAllReduce<Nvls>(work, block.progress());
+        runNvlsAllReduce(block, work, blockIdx.x, DeviceNvlsFabric<Nvls>{});
         return;
       }
     }

@@ -1,7 +1,7 @@
 #pragma once
 // Inputs whose sums are exact in every type the GPU reduces, for the host tests of the kernels'
-// loops (lane_loop_test.cc, direct_allreduce_test.cc): small integers, written in float itself
-// or in a narrow float's code (device_reduce.cuh's codecs).
+// loops (lane_loop_test.cc, direct_allreduce_test.cc, nvls_allreduce_test.cc): small integers,
+// written in float itself or in a narrow float's code (device_reduce.cuh's codecs).
 
 #include <cstdint>
 

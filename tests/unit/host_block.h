@@ -1,7 +1,8 @@
 #pragma once
 // A thread block of the step kernel on the CPU (src/device/kernel_block.h): a few host threads
 // that share the block's memory and meet at a barrier for __syncthreads, so that unit tests run
-// the kernel's own loops (src/device/lane_loop.h, src/device/direct_allreduce.h) with no GPU.
+// the kernel's own loops (src/device/lane_loop.h, src/device/direct_allreduce.h,
+// src/device/nvls_allreduce.h) with no GPU.
 // Counters and LL lines are atomics, so the loops' hand-offs are real ones between threads. x86
 // orders every store anyway, so a missing acquire or release in a loop shows only under
 // ThreadSanitizer (scripts/sanitize.sh tsan); a fence is modelled by the atomic add after it

@@ -1,29 +1,12 @@
 #pragma once
-// The NVLS allreduce (src/device/nvls_plan.h) as each rank's kernel runs it, in the step kernel
-// of the launch's type and op (src/device/step_kernel.cu), for the types and ops the switches
-// reduce (nvlsReduces). Block b of every rank moves the same pieces (nvlsPiece), in rounds; per
-// piece:
-//
-//   1. copy the piece of the input into the block's area of this rank's bound memory;
-//   2. barrier: every rank's block b has copied its piece;
-//   3. for this rank's n-th of the piece's 16-byte words: load them reduced across every rank's
-//      area (multimem.ld_reduce on the multicast address) and store the result into every area
-//      (multimem.st);
-//   4. barrier: every rank's share is stored everywhere;
-//   5. copy the piece out of the area into the output.
-//
-// The barrier of block b is a counter in every rank's memory: each rank's arrival adds one to it
-// in all of them at once (multimem.red, release), and a rank waits until its own copy has grown
-// by n since its last barrier (acquire), polling ncclCommAbort's flag. The barriers passed are
-// kept in the rank's memory beside it, so a later launch, or a CUDA graph's replay, goes on from
-// there. A rank cannot start piece k + 1 of block b before every rank has left step 3 of piece k.
+// What the NVSwitches do for the NVLS allreduce (src/device/nvls_allreduce.h) on the GPU: the
+// multimem instructions on a multicast address, as that loop's fabric (DeviceNvlsFabric), and the
+// switches' arithmetic for each type and op that nvlsReduces allows (NvlsArithmetic).
 
 #include <cstdint>
 
-#include "src/device/block_progress.cuh"
+#include "src/device/block_loops.h"
 #include "src/device/device_reduce.cuh"
-#include "src/device/kernel_work.h"
-#include "src/device/nvls_plan.h"
 
 namespace weft::device {
 
@@ -125,99 +108,37 @@ WEFT_NVLS_ARITHMETIC(IntegerMath<uint64_t>, kMax, maxU64)
 #undef WEFT_NVLS_WORDS32
 #undef WEFT_NVLS_VECTOR
 
-namespace nvls_detail {
-
-// Stores 16 bytes at the multicast address: into every rank's memory.
-__device__ __forceinline__ void storeEverywhere(char* address, uint4 v) {
-  WEFT_NVLS_ASM("multimem.st.relaxed.sys.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(address), "r"(v.x), "r"(v.y),
-                "r"(v.z), "r"(v.w)
-                : "memory");
-}
-
-// Orders this thread's accesses through one address of memory before those through its other
-// (the unicast and multicast addresses alias the same memory).
-__device__ __forceinline__ void fenceAliases() { WEFT_NVLS_ASM("fence.proxy.alias;" ::: "memory"); }
-
-// The whole block: waits until block `block` of every rank has arrived here. False if the
-// communicator was aborted.
-__device__ inline bool barrier(const KernelNvls& nvls, int block, const volatile int* abortFlag,
-                               const BlockProgressWriter& progress) {
-  __shared__ bool proceed;
-  fenceAliases();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const size_t line = static_cast<size_t>(block) * kNvlsControlLineBytes;
-    const unsigned int* arrived = reinterpret_cast<const unsigned int*>(nvls.unicast + line);
-    unsigned int* passed =
-        reinterpret_cast<unsigned int*>(nvls.unicast + kMaxNvlsBlocks * kNvlsControlLineBytes + line);
-    const unsigned int target = *passed + static_cast<unsigned int>(nvls.nranks);
-    WEFT_NVLS_ASM("multimem.red.release.sys.global.add.u32 [%0], %1;" ::"l"(nvls.multicast + line), "r"(1u) : "memory");
-    fenceAliases();  // the add went through the multicast address; the polls read the unicast one
-    proceed = true;
-    RecordedWait wait(progress);
-    for (int polls = 0;; ++polls) {
-      unsigned int now;
-      asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(now) : "l"(arrived) : "memory");
-      if (static_cast<int>(now - target) >= 0) break;  // wraps safely: no rank is 2^31 barriers ahead
-      if (polls == kPollsPerAbortCheck) {
-        if (abortFlag != nullptr && *abortFlag != 0) {
-          proceed = false;
-          break;
-        }
-        wait.note(core::BlockActivity::kAtBarrier, -1, -1, core::WaitSite{}, now, target);
-        polls = 0;
-      }
-    }
-    if (proceed) wait.end();
-    *passed = target;
-  }
-  __syncthreads();
-  fenceAliases();
-  return proceed;
-}
-
-// The block copies `bytes` from `from` to `to`, 16 bytes at a time where both allow. Reads of the
-// area bypass L1 (`fresh`): other GPUs wrote it since this SM last read it.
-__device__ inline void copyBytes(char* to, const char* from, uint64_t bytes, bool fresh) {
-  uint64_t done = 0;
-  if (((reinterpret_cast<uintptr_t>(to) | reinterpret_cast<uintptr_t>(from)) & 15) == 0) {
-    const uint64_t words = bytes / 16;
-    const uint4* from16 = reinterpret_cast<const uint4*>(from);
-    uint4* to16 = reinterpret_cast<uint4*>(to);
-    for (uint64_t w = threadIdx.x; w < words; w += blockDim.x) to16[w] = fresh ? __ldcg(from16 + w) : from16[w];
-    done = words * 16;
-  }
-  for (uint64_t i = done + threadIdx.x; i < bytes; i += blockDim.x) {
-    to[i] = fresh ? static_cast<char>(__ldcg(reinterpret_cast<const signed char*>(from + i))) : from[i];
-  }
-}
-
-}  // namespace nvls_detail
-
-/// Runs the launch's NVLS allreduce (work.nvls.unicast is set) in this block.
+/// The GPU's fabric for runNvlsAllReduce (src/device/nvls_allreduce.h): the multimem instructions
+/// at system scope, with the switches reducing as `Arithmetic` says.
 template <class Arithmetic>
-__device__ void runNvlsAllReduce(const KernelWork& work, const BlockProgressWriter& progress) {
-  using namespace nvls_detail;
-  const KernelNvls& nvls = work.nvls;
-  const int block = static_cast<int>(blockIdx.x);
-  char* area = nvls.unicast + nvlsAreaOffset(block);
-  char* everyArea = nvls.multicast + nvlsAreaOffset(block);
-  const uint64_t pieceBytes = nvlsPieceBytes(nvls.bytes, nvls.blocks);
-  const uint64_t rounds = nvlsRounds(nvls.bytes, pieceBytes, nvls.blocks, block);
-  for (uint64_t round = 0; round < rounds; ++round) {
-    const NvlsPiece piece = nvlsPiece(nvls.bytes, pieceBytes, nvls.blocks, block, round);
-    const uint64_t bytes = piece.end - piece.begin;
-    copyBytes(area, nvls.sendbuff + piece.begin, bytes, false);
-    if (!barrier(nvls, block, work.abortFlag, progress)) return;
-    const algorithms::ElementRange words = nvlsRankWords(bytes, nvls.rank, nvls.nranks);
-    for (uint64_t w = words.offset + threadIdx.x; w < words.offset + words.count; w += blockDim.x) {
-      storeEverywhere(everyArea + 16 * w, Arithmetic::loadReduce(everyArea + 16 * w));
-    }
-    if (!barrier(nvls, block, work.abortFlag, progress)) return;
-    copyBytes(nvls.recvbuff + piece.begin, area, bytes, true);
-    __syncthreads();  // every thread has read the area before any refills it
+struct DeviceNvlsFabric {
+  __device__ __forceinline__ Word16 loadReduce(const char* multicast) const {
+    const uint4 v = Arithmetic::loadReduce(multicast);
+    return Word16{{v.x, v.y, v.z, v.w}};
   }
-}
+  __device__ __forceinline__ void storeEverywhere(char* multicast, const Word16& w) const {
+    WEFT_NVLS_ASM("multimem.st.relaxed.sys.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(multicast), "r"(w.part[0]),
+                  "r"(w.part[1]), "r"(w.part[2]), "r"(w.part[3])
+                  : "memory");
+  }
+  __device__ __forceinline__ void arrive(unsigned* multicast) const {
+    WEFT_NVLS_ASM("multimem.red.release.sys.global.add.u32 [%0], %1;" ::"l"(multicast), "r"(1u) : "memory");
+  }
+  __device__ __forceinline__ unsigned loadAcquire(const unsigned* unicast) const {
+    unsigned value;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(value) : "l"(unicast) : "memory");
+    return value;
+  }
+  // The unicast and multicast addresses alias the same memory.
+  __device__ __forceinline__ void fenceAliases() const { WEFT_NVLS_ASM("fence.proxy.alias;" ::: "memory"); }
+  __device__ __forceinline__ Word16 loadFresh(const void* words, uint64_t index) const {
+    const uint4 v = __ldcg(static_cast<const uint4*>(words) + index);
+    return Word16{{v.x, v.y, v.z, v.w}};
+  }
+  __device__ __forceinline__ char loadFreshByte(const char* address) const {
+    return static_cast<char>(__ldcg(reinterpret_cast<const signed char*>(address)));
+  }
+};
 
 #undef WEFT_NVLS_ASM
 
