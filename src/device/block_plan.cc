@@ -32,39 +32,35 @@ std::vector<size_t> groupBySharedEndpoints(std::span<const PlannedLane> lanes) {
   return first;
 }
 
+// Appends to `block` a run of the lanes `first`, then `second`, as its two streams.
+void appendRun(const std::vector<uint32_t>& first, const std::vector<uint32_t>& second, uint64_t window,
+               PlannedBlock* block) {
+  KernelRun run;
+  run.firstLane = static_cast<uint32_t>(block->lanes.size());
+  run.streamLanes[0] = static_cast<uint32_t>(first.size());
+  run.streamLanes[1] = static_cast<uint32_t>(second.size());
+  run.window = window;
+  block->lanes.insert(block->lanes.end(), first.begin(), first.end());
+  block->lanes.insert(block->lanes.end(), second.begin(), second.end());
+  block->runs.push_back(run);
+}
+
 // Lanes whole: one block per group, its lanes in call order, groups in order of their first lane.
 BlockPlan planWhole(std::span<const PlannedLane> lanes, const std::vector<size_t>& groupOf) {
-  BlockPlan plan;
+  std::vector<std::vector<uint32_t>> blockLanes;
   std::vector<size_t> blockOfGroup(lanes.size(), lanes.size());
   for (size_t i = 0; i < lanes.size(); ++i) {
     if (lanes[i].rounds == 0) continue;  // moves nothing, posts nothing
     size_t& block = blockOfGroup[groupOf[i]];
     if (block == lanes.size()) {
-      block = plan.size();
-      plan.emplace_back();
+      block = blockLanes.size();
+      blockLanes.emplace_back();
     }
-    plan[block].push_back({static_cast<uint32_t>(i), 0, lanes[i].rounds});
+    blockLanes[block].push_back(static_cast<uint32_t>(i));
   }
+  BlockPlan plan(blockLanes.size());
+  for (size_t b = 0; b < plan.size(); ++b) appendRun(blockLanes[b], {}, KernelRun{}.window, &plan[b]);
   return plan;
-}
-
-// Appends to `block` rounds [from, to) of the stream made of `streamLanes` one after the other.
-void appendWindow(std::span<const PlannedLane> lanes, const std::vector<uint32_t>& streamLanes, uint64_t from,
-                  uint64_t to, std::vector<LaneSegment>* block) {
-  uint64_t laneStart = 0;
-  for (uint32_t lane : streamLanes) {
-    const uint64_t laneEnd = laneStart + lanes[lane].rounds;
-    const uint64_t begin = std::max(from, laneStart);
-    const uint64_t end = std::min(to, laneEnd);
-    if (begin < end) block->push_back({lane, begin - laneStart, end - begin});
-    laneStart = laneEnd;
-  }
-}
-
-uint64_t streamRounds(std::span<const PlannedLane> lanes, const std::vector<uint32_t>& streamLanes) {
-  uint64_t total = 0;
-  for (uint32_t lane : streamLanes) total += lanes[lane].rounds;
-  return total;
 }
 
 }  // namespace
@@ -114,16 +110,11 @@ Status planBlocks(std::span<const PlannedLane> lanes, int rank, int nranks, int 
   BlockPlan folded(static_cast<size_t>(std::min(blockLimit, nranks)));
   for (size_t d = 0; d < distances.size(); ++d) {
     const Distance& distance = distances[d];
-    std::vector<LaneSegment>& block = folded[d % folded.size()];
-    for (uint32_t lane : distance.local) block.push_back({lane, 0, lanes[lane].rounds});
-    const uint64_t sendRounds = streamRounds(lanes, distance.sends);
-    const uint64_t recvRounds = streamRounds(lanes, distance.recvs);
-    for (uint64_t from = 0; from < std::max(sendRounds, recvRounds); from += window) {
-      appendWindow(lanes, distance.sends, from, from + window, &block);
-      appendWindow(lanes, distance.recvs, from, from + window, &block);
-    }
+    PlannedBlock& block = folded[d % folded.size()];
+    if (!distance.local.empty()) appendRun(distance.local, {}, KernelRun{}.window, &block);
+    if (!distance.sends.empty() || !distance.recvs.empty()) appendRun(distance.sends, distance.recvs, window, &block);
   }
-  std::erase_if(folded, [](const std::vector<LaneSegment>& block) { return block.empty(); });
+  std::erase_if(folded, [](const PlannedBlock& block) { return block.runs.empty(); });
   *plan = std::move(folded);
   return Status::ok();
 }

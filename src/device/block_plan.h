@@ -15,9 +15,11 @@
 // - Within a distance, the block alternates windows of W pieces (W = the connections' slot count,
 //   the same on every rank and never more than any connection's): W pieces of its sends (its
 //   lanes to r + d, in call order, as one stream), then W pieces of its receives (from r - d),
-//   then the next W of each. The stream a rank sends to a peer is the stream that peer receives,
-//   piece for piece: one connection carries it (Send/Recv between two ranks take one channel),
-//   and NCCL requires a rank's sends to a peer in the order of the peer's receives.
+//   then the next W of each: one run (KernelRun) of two streams, which the kernel walks itself, so
+//   that the tables hold each lane once however long it is. A distance's local copies run whole
+//   before it. The stream a rank sends to a peer is the stream that peer receives, piece for
+//   piece: one connection carries it (Send/Recv between two ranks take one channel), and NCCL
+//   requires a rank's sends to a peer in the order of the peer's receives.
 //
 // Why no rank waits forever: every wait of distance d on rank r is for a peer's lane of the same
 // distance (r + d frees slots, r - d posts pieces) or for the earlier distances of r's own block.
@@ -34,6 +36,7 @@
 #include <vector>
 
 #include "src/base/status.h"
+#include "src/device/kernel_work.h"
 
 namespace weft::device {
 
@@ -50,16 +53,16 @@ struct PlannedLane {
   bool chained = false;
 };
 
-/// Rounds [firstRound, firstRound + rounds) of lane `lane` (an index into the plan's input).
-struct LaneSegment {
-  uint32_t lane = 0;
-  uint64_t firstRound = 0;
-  uint64_t rounds = 0;
+/// One block of a launch: the lanes it runs, as indices into the plan's input, and its runs in
+/// order, whose lanes are positions in `lanes` (KernelRun; run_walk.h walks them as the kernel
+/// does). The runs take the block's lanes in order, each once.
+struct PlannedBlock {
+  std::vector<uint32_t> lanes;
+  std::vector<KernelRun> runs;
 };
 
-/// Per block, the segments it runs in order. Every round of every lane is in exactly one segment
-/// (a lane of no rounds is in none).
-using BlockPlan = std::vector<std::vector<LaneSegment>>;
+/// Every lane that moves something is in exactly one block (a lane of no rounds is in none).
+using BlockPlan = std::vector<PlannedBlock>;
 
 /// Plans the blocks of a launch of `lanes` (in call order) on rank `rank` of `nranks`: lanes that
 /// share an endpoint in one block, whole and in call order, the others in blocks of their own;

@@ -162,6 +162,7 @@ class LaunchBuilder {
     if (blocks_ == 0) return Status::ok();  // every lane moves nothing
     bytes_.clear();
     blocksAt_ = appendTable(&bytes_, tables.blocks);
+    runsAt_ = appendTable(&bytes_, tables.runs);
     lanesAt_ = appendTable(&bytes_, tables.lanes);
     stepsAt_ = appendTable(&bytes_, tables.steps);
     connectionsAt_ = appendTable(&bytes_, connections_);
@@ -192,6 +193,7 @@ class LaunchBuilder {
     }
     KernelWork work;
     work.blocks = reinterpret_cast<const KernelBlock*>(deviceTables_ + blocksAt_);
+    work.runs = reinterpret_cast<const KernelRun*>(deviceTables_ + runsAt_);
     work.lanes = reinterpret_cast<const KernelLane*>(deviceTables_ + lanesAt_);
     work.steps = reinterpret_cast<const KernelStep*>(deviceTables_ + stepsAt_);
     work.connections = reinterpret_cast<const KernelConnection*>(deviceTables_ + connectionsAt_);
@@ -298,6 +300,7 @@ class LaunchBuilder {
   int blocks_ = 0;
   std::vector<char> bytes_;
   size_t blocksAt_ = 0;
+  size_t runsAt_ = 0;
   size_t lanesAt_ = 0;
   size_t stepsAt_ = 0;
   size_t connectionsAt_ = 0;

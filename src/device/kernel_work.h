@@ -1,9 +1,9 @@
 #pragma once
 // What one launch of the step kernel runs, in plain structs that the host writes into pinned
 // memory and the kernel reads (src/device/lane_loop.h). The layout mirrors the step programs
-// (algorithms/step.h): a block runs lanes in order, a lane runs its steps in rounds (piece k of
-// every step, then piece k + 1), a step receives from one connection, combines with a local
-// input, writes a local output and sends to one connection.
+// (algorithms/step.h): a block runs runs of lanes (KernelRun) in order, a lane runs its steps in
+// rounds (piece k of every step, then piece k + 1), a step receives from one connection, combines
+// with a local input, writes a local output and sends to one connection.
 
 #include <cstdint>
 
@@ -61,9 +61,21 @@ struct KernelLane {
   char* recvbuff = nullptr;
 };
 
-struct KernelBlock {
+/// Lanes that a block runs together: [firstLane, firstLane + streamLanes[0]) are one stream and
+/// the streamLanes[1] after them another. The block runs `window` rounds of the first stream, then
+/// `window` of the second, then the next `window` of each, until both end (run_walk.h); a stream's
+/// rounds are its lanes' in order. Lanes run whole as one stream with a window of UINT64_MAX; a
+/// folded distance (block_plan.h) as its sends and its receives, with windows of the slot count.
+struct KernelRun {
   uint32_t firstLane = 0;
-  uint32_t laneCount = 0;
+  uint32_t streamLanes[2] = {0, 0};
+  uint32_t reserved = 0;
+  uint64_t window = ~uint64_t{0};
+};
+
+struct KernelBlock {
+  uint32_t firstRun = 0;
+  uint32_t runCount = 0;
 };
 
 /// One connection end as the kernel uses it (transport::DeviceEnd).
@@ -120,6 +132,7 @@ struct KernelNvls {
 
 struct KernelWork {
   const KernelBlock* blocks = nullptr;
+  const KernelRun* runs = nullptr;
   const KernelLane* lanes = nullptr;
   const KernelStep* steps = nullptr;
   const KernelConnection* connections = nullptr;

@@ -10,8 +10,9 @@
 // block's shared memory; the whole block then moves the piece; after a barrier thread 0 publishes
 // the sent slot (its byte count first, where the connection has a count per slot) and returns the
 // received one (release stores). An LL piece needs no posted count: each thread waits for its own
-// lines' flags. The work's tables live in pinned host memory: the block reads a lane's steps and
-// their connections into shared memory as the lane starts (kCachedSteps), and only a longer
+// lines' flags. A block runs its runs of lanes in order, each a stretch of one lane's rounds at a
+// time (run_walk.h). The work's tables live in pinned host memory: the block reads a lane's steps
+// and their connections into shared memory as a stretch starts (kCachedSteps), and only a longer
 // lane's pieces read them, by thread 0.
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "src/device/host_device.h"
 #include "src/device/kernel_block.h"
 #include "src/device/kernel_work.h"
+#include "src/device/run_walk.h"
 
 namespace weft::device {
 
@@ -33,6 +35,7 @@ inline constexpr uint32_t kCachedSteps = 64;
 /// The block's shared memory for the loop: what thread 0 reads and decides for every thread.
 struct LaneLoopShared {
   KernelBlock kernelBlock;
+  KernelRun run;
   KernelLane lane;
   KernelStep laneSteps[kCachedSteps];
   KernelConnection laneReceives[kCachedSteps];  // each cached step's connections
@@ -228,87 +231,112 @@ WEFT_KERNEL_CODE void preparePiece(Block& block, const KernelWork& work, uint32_
   }
 }
 
-/// Runs the block's lanes (`work.blocks[blockIndex]`), moving each piece's units with `body`:
-/// `body(piece, thread, threads)` for a Simple piece, `body.combineWord(piece, received, local,
-/// valid)` for each word of an LL one. Returns early, on every thread, once an abort is seen.
+/// Runs rounds [from, to) of the lane in `shared.lane` (its steps cached where it has few), which
+/// is the block's lane `laneInBlock`, moving each piece's units with `body`. False, on every
+/// thread, once an abort is seen.
+template <class Block, class Body>
+WEFT_KERNEL_CODE bool runRounds(Block& block, const KernelWork& work, const Body& body, uint32_t laneInBlock,
+                                uint64_t from, uint64_t to) {
+  LaneLoopShared& shared = block.template shared<LaneLoopShared>();
+  const uint32_t thread = block.thread();
+  const bool lowLatency = work.lowLatency != 0;
+  const KernelLane& lane = shared.lane;
+  for (uint64_t round = from; round < to; ++round) {
+    const uint64_t begin = round * work.pieceUnits;
+    for (uint32_t s = 0; s < lane.stepCount; ++s) {
+      core::WaitSite site;
+      site.lane = laneInBlock;
+      site.step = s;
+      site.steps = lane.stepCount;
+      site.piece = round;
+      if (thread == 0) preparePiece(block, work, s, round, site);
+      block.sync();
+      if (shared.action == 2) return false;
+      if (shared.action == 1) {
+        block.sync();  // every thread has read `action` before thread 0 writes the next one
+        continue;
+      }
+      const KernelStep& step = shared.step;
+      Piece piece;
+      piece.received = shared.receivedSlot;
+      piece.slot = shared.sendSlot;
+      char* src = bufferBase(lane, step.srcBuffer);
+      char* dst = bufferBase(lane, step.dstBuffer);
+      piece.src = src != nullptr ? src + (step.srcOffset + begin) * work.unitBytes : nullptr;
+      piece.dst = dst != nullptr ? dst + (step.dstOffset + begin) * work.unitBytes : nullptr;
+      piece.units = step.count - begin < work.pieceUnits ? step.count - begin : work.pieceUnits;
+      piece.contribute = step.contribute != 0;
+      piece.finalize = step.finalize != 0;
+      const uint32_t sendFlag = static_cast<uint32_t>(shared.sentIndex + 1);
+      bool abortedInPiece = false;  // this thread's LL wait saw the abort
+      if (lowLatency) {
+        const LineSource source{site, shared.receivedPeer, shared.receivedChannel};
+        const bool moved = moveLowLatencyPiece(block, piece, work.unitBytes,
+                                               static_cast<uint32_t>(shared.receivedIndex + 1), sendFlag,
+                                               work.abortFlag, source, body);
+        abortedInPiece = !moved;
+      } else {
+        body(piece, thread, block.threads());
+      }
+      if (shared.cleanSlot != nullptr) {
+        // The lines this piece left (all of them for a Simple piece): the slot is free, since the
+        // receiver has released the piece before this one in it.
+        const uint64_t filled =
+            lowLatency ? (piece.units * work.unitBytes + kLowLatencyLineData - 1) / kLowLatencyLineData : 0;
+        for (uint64_t line = filled + thread; line < shared.cleanLines; line += block.threads()) {
+          writeLine(block, shared.cleanSlot + line * kLowLatencyLineBytes, 0, sendFlag);
+        }
+      }
+      if (block.syncOr(abortedInPiece)) return false;
+      if (thread == 0) {
+        if (!lowLatency) {
+          if (shared.sendSize != nullptr) *shared.sendSize = piece.units * work.unitBytes;
+          block.fenceSystem();  // the piece before its count (LL lines carry their own flags)
+        }
+        if (shared.sendPosted != nullptr) block.storeRelease(shared.sendPosted, shared.sentIndex + 1);
+        if (shared.recvReleased != nullptr) block.storeRelease(shared.recvReleased, shared.receivedIndex + 1);
+      }
+    }
+  }
+  return true;
+}
+
+/// Runs the block's runs of lanes (`work.blocks[blockIndex]`), each as run_walk.h walks it, moving
+/// each piece's units with `body`: `body(piece, thread, threads)` for a Simple piece,
+/// `body.combineWord(piece, received, local, valid)` for each word of an LL one. Returns early, on
+/// every thread, once an abort is seen.
 template <class Block, class Body>
 WEFT_KERNEL_CODE void runLanes(Block& block, const KernelWork& work, uint32_t blockIndex, const Body& body) {
   LaneLoopShared& shared = block.template shared<LaneLoopShared>();
   const uint32_t thread = block.thread();
-  const bool lowLatency = work.lowLatency != 0;
   if (thread == 0) shared.kernelBlock = work.blocks[blockIndex];
   block.sync();
-  for (uint32_t l = 0; l < shared.kernelBlock.laneCount; ++l) {
-    if (thread == 0) shared.lane = work.lanes[shared.kernelBlock.firstLane + l];
+  uint32_t blockFirstLane = 0;  // the block's lanes are its runs', one after the other
+  for (uint32_t r = 0; r < shared.kernelBlock.runCount; ++r) {
+    if (thread == 0) shared.run = work.runs[shared.kernelBlock.firstRun + r];
     block.sync();
-    const KernelLane& lane = shared.lane;
-    if (lane.stepCount <= kCachedSteps) {
-      for (uint32_t s = thread; s < lane.stepCount; s += block.threads()) {
-        const KernelStep mine = work.steps[lane.firstStep + s];
-        shared.laneSteps[s] = mine;
-        if (mine.recvConnection >= 0) shared.laneReceives[s] = work.connections[mine.recvConnection];
-        if (mine.sendConnection >= 0) shared.laneSends[s] = work.connections[mine.sendConnection];
-      }
-    }
-    block.sync();
-    for (uint64_t round = 0; round < lane.rounds; ++round) {
-      const uint64_t begin = round * work.pieceUnits;
-      for (uint32_t s = 0; s < lane.stepCount; ++s) {
-        core::WaitSite site;
-        site.lane = l;
-        site.step = s;
-        site.steps = lane.stepCount;
-        site.piece = round;
-        if (thread == 0) preparePiece(block, work, s, round, site);
-        block.sync();
-        if (shared.action == 2) return;
-        if (shared.action == 1) {
-          block.sync();  // every thread has read `action` before thread 0 writes the next one
-          continue;
-        }
-        const KernelStep& step = shared.step;
-        Piece piece;
-        piece.received = shared.receivedSlot;
-        piece.slot = shared.sendSlot;
-        char* src = bufferBase(lane, step.srcBuffer);
-        char* dst = bufferBase(lane, step.dstBuffer);
-        piece.src = src != nullptr ? src + (step.srcOffset + begin) * work.unitBytes : nullptr;
-        piece.dst = dst != nullptr ? dst + (step.dstOffset + begin) * work.unitBytes : nullptr;
-        piece.units = step.count - begin < work.pieceUnits ? step.count - begin : work.pieceUnits;
-        piece.contribute = step.contribute != 0;
-        piece.finalize = step.finalize != 0;
-        const uint32_t sendFlag = static_cast<uint32_t>(shared.sentIndex + 1);
-        bool abortedInPiece = false;  // this thread's LL wait saw the abort
-        if (lowLatency) {
-          const LineSource from{site, shared.receivedPeer, shared.receivedChannel};
-          const bool moved = moveLowLatencyPiece(block, piece, work.unitBytes,
-                                                 static_cast<uint32_t>(shared.receivedIndex + 1), sendFlag,
-                                                 work.abortFlag, from, body);
-          abortedInPiece = !moved;
-        } else {
-          body(piece, thread, block.threads());
-        }
-        if (shared.cleanSlot != nullptr) {
-          // The lines this piece left (all of them for a Simple piece): the slot is free, since the
-          // receiver has released the piece before this one in it.
-          const uint64_t filled =
-              lowLatency ? (piece.units * work.unitBytes + kLowLatencyLineData - 1) / kLowLatencyLineData : 0;
-          for (uint64_t line = filled + thread; line < shared.cleanLines; line += block.threads()) {
-            writeLine(block, shared.cleanSlot + line * kLowLatencyLineBytes, 0, sendFlag);
-          }
-        }
-        if (block.syncOr(abortedInPiece)) return;
-        if (thread == 0) {
-          if (!lowLatency) {
-            if (shared.sendSize != nullptr) *shared.sendSize = piece.units * work.unitBytes;
-            block.fenceSystem();  // the piece before its count (LL lines carry their own flags)
-          }
-          if (shared.sendPosted != nullptr) block.storeRelease(shared.sendPosted, shared.sentIndex + 1);
-          if (shared.recvReleased != nullptr) block.storeRelease(shared.recvReleased, shared.receivedIndex + 1);
+    if (r == 0) blockFirstLane = shared.run.firstLane;
+    RunWalk walk(shared.run);  // each thread walks it alike
+    block.sync();              // every thread has read `run` before thread 0 writes the next one
+    while (walk.more()) {
+      if (thread == 0) shared.lane = work.lanes[walk.lane()];
+      block.sync();
+      const KernelLane& lane = shared.lane;
+      if (lane.stepCount <= kCachedSteps) {
+        for (uint32_t s = thread; s < lane.stepCount; s += block.threads()) {
+          const KernelStep mine = work.steps[lane.firstStep + s];
+          shared.laneSteps[s] = mine;
+          if (mine.recvConnection >= 0) shared.laneReceives[s] = work.connections[mine.recvConnection];
+          if (mine.sendConnection >= 0) shared.laneSends[s] = work.connections[mine.sendConnection];
         }
       }
+      block.sync();
+      uint64_t from = 0, to = 0;
+      const uint32_t laneInBlock = walk.lane() - blockFirstLane;
+      walk.take(lane.rounds, &from, &to);
+      if (!runRounds(block, work, body, laneInBlock, from, to)) return;
+      block.sync();  // every thread is done with `lane` and its steps before the next are read
     }
-    block.sync();  // every thread is done with `lane` and its steps before the next are read
   }
 }
 

@@ -28,15 +28,6 @@ Status bufferCode(algorithms::BufferKind kind, uint8_t* code) {
 
 }  // namespace
 
-KernelStep segmentStep(const KernelStep& whole, uint64_t firstRound, uint64_t rounds, uint64_t pieceUnits) {
-  KernelStep step = whole;
-  const uint64_t skipped = std::min(firstRound * pieceUnits, whole.count);
-  step.srcOffset += skipped;
-  step.dstOffset += skipped;
-  step.count = std::min(whole.count - skipped, rounds * pieceUnits);
-  return step;
-}
-
 Status LaunchTables::connectionIndex(int channel, int peer, bool send, int32_t* index) {
   const uint64_t key = endpointKey(channel, peer, send);
   auto known = connectionIndices_.find(key);
@@ -99,22 +90,19 @@ Status LaunchTables::layOut(int rank, int nranks, int blockLimit, uint64_t windo
   BlockPlan plan;
   WEFT_RETURN_IF_ERROR(planBlocks(planned_, rank, nranks, blockLimit, window, &plan));
   out->blocks.clear();
+  out->runs.clear();
   out->lanes.clear();
   out->steps = steps_;
-  for (const std::vector<LaneSegment>& segments : plan) {
+  for (const PlannedBlock& planned : plan) {
     KernelBlock block;
-    block.firstLane = static_cast<uint32_t>(out->lanes.size());
-    for (const LaneSegment& segment : segments) {
-      KernelLane lane = lanes_[segment.lane];
-      if (segment.firstRound != 0 || segment.rounds != lane.rounds) {  // folded: a lane of one step
-        const KernelStep step = segmentStep(steps_[lane.firstStep], segment.firstRound, segment.rounds, pieceUnits_);
-        lane.firstStep = static_cast<uint32_t>(out->steps.size());
-        lane.rounds = segment.rounds;
-        out->steps.push_back(step);
-      }
-      out->lanes.push_back(lane);
+    block.firstRun = static_cast<uint32_t>(out->runs.size());
+    block.runCount = static_cast<uint32_t>(planned.runs.size());
+    const auto firstLane = static_cast<uint32_t>(out->lanes.size());
+    for (KernelRun run : planned.runs) {
+      run.firstLane += firstLane;
+      out->runs.push_back(run);
     }
-    block.laneCount = static_cast<uint32_t>(out->lanes.size()) - block.firstLane;
+    for (uint32_t lane : planned.lanes) out->lanes.push_back(lanes_[lane]);
     out->blocks.push_back(block);
   }
   return Status::ok();

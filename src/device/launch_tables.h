@@ -19,14 +19,10 @@ namespace weft::device {
 /// What the kernel reads besides KernelWork's scalars and connections.
 struct KernelTables {
   std::vector<KernelBlock> blocks;
+  std::vector<KernelRun> runs;
   std::vector<KernelLane> lanes;
   std::vector<KernelStep> steps;
 };
-
-/// The step that runs rounds [firstRound, firstRound + rounds) of a lane whose one step is `whole`,
-/// with pieces of `pieceUnits`: its offsets moved on by the rounds skipped, its count cut to what
-/// is left of them, so that its pieces are the whole step's.
-KernelStep segmentStep(const KernelStep& whole, uint64_t firstRound, uint64_t rounds, uint64_t pieceUnits);
 
 /// The lanes of one launch, added operation by operation.
 class LaunchTables {
@@ -50,9 +46,9 @@ class LaunchTables {
   /// Pieces the launch moves through each connection end, by index.
   const std::vector<uint64_t>& connectionPieces() const { return connectionPieces_; }
 
-  /// The blocks, lanes and steps for rank `rank` of `nranks`, within `blockLimit` blocks, folding
-  /// with windows of `window` pieces (block_plan.h; the connections' slot count): a segment that is
-  /// a whole lane runs it as it is, a part of one runs a step of its own from segmentStep.
+  /// The blocks, runs, lanes and steps for rank `rank` of `nranks`, within `blockLimit` blocks,
+  /// folding with windows of `window` pieces (block_plan.h; the connections' slot count). Each
+  /// lane that moves something is in the tables once, with its steps, whatever its length.
   Status layOut(int rank, int nranks, int blockLimit, uint64_t window, KernelTables* out) const;
 
  private:

@@ -1,6 +1,7 @@
 // The block plan (src/device/block_plan.h), checked on a simulation of the step kernel: every
-// rank's blocks run their segments in order, a piece at a time, through connections of a few
-// slots; a send waits for a free slot, a receive for a posted piece. Such a system ends the same
+// rank's blocks walk their runs as the kernel does (src/device/run_walk.h) and run the stretches
+// of rounds that come of it in order, a piece at a time, through connections of a few slots; a
+// send waits for a free slot, a receive for a posted piece. Such a system ends the same
 // way whatever order its blocks take turns in (a wait, once satisfied, stays so until its block
 // moves), so one round-robin run tells whether a plan can deadlock.
 
@@ -15,6 +16,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "src/device/run_walk.h"
 
 namespace weft::device {
 namespace {
@@ -89,29 +92,70 @@ struct Outcome {
   std::string problem;  // why not: a deadlock, a piece received out of order, a plan not whole
 };
 
+// Rounds [from, to) of lane `lane` (an index into the rank's lanes).
+struct Stretch {
+  uint32_t lane = 0;
+  uint64_t from = 0;
+  uint64_t to = 0;
+};
+
+// The stretches a block runs, in order: its runs walked as the kernel walks them. "" or why the
+// runs do not take the block's lanes in order, each once.
+std::string stretchesOf(const PlannedBlock& block, const std::vector<PlannedLane>& lanes, std::vector<Stretch>* out) {
+  uint32_t next = 0;
+  for (const KernelRun& run : block.runs) {
+    if (run.firstLane != next) return "a run does not start where the one before it ended";
+    next += run.streamLanes[0] + run.streamLanes[1];
+  }
+  if (next != block.lanes.size()) return "the runs do not take the block's lanes";
+  for (const KernelRun& run : block.runs) {
+    RunWalk walk(run);
+    while (walk.more()) {
+      const uint32_t lane = block.lanes[walk.lane()];
+      if (lane >= lanes.size()) return "a block names lane " + std::to_string(lane) + ", which is not there";
+      Stretch stretch{lane, 0, 0};
+      walk.take(lanes[lane].rounds, &stretch.from, &stretch.to);
+      out->push_back(stretch);
+    }
+  }
+  return "";
+}
+
 class KernelSimulation {
  public:
   KernelSimulation(const std::vector<RankLanes>& ranks, const std::vector<BlockPlan>& plans, uint64_t slots)
-      : ranks_(ranks), plans_(plans), slots_(slots) {}
+      : ranks_(ranks), slots_(slots) {
+    stretches_.resize(plans.size());
+    for (size_t r = 0; r < plans.size(); ++r) {
+      for (const PlannedBlock& block : plans[r]) {
+        stretches_[r].emplace_back();
+        const std::string malformed = stretchesOf(block, ranks_[r].lanes, &stretches_[r].back());
+        if (!malformed.empty() && malformed_.empty()) malformed_ = "rank " + std::to_string(r) + ": " + malformed;
+      }
+    }
+  }
 
   Outcome run() {
     Outcome outcome;
-    if (!coversEveryRound(&outcome.problem)) return outcome;
-    std::vector<std::vector<Cursor>> cursors(plans_.size());
-    for (size_t r = 0; r < plans_.size(); ++r) cursors[r].resize(plans_[r].size());
+    outcome.problem = malformed_;
+    if (!malformed_.empty() || !coversEveryRound(&outcome.problem)) return outcome;
+    std::vector<std::vector<Cursor>> cursors(stretches_.size());
+    for (size_t r = 0; r < stretches_.size(); ++r) cursors[r].resize(stretches_[r].size());
     for (bool moved = true; moved;) {
       moved = false;
-      for (size_t r = 0; r < plans_.size(); ++r) {
-        for (size_t b = 0; b < plans_[r].size(); ++b) {
-          if (!advance(static_cast<int>(r), plans_[r][b], &cursors[r][b], &outcome.problem, &moved)) return outcome;
+      for (size_t r = 0; r < stretches_.size(); ++r) {
+        for (size_t b = 0; b < stretches_[r].size(); ++b) {
+          if (!advance(static_cast<int>(r), stretches_[r][b], &cursors[r][b], &outcome.problem, &moved)) {
+            return outcome;
+          }
         }
       }
     }
-    for (size_t r = 0; r < plans_.size(); ++r) {
-      for (size_t b = 0; b < plans_[r].size(); ++b) {
-        if (cursors[r][b].segment < plans_[r][b].size()) {
+    for (size_t r = 0; r < stretches_.size(); ++r) {
+      for (size_t b = 0; b < stretches_[r].size(); ++b) {
+        if (cursors[r][b].stretch < stretches_[r][b].size()) {
           outcome.problem = "deadlock: rank " + std::to_string(r) + "'s block " + std::to_string(b) +
-                            " waits at its segment " + std::to_string(cursors[r][b].segment);
+                            " waits at its stretch " + std::to_string(cursors[r][b].stretch);
           return outcome;
         }
       }
@@ -122,8 +166,8 @@ class KernelSimulation {
 
  private:
   struct Cursor {
-    size_t segment = 0;
-    uint64_t round = 0;  // within the segment
+    size_t stretch = 0;
+    uint64_t round = 0;  // within the stretch
   };
   struct Connection {
     uint64_t posted = 0;
@@ -131,18 +175,18 @@ class KernelSimulation {
     std::deque<std::pair<int, uint64_t>> pieces;  // (message, piece) posted and not yet released
   };
 
-  // Every round of every lane in exactly one segment, each lane's segments in order.
+  // Every round of every lane in exactly one stretch, each lane's stretches in order.
   bool coversEveryRound(std::string* problem) const {
-    for (size_t r = 0; r < plans_.size(); ++r) {
+    for (size_t r = 0; r < stretches_.size(); ++r) {
       std::vector<uint64_t> next(ranks_[r].lanes.size(), 0);
-      for (const auto& block : plans_[r]) {
-        for (const LaneSegment& segment : block) {
-          if (segment.firstRound != next[segment.lane] || segment.rounds == 0) {
-            *problem = "rank " + std::to_string(r) + "'s lane " + std::to_string(segment.lane) +
-                       " has a segment out of order or empty";
+      for (const auto& block : stretches_[r]) {
+        for (const Stretch& stretch : block) {
+          if (stretch.from != next[stretch.lane] || stretch.to <= stretch.from) {
+            *problem = "rank " + std::to_string(r) + "'s lane " + std::to_string(stretch.lane) +
+                       " has a stretch out of order or empty";
             return false;
           }
-          next[segment.lane] += segment.rounds;
+          next[stretch.lane] = stretch.to;
         }
       }
       for (size_t lane = 0; lane < next.size(); ++lane) {
@@ -156,12 +200,12 @@ class KernelSimulation {
   }
 
   // Moves the block on as far as it can go; false on a piece received out of order.
-  bool advance(int rank, const std::vector<LaneSegment>& block, Cursor* cursor, std::string* problem, bool* moved) {
-    while (cursor->segment < block.size()) {
-      const LaneSegment& segment = block[cursor->segment];
-      const PlannedLane& lane = ranks_[rank].lanes[segment.lane];
-      const int message = ranks_[rank].message[segment.lane];
-      const uint64_t piece = segment.firstRound + cursor->round;
+  bool advance(int rank, const std::vector<Stretch>& block, Cursor* cursor, std::string* problem, bool* moved) {
+    while (cursor->stretch < block.size()) {
+      const Stretch& stretch = block[cursor->stretch];
+      const PlannedLane& lane = ranks_[rank].lanes[stretch.lane];
+      const int message = ranks_[rank].message[stretch.lane];
+      const uint64_t piece = stretch.from + cursor->round;
       if (lane.sendPeer >= 0) {
         Connection& connection = connections_[{rank, lane.sendPeer}];
         if (connection.posted - connection.released >= slots_) return true;
@@ -181,8 +225,8 @@ class KernelSimulation {
         ++connection.released;
       }
       *moved = true;
-      if (++cursor->round == segment.rounds) {
-        ++cursor->segment;
+      if (stretch.from + ++cursor->round == stretch.to) {
+        ++cursor->stretch;
         cursor->round = 0;
       }
     }
@@ -190,7 +234,8 @@ class KernelSimulation {
   }
 
   const std::vector<RankLanes>& ranks_;
-  const std::vector<BlockPlan>& plans_;
+  std::vector<std::vector<std::vector<Stretch>>> stretches_;  // per rank, per block
+  std::string malformed_;
   uint64_t slots_;
   std::map<std::pair<int, int>, Connection> connections_;  // (sender, receiver)
 };
@@ -209,8 +254,8 @@ Outcome planAndRun(const std::vector<RankLanes>& ranks, int blockLimit, uint64_t
     // simulation's verdict would depend on their turns).
     std::map<uint64_t, size_t> blockOfEnd;
     for (size_t b = 0; b < plans[r].size(); ++b) {
-      for (const LaneSegment& segment : plans[r][b]) {
-        for (uint64_t end : ranks[r].lanes[segment.lane].endpoints) {
+      for (uint32_t lane : plans[r][b].lanes) {
+        for (uint64_t end : ranks[r].lanes[lane].endpoints) {
           if (blockOfEnd.emplace(end, b).first->second != b) {
             return {false, "rank " + std::to_string(r) + " uses a connection end in two blocks"};
           }
@@ -242,20 +287,26 @@ std::vector<RankLanes> allToAll(int nranks, uint64_t pieces) {
   return ranks;
 }
 
+// The block's stretches as (lane, rounds), checked to be well formed.
+std::vector<std::pair<uint32_t, uint64_t>> walked(const PlannedBlock& block, const std::vector<PlannedLane>& lanes) {
+  std::vector<Stretch> stretches;
+  EXPECT_EQ(stretchesOf(block, lanes, &stretches), "");
+  std::vector<std::pair<uint32_t, uint64_t>> out;
+  for (const Stretch& stretch : stretches) out.emplace_back(stretch.lane, stretch.to - stretch.from);
+  return out;
+}
+
+using Walk = std::vector<std::pair<uint32_t, uint64_t>>;
+
 TEST(BlockPlan, LanesThatFitRunWholeAndThoseSharingAnEndInOneBlockInCallOrder) {
   std::vector<PlannedLane> lanes = {sendLane(1, 5), recvLane(2, 3), sendLane(1, 7), recvLane(3, 2), sendLane(2, 0)};
   BlockPlan plan;
   ASSERT_TRUE(planBlocks(lanes, 0, 4, 3, 8, &plan).isOk());
   ASSERT_EQ(plan.size(), 3u);
-  ASSERT_EQ(plan[0].size(), 2u);  // both sends to rank 1, in call order
-  EXPECT_EQ(plan[0][0].lane, 0u);
-  EXPECT_EQ(plan[0][0].rounds, 5u);
-  EXPECT_EQ(plan[0][1].lane, 2u);
-  EXPECT_EQ(plan[0][1].rounds, 7u);
-  ASSERT_EQ(plan[1].size(), 1u);
-  EXPECT_EQ(plan[1][0].lane, 1u);
-  ASSERT_EQ(plan[2].size(), 1u);
-  EXPECT_EQ(plan[2][0].lane, 3u);  // the lane of no pieces has no block: it moves nothing
+  EXPECT_EQ(walked(plan[0], lanes), (Walk{{0, 5}, {2, 7}}));  // both sends to rank 1, in call order
+  EXPECT_EQ(walked(plan[1], lanes), (Walk{{1, 3}}));
+  EXPECT_EQ(walked(plan[2], lanes), (Walk{{3, 2}}));  // the lane of no pieces has no block: it moves nothing
+  for (const PlannedBlock& block : plan) EXPECT_EQ(block.runs.size(), 1u);
 }
 
 TEST(BlockPlan, FoldedLanesAlternateWindowsOfTheirDistance) {
@@ -265,21 +316,40 @@ TEST(BlockPlan, FoldedLanesAlternateWindowsOfTheirDistance) {
   BlockPlan plan;
   ASSERT_TRUE(planBlocks(lanes, 1, 3, 1, 4, &plan).isOk());
   ASSERT_EQ(plan.size(), 1u);
-  const std::vector<std::pair<uint32_t, uint64_t>> expected = {
-      {0, 4}, {1, 4}, {0, 4}, {1, 2}, {0, 2},  // distance 1: 10 pieces out, 6 in
-      {2, 3}, {3, 3}};                         // distance 2
-  ASSERT_EQ(plan[0].size(), expected.size());
-  uint64_t sent = 0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(plan[0][i].lane, expected[i].first) << i;
-    EXPECT_EQ(plan[0][i].rounds, expected[i].second) << i;
-  }
-  for (const LaneSegment& segment : plan[0]) {
-    if (segment.lane != 0) continue;
-    EXPECT_EQ(segment.firstRound, sent);
-    sent += segment.rounds;
-  }
-  EXPECT_EQ(sent, 10u);
+  EXPECT_EQ(walked(plan[0], lanes), (Walk{{0, 4}, {1, 4}, {0, 4}, {1, 2}, {0, 2},  // distance 1: 10 pieces out, 6 in
+                                          {2, 3}, {3, 3}}));                       // distance 2
+  // One run per distance, each lane once: the tables do not grow with the windows.
+  EXPECT_EQ(plan[0].runs.size(), 2u);
+  EXPECT_EQ(plan[0].lanes, (std::vector<uint32_t>{0, 1, 2, 3}));
+}
+
+TEST(BlockPlan, AStreamOfSeveralLanesIsWindowedAsOne) {
+  // Rank 0 of 2, one block: three sends to rank 1 (5, 2 and 6 pieces) and two receives from it
+  // (1 and 9), windows of 4. A window may end inside a lane and the next one take up where it left.
+  std::vector<PlannedLane> lanes = {sendLane(1, 5), recvLane(1, 1), sendLane(1, 2), recvLane(1, 9), sendLane(1, 6)};
+  BlockPlan plan;
+  ASSERT_TRUE(planBlocks(lanes, 0, 2, 1, 4, &plan).isOk());
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(walked(plan[0], lanes), (Walk{{0, 4},           // sends [0, 4)
+                                          {1, 1}, {3, 3},   // receives [0, 4)
+                                          {0, 1}, {2, 2}, {4, 1},  // sends [4, 8)
+                                          {3, 4},           // receives [4, 8)
+                                          {4, 4},           // sends [8, 12)
+                                          {3, 2},           // receives [8, 10): its last
+                                          {4, 1}}));        // sends [12, 13): the receives are done
+}
+
+TEST(BlockPlan, AWalkOfAWindowOfZeroRunsTheLanesWhole) {
+  // The kernel must not loop forever on a malformed run: a window of 0 counts as unbounded.
+  std::vector<PlannedLane> lanes = {sendLane(1, 3), recvLane(1, 2)};
+  PlannedBlock block;
+  block.lanes = {0, 1};
+  KernelRun run;
+  run.streamLanes[0] = 1;
+  run.streamLanes[1] = 1;
+  run.window = 0;
+  block.runs = {run};
+  EXPECT_EQ(walked(block, lanes), (Walk{{0, 3}, {1, 2}}));
 }
 
 TEST(BlockPlan, AChainedLaneIsNeverFolded) {
@@ -301,8 +371,12 @@ TEST(BlockPlan, TheSimulationCatchesADeadlock) {
   std::vector<RankLanes> ranks = lanesOf(2, {{0, 1, 10}, {1, 0, 10}});
   std::vector<BlockPlan> wholeInOneBlock(2);
   for (int r = 0; r < 2; ++r) {
-    const size_t send = ranks[r].lanes[0].sendPeer >= 0 ? 0 : 1;
-    wholeInOneBlock[r] = {{{static_cast<uint32_t>(send), 0, 10}, {static_cast<uint32_t>(1 - send), 0, 10}}};
+    const uint32_t send = ranks[r].lanes[0].sendPeer >= 0 ? 0 : 1;
+    PlannedBlock block;
+    block.lanes = {send, 1 - send};
+    block.runs.emplace_back();
+    block.runs[0].streamLanes[0] = 2;  // one stream, window unbounded
+    wholeInOneBlock[r] = {block};
   }
   const Outcome outcome = KernelSimulation(ranks, wholeInOneBlock, 8).run();
   EXPECT_FALSE(outcome.finished);

@@ -158,6 +158,7 @@ std::string runLaunches(int nranks, const std::vector<std::vector<RankOp>>& ops,
     if (!laidOut.isOk()) return laidOut.message();
     KernelWork& work = launch->work;
     work.blocks = launch->tables.blocks.data();
+    work.runs = launch->tables.runs.data();
     work.lanes = launch->tables.lanes.data();
     work.steps = launch->tables.steps.data();
     work.connections = launch->connections.data();
@@ -305,32 +306,75 @@ TEST(LaneLoop, AllToAllFoldedIntoFewBlocksMovesEveryByte) {
   for (int nranks : {2, 3, 5}) {
     for (int blockLimit : {1, 2, 64}) {
       for (bool lowLatency : {false, true}) {
-        const size_t count = 45;  // bytes per peer: several pieces of 16, the last short
-        std::vector<std::vector<char>> send(nranks), recv(nranks);
-        std::vector<std::vector<RankOp>> ops(nranks);
-        for (int r = 0; r < nranks; ++r) {
-          send[r].resize(count * nranks);
-          for (size_t i = 0; i < send[r].size(); ++i) send[r][i] = pattern(r, i);
-          recv[r].assign(count * nranks, 0);
-          ops[r].push_back({{Collective::kAllToAll, count, 0, nranks, r}, send[r].data(), recv[r].data()});
-        }
-        LaunchShape shape;
-        shape.blockLimit = blockLimit;
-        shape.lowLatency = lowLatency;
-        shape.link.slotBytes = 16;
-        shape.link.llSlotBytes = lowLatency ? 32 : 0;
-        HostFabric fabric(shape.link);
-        ASSERT_EQ(runLaunches(nranks, ops, shape, CopyBody{}, &fabric), "")
-            << nranks << " ranks, " << blockLimit << " blocks";
-        for (int r = 0; r < nranks; ++r) {
-          for (int from = 0; from < nranks; ++from) {
-            for (size_t i = 0; i < count; ++i) {
-              ASSERT_EQ(recv[r][from * count + i], pattern(from, r * count + i))
-                  << nranks << " ranks, " << blockLimit << " blocks" << (lowLatency ? ", LL" : "") << ": rank " << r
-                  << " from " << from << ", byte " << i;
+        // Bytes per peer: pieces of 16, the last short; 300 take 19, over three windows of 8.
+        for (size_t count : {45, 300}) {
+          std::vector<std::vector<char>> send(nranks), recv(nranks);
+          std::vector<std::vector<RankOp>> ops(nranks);
+          for (int r = 0; r < nranks; ++r) {
+            send[r].resize(count * nranks);
+            for (size_t i = 0; i < send[r].size(); ++i) send[r][i] = pattern(r, i);
+            recv[r].assign(count * nranks, 0);
+            ops[r].push_back({{Collective::kAllToAll, count, 0, nranks, r}, send[r].data(), recv[r].data()});
+          }
+          LaunchShape shape;
+          shape.blockLimit = blockLimit;
+          shape.lowLatency = lowLatency;
+          shape.link.slotBytes = 16;
+          shape.link.llSlotBytes = lowLatency ? 32 : 0;
+          HostFabric fabric(shape.link);
+          ASSERT_EQ(runLaunches(nranks, ops, shape, CopyBody{}, &fabric), "")
+              << nranks << " ranks, " << blockLimit << " blocks, " << count << " bytes a peer";
+          for (int r = 0; r < nranks; ++r) {
+            for (int from = 0; from < nranks; ++from) {
+              for (size_t i = 0; i < count; ++i) {
+                ASSERT_EQ(recv[r][from * count + i], pattern(from, r * count + i))
+                    << nranks << " ranks, " << blockLimit << " blocks" << (lowLatency ? ", LL" : "") << ", "
+                    << count << " bytes a peer: rank " << r << " from " << from << ", byte " << i;
+              }
             }
           }
         }
+      }
+    }
+  }
+}
+
+TEST(LaneLoop, SendsToOnePeerFoldedIntoOneBlockAreWindowedAsOneStream) {
+  // Each of 2 ranks sends the other messages of 70, 20 and 150 bytes (5, 2 and 10 pieces of 16)
+  // and receives the other's, in one block: windows of 8 pieces end inside a message and the next
+  // takes up where it left, sends and receives taking turns.
+  const std::vector<size_t> sizes = {70, 20, 150};
+  for (bool lowLatency : {false, true}) {
+    std::vector<std::vector<std::vector<char>>> sent(2), received(2);
+    std::vector<std::vector<RankOp>> ops(2);
+    for (int r = 0; r < 2; ++r) {
+      for (size_t m = 0; m < sizes.size(); ++m) {
+        sent[r].emplace_back(sizes[m]);
+        for (size_t i = 0; i < sizes[m]; ++i) sent[r][m][i] = pattern(r * 3 + static_cast<int>(m), i);
+        received[r].emplace_back(sizes[m], 0);
+      }
+    }
+    for (int r = 0; r < 2; ++r) {
+      for (size_t m = 0; m < sizes.size(); ++m) {
+        // Rank 0 calls its sends first, rank 1 its receives: the order across peers is free.
+        const bool sendFirst = r == 0;
+        for (bool sending : {sendFirst, !sendFirst}) {
+          std::vector<char>& buffer = sending ? sent[r][m] : received[r][m];
+          ops[r].push_back({{sending ? Collective::kSend : Collective::kRecv, sizes[m], 1 - r, 2, r}, buffer.data(),
+                            buffer.data()});
+        }
+      }
+    }
+    LaunchShape shape;
+    shape.blockLimit = 1;
+    shape.lowLatency = lowLatency;
+    shape.link.slotBytes = 16;
+    shape.link.llSlotBytes = lowLatency ? 32 : 0;
+    HostFabric fabric(shape.link);
+    ASSERT_EQ(runLaunches(2, ops, shape, CopyBody{}, &fabric), "") << (lowLatency ? "LL" : "Simple");
+    for (int r = 0; r < 2; ++r) {
+      for (size_t m = 0; m < sizes.size(); ++m) {
+        EXPECT_EQ(received[r][m], sent[1 - r][m]) << (lowLatency ? "LL" : "Simple") << ": rank " << r << ", message " << m;
       }
     }
   }

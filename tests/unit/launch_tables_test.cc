@@ -1,6 +1,7 @@
 // A launch's kernel tables (src/device/launch_tables.h), run on a model of the step kernel's copy
-// launch (src/device/lane_loop.h with Simple pieces) on host memory: every rank's blocks run
-// their lanes in order, each lane's steps in rounds of one piece; a step waits for a posted piece
+// launch (src/device/lane_loop.h with Simple pieces) on host memory: every rank's blocks walk
+// their runs of lanes as the kernel does (run_walk.h), each stretch of a lane's steps in rounds of
+// one piece; a step waits for a posted piece
 // to receive and a free slot to send into, moves the piece, then posts and releases. The programs
 // are the real schedules' (algorithms/schedule.h), so the tables, the block plan's folding and the
 // pieces' offsets are checked byte for byte, with no GPU. The model moves one piece at a time, so
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "algorithms/schedule.h"
+#include "src/device/run_walk.h"
 
 namespace weft::device {
 namespace {
@@ -52,20 +54,26 @@ class KernelModel {
   /// Runs every rank's launch to its end; false, saying where, if some block waits forever.
   bool run(const std::vector<RankLaunch>& launches, std::string* why) {
     std::vector<std::vector<Cursor>> cursors(launches.size());
-    for (size_t r = 0; r < launches.size(); ++r) cursors[r].resize(launches[r].tables.blocks.size());
+    for (size_t r = 0; r < launches.size(); ++r) {
+      for (const KernelBlock& block : launches[r].tables.blocks) {
+        cursors[r].emplace_back();
+        cursors[r].back().stretches = stretchesOf(launches[r].tables, block);
+      }
+    }
     for (bool moved = true; moved;) {
       moved = false;
       for (size_t r = 0; r < launches.size(); ++r) {
         for (size_t b = 0; b < cursors[r].size(); ++b) {
-          moved |= advance(static_cast<int>(r), launches[r], b, &cursors[r][b]);
+          moved |= advance(static_cast<int>(r), launches[r], &cursors[r][b]);
         }
       }
     }
     for (size_t r = 0; r < launches.size(); ++r) {
       for (size_t b = 0; b < cursors[r].size(); ++b) {
-        if (cursors[r][b].lane < launches[r].tables.blocks[b].laneCount) {
+        const Cursor& at = cursors[r][b];
+        if (at.stretch < at.stretches.size()) {
           *why = "rank " + std::to_string(r) + "'s block " + std::to_string(b) + " waits forever in its lane " +
-                 std::to_string(cursors[r][b].lane);
+                 std::to_string(at.stretches[at.stretch].lane);
           return false;
         }
       }
@@ -74,11 +82,32 @@ class KernelModel {
   }
 
  private:
-  struct Cursor {
-    uint32_t lane = 0;  // within the block
-    uint64_t round = 0;
-    uint32_t step = 0;  // within the lane
+  // Rounds [from, to) of lane `lane` (an index into the tables' lanes).
+  struct Stretch {
+    uint32_t lane = 0;
+    uint64_t from = 0;
+    uint64_t to = 0;
   };
+  struct Cursor {
+    std::vector<Stretch> stretches;  // the block's, in order
+    size_t stretch = 0;
+    uint64_t round = 0;  // of the stretch's lane
+    uint32_t step = 0;   // within the lane
+  };
+
+  // The stretches `block` runs, its runs walked as the kernel walks them.
+  static std::vector<Stretch> stretchesOf(const KernelTables& t, const KernelBlock& block) {
+    std::vector<Stretch> stretches;
+    for (uint32_t r = block.firstRun; r < block.firstRun + block.runCount; ++r) {
+      RunWalk walk(t.runs[r]);
+      while (walk.more()) {
+        Stretch stretch{walk.lane(), 0, 0};
+        walk.take(t.lanes[stretch.lane].rounds, &stretch.from, &stretch.to);
+        stretches.push_back(stretch);
+      }
+    }
+    return stretches;
+  }
   struct Connection {
     uint64_t posted = 0;
     uint64_t released = 0;
@@ -94,14 +123,16 @@ class KernelModel {
   }
 
   // Runs the block's pieces until one must wait; true if any moved.
-  bool advance(int rank, const RankLaunch& launch, size_t b, Cursor* at) {
+  bool advance(int rank, const RankLaunch& launch, Cursor* at) {
     const KernelTables& t = launch.tables;
-    const KernelBlock& block = t.blocks[b];
     bool moved = false;
-    while (at->lane < block.laneCount) {
-      const KernelLane& lane = t.lanes[block.firstLane + at->lane];
-      if (at->round == lane.rounds) {
-        *at = {at->lane + 1, 0, 0};
+    while (at->stretch < at->stretches.size()) {
+      const Stretch& stretch = at->stretches[at->stretch];
+      const KernelLane& lane = t.lanes[stretch.lane];
+      if (at->round < stretch.from) at->round = stretch.from;  // the stretch starts
+      if (at->round == stretch.to) {
+        ++at->stretch;
+        at->round = at->step = 0;
         continue;
       }
       if (at->step == lane.stepCount) {
@@ -189,7 +220,12 @@ std::string runOnModel(int nranks, const std::vector<std::vector<RankOp>>& ops, 
     std::map<int32_t, size_t> blockOfEnd;
     for (size_t b = 0; b < launch.tables.blocks.size(); ++b) {
       const KernelBlock& block = launch.tables.blocks[b];
-      for (uint32_t l = block.firstLane; l < block.firstLane + block.laneCount; ++l) {
+      std::vector<uint32_t> lanes;
+      for (uint32_t k = block.firstRun; k < block.firstRun + block.runCount; ++k) {
+        const KernelRun& run = launch.tables.runs[k];
+        for (uint32_t l = 0; l < run.streamLanes[0] + run.streamLanes[1]; ++l) lanes.push_back(run.firstLane + l);
+      }
+      for (uint32_t l : lanes) {
         const KernelLane& lane = launch.tables.lanes[l];
         for (uint32_t s = lane.firstStep; s < lane.firstStep + lane.stepCount; ++s) {
           for (int32_t end : {launch.tables.steps[s].recvConnection, launch.tables.steps[s].sendConnection}) {
@@ -275,27 +311,6 @@ std::string checkCollective(const CollectiveCase& c, Collective collective, int 
   return "";
 }
 
-TEST(LaunchTables, ASegmentsStepMovesTheWholeStepsPieces) {
-  KernelStep whole;
-  whole.sendConnection = 3;
-  whole.srcBuffer = kSendBuffer;
-  whole.srcOffset = 100;
-  whole.dstOffset = 7;
-  whole.count = 10;  // pieces of 4: 4, 4 and 2
-  const KernelStep middle = segmentStep(whole, 1, 1, 4);
-  EXPECT_EQ(middle.srcOffset, 104u);
-  EXPECT_EQ(middle.dstOffset, 11u);
-  EXPECT_EQ(middle.count, 4u);
-  EXPECT_EQ(middle.sendConnection, 3);
-  const KernelStep tail = segmentStep(whole, 1, 2, 4);
-  EXPECT_EQ(tail.srcOffset, 104u);
-  EXPECT_EQ(tail.count, 6u);  // the last piece keeps its 2
-  const KernelStep head = segmentStep(whole, 0, 1, 4);
-  EXPECT_EQ(head.srcOffset, 100u);
-  EXPECT_EQ(head.count, 4u);
-  EXPECT_EQ(segmentStep(whole, 0, 3, 4).count, 10u);
-}
-
 TEST(LaunchTables, EachConnectionEndIsAddedOnceAndCountsItsPieces) {
   std::vector<End> ends;
   LaunchTables tables(8, [&ends](int channel, int peer, bool send) {
@@ -363,6 +378,28 @@ TEST(LaunchTables, CollectivesMoveEveryByteFoldedOrNot) {
       }
     }
   }
+}
+
+TEST(LaunchTables, AFoldedAllToAllsTablesDoNotGrowWithItsSize) {
+  // 4 ranks in one block, windows of 2 pieces of 8 bytes: 10 bytes a peer take 1 window, 4000 take
+  // 250. The kernel walks the windows itself, so the tables are the same; every byte still arrives.
+  const int nranks = 4;
+  std::vector<size_t> tableEntries;
+  for (size_t count : {10, 4000}) {
+    CollectiveCase c = collectiveOn(Collective::kAllToAll, nranks, count, 0, 1);
+    ASSERT_EQ(runOnModel(nranks, c.ops, 1, 1, 2, 8, 1), "") << count << " bytes a peer";
+    ASSERT_EQ(checkCollective(c, Collective::kAllToAll, nranks, count, 0, 1), "") << count << " bytes a peer";
+    LaunchTables tables(8, [](int, int, bool) { return Status::ok(); });
+    algorithms::Program program;
+    algorithms::buildRingProgram(c.ops[1][0].shape, std::vector<algorithms::Ring>{{0, 1, 2, 3}}, &program);
+    ASSERT_TRUE(tables.addOp(program, c.send[1].data(), c.recv[1].data(), 1).isOk());
+    KernelTables laidOut;
+    ASSERT_TRUE(tables.layOut(1, nranks, 1, 2, &laidOut).isOk());
+    ASSERT_EQ(laidOut.blocks.size(), 1u);
+    EXPECT_EQ(laidOut.lanes.size(), program.lanes.size()) << "each lane once";
+    tableEntries.push_back(laidOut.blocks.size() + laidOut.runs.size() + laidOut.lanes.size() + laidOut.steps.size());
+  }
+  EXPECT_EQ(tableEntries[0], tableEntries[1]);
 }
 
 TEST(LaunchTables, SendRecvGroupsMoveEveryByteFoldedOrNot) {
