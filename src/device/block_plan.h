@@ -3,7 +3,7 @@
 // this (the GPU executor uses it; unit tests check it anywhere, on a simulation of the kernel).
 //
 // The kernel runs a block's lanes one after the other, each lane's steps in rounds of one piece
-// (src/device/lane_loop.h). Lanes that share a connection end must run in call order, so they
+// (src/device/lane_loop.h), except where they are folded (below). Lanes that share a connection end must run in call order, so they
 // share a block; the others get blocks of their own and run at once. A launch may not exceed the
 // communicator's blocks per rank (src/device/residency.h, NCCL_MAX_CTAS), yet an all-to-all has a
 // lane per peer and direction, and a Send/Recv group as many as it likes. Such lanes are folded

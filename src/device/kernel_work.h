@@ -28,7 +28,7 @@ inline constexpr uint64_t kLowLatencyLineData = 8;
 /// piece's LL slot that the piece does not fill (as NCCL's LL clean-up does).
 inline constexpr uint64_t kLowLatencyCleanMask = 0x7ffffff8;
 
-/// Each table of a launch (blocks, lanes, steps, connections), and each launch's tables among
+/// Each table of a launch (blocks, runs, lanes, steps, connections), and each launch's tables among
 /// others in one buffer, start at a multiple of kTablesAlign bytes: alignTables(offset) is the
 /// first such offset at or after `offset`.
 inline constexpr uint64_t kTablesAlign = 16;

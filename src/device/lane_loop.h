@@ -26,9 +26,9 @@
 
 namespace weft::device {
 
-/// Steps of a lane that its block reads into shared memory when the lane starts, with their
-/// connections: every thread reads some, so the lane waits once for pinned host memory rather
-/// than at every piece (a ring allreduce's lanes have 2n - 1 steps: 32 ranks and fewer fit, in
+/// Steps of a lane that its block reads into shared memory when a stretch of its rounds starts
+/// (once for a lane run whole, once per window for a folded one), with their connections: every
+/// thread reads some, so the stretch waits once for pinned host memory rather than at every piece (a ring allreduce's lanes have 2n - 1 steps: 32 ranks and fewer fit, in
 /// under 12 KiB). Thread 0 reads each piece's step and connections of a longer lane.
 inline constexpr uint32_t kCachedSteps = 64;
 

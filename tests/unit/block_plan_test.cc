@@ -339,19 +339,6 @@ TEST(BlockPlan, AStreamOfSeveralLanesIsWindowedAsOne) {
                                           {4, 1}}));        // sends [12, 13): the receives are done
 }
 
-TEST(BlockPlan, AWalkOfAWindowOfZeroRunsTheLanesWhole) {
-  // The kernel must not loop forever on a malformed run: a window of 0 counts as unbounded.
-  std::vector<PlannedLane> lanes = {sendLane(1, 3), recvLane(1, 2)};
-  PlannedBlock block;
-  block.lanes = {0, 1};
-  KernelRun run;
-  run.streamLanes[0] = 1;
-  run.streamLanes[1] = 1;
-  run.window = 0;
-  block.runs = {run};
-  EXPECT_EQ(walked(block, lanes), (Walk{{0, 3}, {1, 2}}));
-}
-
 TEST(BlockPlan, AChainedLaneIsNeverFolded) {
   PlannedLane ring;
   ring.endpoints = {endpoint(1, true), endpoint(3, false)};

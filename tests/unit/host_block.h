@@ -30,6 +30,7 @@ struct NotedWait {
   int32_t channel = -1;
   uint64_t seen = 0;
   uint64_t wanted = 0;
+  core::WaitSite site;
 };
 
 /// What a block's threads share: its shared memory, its barrier and its record.
@@ -70,10 +71,10 @@ class HostBlock {
   class Wait {
    public:
     explicit Wait(const HostBlock& block) : state_(block.state_) {}
-    void note(core::BlockActivity activity, int32_t peer, int32_t channel, const core::WaitSite&, uint64_t seen,
+    void note(core::BlockActivity activity, int32_t peer, int32_t channel, const core::WaitSite& site, uint64_t seen,
               uint64_t wanted) {
       std::lock_guard<std::mutex> hold(state_->mutex_);
-      state_->noted_ = {activity, peer, channel, seen, wanted};
+      state_->noted_ = {activity, peer, channel, seen, wanted, site};
     }
     void end() {}
 

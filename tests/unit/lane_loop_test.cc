@@ -431,6 +431,20 @@ TEST(LaneLoop, LowLatencySlotsKeepNoLineOfAPieceLongGone) {
   }
 }
 
+// Runs a launch of `ops` that must wait until the deadline ends it by the abort flag, and returns
+// the last wait that rank `rank`'s one block recorded.
+NotedWait lastWaitOfStuckLaunch(const std::vector<std::vector<RankOp>>& ops, const LaunchShape& shape, int rank) {
+  HostFabric fabric(shape.link);
+  std::vector<std::unique_ptr<RankLaunch>> launches;
+  EXPECT_EQ(runLaunches(static_cast<int>(ops.size()), ops, shape, CopyBody{}, &fabric, &launches),
+            "the launch did not end within the deadline (ended by its abort flag)");
+  if (launches.size() != ops.size() || launches[rank]->blocks.size() != 1) {
+    ADD_FAILURE() << "rank " << rank << " has no launch of one block";
+    return {};
+  }
+  return launches[rank]->blocks[0]->noted();
+}
+
 // A rank whose peer never takes part: its block waits, says for what, and ends at the abort.
 // `sending`: rank 0 sends 13 pieces (8 fill the slots); else rank 1 receives 3 (LL: one line's
 // flag at a time).
@@ -445,18 +459,39 @@ void expectAbortEndsAWaitFor(bool sending, bool lowLatency, core::BlockActivity 
   shape.link.slotBytes = 16;
   shape.link.llSlotBytes = 32;
   shape.deadline = std::chrono::seconds(1);
-  HostFabric fabric(shape.link);
-  std::vector<std::unique_ptr<RankLaunch>> launches;
-  EXPECT_EQ(runLaunches(2, ops, shape, CopyBody{}, &fabric, &launches),
-            "the launch did not end within the deadline (ended by its abort flag)");
-  ASSERT_EQ(launches.size(), 2u);
-  ASSERT_EQ(launches[rank]->blocks.size(), 1u);
-  const NotedWait wait = launches[rank]->blocks[0]->noted();
+  const NotedWait wait = lastWaitOfStuckLaunch(ops, shape, rank);
   EXPECT_EQ(wait.activity, activity);
   EXPECT_EQ(wait.peer, 1 - rank);
   EXPECT_EQ(wait.channel, 1);  // Send/Recv take the channel after the one ring's
   EXPECT_EQ(wait.seen, 0u);
   EXPECT_EQ(wait.wanted, 1u);  // the first piece posted (LL: its flag), or released
+}
+
+TEST(LaneLoop, AWaitInAFoldedLaneNamesTheLaneInItsBlockAndItsPieceInTheLane) {
+  // Rank 0, in one block, sends rank 1 messages of 2 and 20 pieces and receives 3 from it; rank 1
+  // only sends. Rank 0's first window of sends fills the 8 slots (2 + 6), its receives end, and
+  // its second window waits for a free slot for the second message's piece 6: the block's lane
+  // 1 (its lanes are its sends, then its receives), piece 6 of that lane, not of the window.
+  std::vector<char> first(2 * 16), second(20 * 16), received(3 * 16), sent(3 * 16, 9);
+  std::vector<std::vector<RankOp>> ops(2);
+  ops[0].push_back({{Collective::kRecv, received.size(), 1, 2, 0}, received.data(), received.data()});
+  ops[0].push_back({{Collective::kSend, first.size(), 1, 2, 0}, first.data(), first.data()});
+  ops[0].push_back({{Collective::kSend, second.size(), 1, 2, 0}, second.data(), second.data()});
+  ops[1].push_back({{Collective::kSend, sent.size(), 0, 2, 1}, sent.data(), sent.data()});
+  LaunchShape shape;
+  shape.blockLimit = 1;
+  shape.link.slotBytes = 16;
+  shape.deadline = std::chrono::seconds(1);
+  const NotedWait wait = lastWaitOfStuckLaunch(ops, shape, 0);
+  EXPECT_EQ(received, sent);
+  EXPECT_EQ(wait.activity, core::BlockActivity::kSending);
+  EXPECT_EQ(wait.peer, 1);
+  EXPECT_EQ(wait.site.lane, 1u);
+  EXPECT_EQ(wait.site.piece, 6u);
+  EXPECT_EQ(wait.site.step, 0u);
+  EXPECT_EQ(wait.site.steps, 1u);
+  EXPECT_EQ(wait.seen, 0u);
+  EXPECT_EQ(wait.wanted, 1u);  // the first piece released
 }
 
 TEST(LaneLoop, AnAbortEndsABlockWaitingForAPieceAndTheWaitIsRecorded) {
