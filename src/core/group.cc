@@ -29,7 +29,9 @@ Status runLaunch(std::vector<Group::InitJob>& inits, std::span<const Op> ops, La
     if (same != lanes.end()) same->push_back(i);
     else lanes.push_back({i});
   }
-  auto runLane = [&inits, &results](const std::vector<size_t>& lane) {
+  void* const context = device::threadContext();  // each lane's thread runs in it (gpu_runtime.h)
+  auto runLane = [&inits, &results, context](const std::vector<size_t>& lane) {
+    device::adoptContext(context);
     for (size_t i : lane) results[i] = inits[i].run();
   };
   if (lanes.size() == 1) {
@@ -76,7 +78,10 @@ Status launchInBackground(std::vector<Group::InitJob> inits, std::vector<Op> ops
   // Taken here, on the calling thread: its later launches on these streams, in the background or
   // not, enqueue after this one (unless it is still setting up: stream_turns.h).
   LaunchTurns turns = LaunchTurns::take(ops);
-  std::thread([inits = std::move(inits), ops = std::move(ops), comms, opComms, turns = std::move(turns)]() mutable {
+  void* const context = device::threadContext();  // the launch runs in it, as on this thread (gpu_runtime.h)
+  std::thread([inits = std::move(inits), ops = std::move(ops), comms, opComms, turns = std::move(turns),
+               context]() mutable {
+    device::adoptContext(context);
     const Status status = runLaunch(inits, ops, std::move(turns));
     if (!status.isOk()) {
       for (size_t c = 0; c < opComms; ++c) comms[c]->setAsyncError(status);

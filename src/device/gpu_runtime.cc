@@ -175,6 +175,15 @@ void useDevice(int device) {
   if (!selected.status().isOk() || cudaFree(nullptr) != cudaSuccess) (void)cudaGetLastError();
 }
 
+void* threadContext() {
+  void* context = nullptr;
+  return gpuAvailable() && currentContext(&context) ? context : nullptr;
+}
+
+void adoptContext(void* context) {
+  if (context != nullptr) restoreContext(context);
+}
+
 bool isPerThreadStream(const void* stream) { return stream == static_cast<const void*>(cudaStreamPerThread); }
 
 bool isCapturing(const void* stream) {
@@ -221,6 +230,8 @@ void useDevice(int) {}
 bool multicastSupported(int) { return false; }
 int multiprocessorCount(int) { return 0; }
 bool anyDeviceInUse() { return false; }
+void* threadContext() { return nullptr; }
+void adoptContext(void*) {}
 bool isPerThreadStream(const void*) { return false; }
 bool isCapturing(const void*) { return false; }
 Status preloadKernelsIfInUse(int) { return Status::ok(); }

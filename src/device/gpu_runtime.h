@@ -64,6 +64,16 @@ int multiprocessorCount(int device);
 /// other threads). Creates no context.
 bool anyDeviceInUse();
 
+/// The calling thread's current CUDA context, for adoptContext on another thread; null where it
+/// has none (or there is no CUDA). Creates no context.
+void* threadContext();
+
+/// Makes `context` (threadContext's; null: nothing) current on the calling thread. A thread of
+/// Weft's that works for a caller (a nonblocking launch, a group's inits) runs in the caller's
+/// context, as a blocking call would: on a thread with none, the runtime's first call would make
+/// device 0's primary context, on a GPU the process may never use.
+void adoptContext(void* context);
+
 /// True if `stream` is cudaStreamPerThread, which names the calling thread's own stream. False
 /// without CUDA.
 bool isPerThreadStream(const void* stream);
