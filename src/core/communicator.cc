@@ -243,6 +243,7 @@ Communicator::~Communicator() {
   {
     std::lock_guard<std::mutex> lock(deviceMutex_);  // the watch thread's endDeviceKernels reads it
     device = std::move(device_);
+    madeDevice_.store(nullptr, std::memory_order_release);
   }
   device.reset();  // waits for this communicator's kernels, which use the connections
   watch_.reset();  // its thread calls endDeviceKernels, which uses this object
@@ -262,6 +263,8 @@ void Communicator::requestAbort() {
 
 Status Communicator::deviceResources(const std::function<Status(std::unique_ptr<DeviceResources>*)>& make,
                                      DeviceResources** out) {
+  *out = madeDevice_.load(std::memory_order_acquire);
+  if (*out != nullptr) return Status::ok();
   std::lock_guard<std::mutex> lock(deviceMutex_);
   if (device_ == nullptr) {
     std::unique_ptr<DeviceResources> made;
@@ -269,22 +272,18 @@ Status Communicator::deviceResources(const std::function<Status(std::unique_ptr<
     device_ = std::move(made);
     if (abortRequested()) device_->abort();
     else if (watch_ != nullptr && watch_->peerFailed()) device_->endKernels(watch_->failure(nullptr));
+    madeDevice_.store(device_.get(), std::memory_order_release);
   }
   *out = device_.get();
   return Status::ok();
 }
 
 Communicator::DeviceResources* Communicator::madeDeviceResources() {
-  std::lock_guard<std::mutex> lock(deviceMutex_);
-  return device_.get();
+  return madeDevice_.load(std::memory_order_acquire);
 }
 
 Status Communicator::drainDevice() {
-  DeviceResources* device = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(deviceMutex_);
-    device = device_.get();
-  }
+  DeviceResources* device = madeDeviceResources();
   return device != nullptr ? device->drain() : Status::ok();
 }
 
