@@ -304,7 +304,13 @@ WEFT_API ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   // Host-memory operations complete before their call returns; on GPU buffers, the kernels end
   // and the network proxy sends what they left it.
   Status status = resolveComm(comm, &impl);
-  if (status.isOk()) status = impl->drainDevice();
+  if (status.isOk()) {
+    // Inside the call, so that ncclCommAbort from another thread (ending a drain that hangs) waits
+    // for it to leave before the communicator is freed.
+    impl->enterCall();
+    status = impl->drainDevice();
+    impl->exitCall();
+  }
   return toResult(status, "ncclCommFinalize");
 }
 WEFT_PROFILING_ALIAS(ncclCommFinalize)
