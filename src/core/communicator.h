@@ -320,12 +320,10 @@ class Communicator {
   std::string nvlsUnavailableReason_;
   // Last of the members that use the ones above: destroyed first.
   std::unique_ptr<DeviceResources> device_;
-  // device_ once made, read without deviceMutex_ by the calls that use it (a launch, a finalize:
-  // between enterCall and exitCall, so that ncclCommAbort from another thread waits for them to
-  // leave before the destructor takes it; destroy, like NCCL's, must not race the comm's calls):
-  // a launch never waits behind an abort's CUDA query under that lock (a
-  // query that may wait, inside the driver, for another thread's free, which waits for every
-  // kernel on the GPU, among them one waiting for this launch).
+  // device_ once made, which calls read without deviceMutex_: a launch never waits behind an
+  // abort's CUDA query under that lock (the query may wait in the driver for another thread's
+  // free, which waits for every kernel, one of them waiting for this launch). Its readers are
+  // inside a call (enterCall), which ncclCommAbort waits to leave before the destructor clears it.
   std::atomic<DeviceResources*> madeDevice_{nullptr};
 };
 

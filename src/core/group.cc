@@ -29,17 +29,21 @@ Status runLaunch(std::vector<Group::InitJob>& inits, std::span<const Op> ops, La
     if (same != lanes.end()) same->push_back(i);
     else lanes.push_back({i});
   }
-  void* const context = device::threadContext();  // each lane's thread runs in it (gpu_runtime.h)
-  auto runLane = [&inits, &results, context](const std::vector<size_t>& lane) {
-    device::adoptContext(context);
+  auto runLane = [&inits, &results](const std::vector<size_t>& lane) {
     for (size_t i : lane) results[i] = inits[i].run();
   };
   if (lanes.size() == 1) {
     runLane(lanes[0]);
   } else if (lanes.size() > 1) {
+    void* const context = device::threadContext();  // each lane's thread runs in it (gpu_runtime.h)
     std::vector<std::thread> threads;
     threads.reserve(lanes.size());
-    for (const std::vector<size_t>& lane : lanes) threads.emplace_back(runLane, std::cref(lane));
+    for (const std::vector<size_t>& lane : lanes) {
+      threads.emplace_back([&runLane, &lane, context] {
+        device::adoptContext(context);
+        runLane(lane);
+      });
+    }
     for (std::thread& thread : threads) thread.join();
   }
   for (const Status& result : results) WEFT_RETURN_IF_ERROR(result);
