@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <set>
 #include <sstream>
 #include <string>
@@ -158,18 +159,20 @@ Status CommDevice::create(core::Communicator& comm, std::unique_ptr<core::Commun
       &comm.peers(), comm.rank(), &comm.bootstrap(), comm.commHash(), comm.gpuChannels(), comm.slotBytes(),
       comm.slotCount(), resources->lowLatencySlotBytes(), core::ConnectionKind::kDevice, resources->setupStream_);
   // The abort flag, then two words where destroy copies a receiving end's counters.
+  // The kernels read the flag as a plain int: the host's atomic must be one, and lock-free.
   struct HostWords {
-    int abortFlag;
-    int unused;
-    uint64_t counters[2];
+    std::atomic<int> abortFlag{0};
+    int unused = 0;
+    uint64_t counters[2] = {};
   };
+  static_assert(std::atomic<int>::is_always_lock_free && sizeof(std::atomic<int>) == sizeof(int));
   static_assert(offsetof(HostWords, abortFlag) == 0, "the flag's address is the allocation's, which is freed");
   void* flag = nullptr;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostAlloc(&flag, sizeof(HostWords), cudaHostAllocMapped | cudaHostAllocPortable),
                                   "cudaHostAlloc of the abort flag"));
-  resources->abortFlagHost_ = &static_cast<HostWords*>(flag)->abortFlag;
-  *resources->abortFlagHost_ = 0;
-  resources->counterCopies_ = static_cast<HostWords*>(flag)->counters;
+  HostWords* const words = new (flag) HostWords;
+  resources->abortFlagHost_ = &words->abortFlag;
+  resources->counterCopies_ = words->counters;
   void* flagOnDevice = nullptr;
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaHostGetDevicePointer(&flagOnDevice, flag, 0), "cudaHostGetDevicePointer"));
   resources->abortFlagDevice_ = static_cast<const volatile int*>(flagOnDevice);
@@ -220,7 +223,7 @@ class DeviceLeftovers final : public LocalCliqueLeftovers {
  public:
   DeviceLeftovers(int device, std::unique_ptr<core::ConnectionTable> connections, std::unique_ptr<WorkPool> workPool,
                   std::unique_ptr<CapturedGraphs> capturedGraphs, BlockProgressArray blockProgress,
-                  volatile int* abortFlag, DirectBoard* directBoards)
+                  std::atomic<int>* abortFlag, DirectBoard* directBoards)
       : device_(device),
         connections_(std::move(connections)),
         workPool_(std::move(workPool)),
@@ -235,7 +238,7 @@ class DeviceLeftovers final : public LocalCliqueLeftovers {
     workPool_.reset();
     capturedGraphs_.reset();
     releaseBlockProgress(blockProgress_);
-    if (abortFlag_ != nullptr) (void)cudaFreeHost(const_cast<int*>(abortFlag_));
+    if (abortFlag_ != nullptr) (void)cudaFreeHost(abortFlag_);  // trivially destructible: no destructor to run
     if (directBoards_ != nullptr) (void)cudaFree(directBoards_);
     (void)cudaGetLastError();
   }
@@ -246,7 +249,7 @@ class DeviceLeftovers final : public LocalCliqueLeftovers {
   std::unique_ptr<WorkPool> workPool_;
   std::unique_ptr<CapturedGraphs> capturedGraphs_;
   BlockProgressArray blockProgress_;
-  volatile int* abortFlag_;
+  std::atomic<int>* abortFlag_;
   DirectBoard* directBoards_;  // the clique's, where this rank was the last to release them
 };
 
@@ -273,10 +276,10 @@ CommDevice::~CommDevice() {
     }
   }
   stallWatch_.reset();  // it may have ended the kernels during that wait; it uses what follows
-  if (abortFlagHost_ != nullptr && *abortFlagHost_ == 0) awaitSendersLastPosts();
+  if (abortFlagHost_ != nullptr && !abortFlagRaised()) awaitSendersLastPosts();
   // Once this rank's kernels gave up, so must those of its clique's ranks on its GPU in this process
   // that may wait for them: they would wait for ever.
-  if (abortFlagHost_ != nullptr && *abortFlagHost_ != 0) {
+  if (abortFlagRaised()) {
     const int ended = endLocalPeers(
         comm_.cliqueId(), device_, this,
         remoteError("rank %d of this communicator, a thread of this process on the same GPU, was aborted or "
@@ -290,7 +293,7 @@ CommDevice::~CommDevice() {
   leaveLocalClique(this);  // its kernels have ended: no endKernels reaches it from now on
   // What the kernels posted to other hosts may still be with the proxy: let it leave, unless the
   // communicator was aborted (then nobody waits for it).
-  if (connections_ != nullptr && abortFlagHost_ != nullptr && *abortFlagHost_ == 0) {
+  if (connections_ != nullptr && abortFlagHost_ != nullptr && !abortFlagRaised()) {
     const Status drained = waitUntil(comm_.waitContext(), [this] { return proxiesDrained(); });
     if (!drained.isOk()) WEFT_WARN("rank %d: destroying the communicator: %s", comm_.rank(), drained.message().c_str());
   }
@@ -386,14 +389,14 @@ void CommDevice::abort() {
   // still runs. Not asked from a CUDA host function (a captured launch's proxy ends, failing at
   // exit), where CUDA allows no call.
   const core::ProgressRecord* progress = comm_.progress();
-  const bool describe = *abortFlagHost_ == 0 && progress != nullptr && lastLaunch_ != nullptr &&
+  const bool describe = !abortFlagRaised() && progress != nullptr && lastLaunch_ != nullptr &&
                         !insideHostFunction() && log::enabled(log::Level::kWarn, log::kAll) &&
                         core::gpuBlocksUnfinished(*progress);
   const std::string blocks = describe ? core::describeGpuBlocks(*progress) : std::string();
   // The flag first: the query below may wait behind another thread's free, which waits for every
   // kernel on the GPU, these too. (A kernel looks at the flag only every kPollsPerAbortCheck
   // polls, so it is still running when the query comes, right after.)
-  *abortFlagHost_ = 1;
+  raiseAbortFlag();
   if (!describe) return;
   ScopedDevice device(device_);  // a proxy's or the peer watch's thread may have no device, or another
   RelaxedCapture relaxed;  // another thread may be capturing a graph: this query is not part of it
@@ -417,7 +420,7 @@ Status CommDevice::drain() {
         waitUntil(kernelWaits_, [&] { return (state = cudaEventQuery(lastLaunch_)) != cudaErrorNotReady; }));
     WEFT_RETURN_IF_ERROR(cudaStatus(state, "cudaEventQuery of the last launch"));
     // Kernels that gave up (a stall, a lost proxy) ended without an error of CUDA's: say why.
-    if (*abortFlagHost_ != 0 && comm_.asyncError() != StatusCode::kOk) return comm_.checkUsable();
+    if (abortFlagRaised() && comm_.asyncError() != StatusCode::kOk) return comm_.checkUsable();
   }
   return waitUntil(context, [this] { return proxiesDrained(); });
 }
@@ -440,7 +443,7 @@ Status CommDevice::checkAlive() {
   WEFT_RETURN_IF_ERROR(context.check ? context.check() : Status::ok());
   // Kernels ended without an abort of the communicator (a stall, a lost end, a failed launch, a
   // clique peer's abort) never move the pieces a proxy waits for.
-  if (abortFlagHost_ != nullptr && *abortFlagHost_ != 0) {
+  if (abortFlagRaised()) {
     return remoteError("rank %d's GPU kernels were ended before they moved every piece", comm_.rank());
   }
   return Status::ok();
@@ -459,7 +462,7 @@ bool CommDevice::proxiesDrained() const {
 
 void CommDevice::proxyFailed(const Status& failure) {
   // Kernels already ended (and said why): an end that fails for that says nothing new.
-  if (abortFlagHost_ != nullptr && *abortFlagHost_ != 0) {
+  if (abortFlagRaised()) {
     comm_.setAsyncError(failure);
     return;
   }
@@ -476,7 +479,7 @@ void CommDevice::endKernels(const Status& why) {
 
 void CommDevice::endKernelsUnderLock(const Status& why) {
   recordGivingUp(why);
-  if (abortFlagHost_ != nullptr) *abortFlagHost_ = 1;  // the flag alone: no CUDA call (local_clique.h)
+  raiseAbortFlag();  // the flag alone: no CUDA call (local_clique.h)
 }
 
 void CommDevice::recordGivingUp(const Status& why) {

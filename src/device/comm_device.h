@@ -170,11 +170,21 @@ class CommDevice final : public core::Communicator::DeviceResources,
   void recordGivingUp(const Status& why);
   /// Starts the watch that ends kernels stuck for WEFT_TIMEOUT seconds (gpu_stall_watch.h).
   void startStallWatch();
+  /// Whether the abort flag is raised: the kernels were told to give up. False before it exists.
+  bool abortFlagRaised() const {
+    return abortFlagHost_ != nullptr && abortFlagHost_->load(std::memory_order_acquire) != 0;
+  }
+  /// Raises the flag the kernels poll. No CUDA call: safe under any lock (local_clique.h).
+  void raiseAbortFlag() {
+    if (abortFlagHost_ != nullptr) abortFlagHost_->store(1, std::memory_order_release);
+  }
 
   core::Communicator& comm_;
   int device_;
   std::unique_ptr<core::ConnectionTable> connections_;
-  volatile int* abortFlagHost_ = nullptr;
+  // The flag in pinned memory: host threads (abort, the proxies, the stall watch, a clique peer's
+  // end) raise and read it as an atomic; the kernels read it through abortFlagDevice_.
+  std::atomic<int>* abortFlagHost_ = nullptr;
   const volatile int* abortFlagDevice_ = nullptr;
   // Two pinned words beside the abort flag (one allocation), where awaitSendersLastPosts copies a
   // receiving end's posted and released counts.
