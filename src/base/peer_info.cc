@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 
@@ -43,8 +45,12 @@ std::string machineId() {
 uint32_t thisProcessNonce() {
   static const uint32_t nonce = [] {
     uint32_t value = 0;
-    if (getrandom(&value, sizeof(value), 0) != static_cast<ssize_t>(sizeof(value))) value = 0;
-    return value;  // 0 where the kernel gives nothing: the pid still tells processes apart
+    if (getrandom(&value, sizeof(value), 0) == static_cast<ssize_t>(sizeof(value))) return value;
+    // Where the kernel gives nothing (seccomp, say): the clock and this frame's randomized address.
+    // A fixed value would leave the pid alone to tell apart containers' processes, often pid 1 each.
+    const auto now = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    const uint64_t mixed = now ^ (reinterpret_cast<uintptr_t>(&value) >> 4);
+    return static_cast<uint32_t>(mixed ^ (mixed >> 32));
   }();
   return nonce;
 }

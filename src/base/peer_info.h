@@ -44,7 +44,8 @@ struct PeerInfo {
 };
 
 /// A random number drawn once per process: with the pid, it tells apart two processes that share a
-/// pid in different pid namespaces (containers) of one host. 0 where the kernel gives no random.
+/// pid in different pid namespaces (containers) of one host. From the clock where the kernel
+/// gives no random bytes.
 uint32_t thisProcessNonce();
 
 /// Fills the calling process's PeerInfo for `rank`: host identity (NCCL_HOSTID, or the hostname

@@ -67,7 +67,14 @@ Status freeMemory(void* ptr) {
     allocation = it->second;
     gAllocations.erase(it);
   }
-  if (allocation.fd < 0) return device::freeOnDevice(ptr, allocation.device);
+  if (allocation.fd < 0) {
+    const Status freed = device::freeOnDevice(ptr, allocation.device);
+    if (!freed.isOk()) {  // still allocated: a later ncclMemFree may try again
+      std::lock_guard<std::mutex> lock(gMutex);
+      gAllocations.emplace(static_cast<const char*>(ptr), allocation);
+    }
+    return freed;
+  }
   munmap(ptr, allocation.bytes);
   close(allocation.fd);
   return Status::ok();

@@ -42,8 +42,8 @@ class NvlsTeam {
   static Status create(core::Bootstrap& bootstrap, const std::vector<PeerInfo>& peers, int rank, uint64_t tag,
                        int blocks, std::unique_ptr<NvlsTeam>* out);
   /// Unbinds and frees everything. No kernel of this rank may still run. After ncclCommAbort a
-  /// peer's kernel may still be reaching this rank's memory through the object (as in NCCL): the
-  /// driver keeps the memory until every GPU's mapping is gone.
+  /// peer's kernel may still be reaching this rank's memory through the object, which NCCL's abort
+  /// allows as well: what a multicast access to memory just unbound does is not documented.
   ~NvlsTeam();
   NvlsTeam(const NvlsTeam&) = delete;
   NvlsTeam& operator=(const NvlsTeam&) = delete;

@@ -24,7 +24,7 @@ struct IpcBlob {
   uint64_t llSlotBytes = 0;    // 0: no LL slots
   uint32_t slotCount = 0;
   uint32_t reserved = 0;
-  uint8_t handle[kIpcHandleBytes] = {};  // cudaIpcMemHandle_t of the allocation
+  uint8_t handle[kIpcHandleBytes] = {};  // cudaIpcMemHandle_t of the allocation; zeros for a sender of its process
 };
 
 std::vector<uint8_t> encodeBlob(const IpcBlob& blob);

@@ -40,6 +40,16 @@ Status zeroCountersAndLowLatencySlots(const DeviceEnd& end, cudaStream_t stream)
   return status;
 }
 
+// `failed` (a CUDA IPC call between processes) with what to do: CUDA IPC is the only transport
+// for GPU buffers between processes of one host (README).
+Status withCrossProcessAdvice(const Status& failed) {
+  return Status(failed.code(), failed.message() +
+                                   "; CUDA IPC between processes needs them in one IPC and PID namespace (containers: "
+                                   "--ipc=host --pid=host) on a platform that has it, and NCCL_HOSTID must not make "
+                                   "two machines one host; ranks that are threads of one process (ncclCommInitAll) "
+                                   "do not need it");
+}
+
 Status hostUse() {
   return internalError("a cuda_ipc connection is driven by GPU kernels; the host executor cannot use it");
 }
@@ -47,7 +57,7 @@ Status hostUse() {
 }  // namespace
 
 Status IpcRecvConnection::create(size_t slotBytes, int slotCount, size_t llSlotBytes, cudaStream_t setupStream,
-                                 std::unique_ptr<IpcRecvConnection>* out, IpcBlob* blob) {
+                                 bool senderElsewhere, std::unique_ptr<IpcRecvConnection>* out, IpcBlob* blob) {
   std::unique_ptr<IpcRecvConnection> connection(new IpcRecvConnection());
   WEFT_RETURN_IF_ERROR(cudaStatus(cudaGetDevice(&connection->device_), "cudaGetDevice"));
   const size_t bytes = kHeaderBytes + (slotBytes + llSlotBytes) * static_cast<size_t>(slotCount);
@@ -60,9 +70,13 @@ Status IpcRecvConnection::create(size_t slotBytes, int slotCount, size_t llSlotB
   }
   connection->end_ = describe(static_cast<char*>(connection->memory_), slotBytes, slotCount, llSlotBytes);
   WEFT_RETURN_IF_ERROR(zeroCountersAndLowLatencySlots(connection->end_, setupStream));
-  cudaIpcMemHandle_t handle;
-  WEFT_RETURN_IF_ERROR(cudaStatus(cudaIpcGetMemHandle(&handle, connection->memory_), "cudaIpcGetMemHandle"));
-  static_assert(sizeof(handle) == kIpcHandleBytes);
+  static_assert(sizeof(cudaIpcMemHandle_t) == kIpcHandleBytes);
+  if (senderElsewhere) {
+    cudaIpcMemHandle_t handle;
+    WEFT_RETURN_IF_ERROR(
+        withCrossProcessAdvice(cudaStatus(cudaIpcGetMemHandle(&handle, connection->memory_), "cudaIpcGetMemHandle")));
+    std::memcpy(blob->handle, &handle, sizeof(handle));
+  }
   blob->pid = static_cast<int32_t>(getpid());
   blob->processNonce = thisProcessNonce();
   blob->device = connection->device_;
@@ -71,7 +85,6 @@ Status IpcRecvConnection::create(size_t slotBytes, int slotCount, size_t llSlotB
   blob->slotBytes = slotBytes;
   blob->llSlotBytes = llSlotBytes;
   blob->slotCount = static_cast<uint32_t>(slotCount);
-  std::memcpy(blob->handle, &handle, sizeof(handle));
   *out = std::move(connection);
   return Status::ok();
 }
@@ -109,10 +122,10 @@ Status IpcSendConnection::open(const IpcBlob& blob, int selfDevice, int peerRank
     cudaIpcMemHandle_t handle;
     std::memcpy(&handle, blob.handle, sizeof(handle));
     void* mapped = nullptr;
-    WEFT_RETURN_IF_ERROR(cudaStatus(cudaIpcOpenMemHandle(&mapped, handle, cudaIpcMemLazyEnablePeerAccess),
-                                    "cudaIpcOpenMemHandle")
-                             .withContext("mapping rank " + std::to_string(peerRank) + "'s connection memory (process " +
-                                          std::to_string(blob.pid) + ", GPU " + std::to_string(blob.device) + ")"));
+    WEFT_RETURN_IF_ERROR(withCrossProcessAdvice(
+        cudaStatus(cudaIpcOpenMemHandle(&mapped, handle, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle")
+            .withContext("mapping rank " + std::to_string(peerRank) + "'s connection memory (process " +
+                         std::to_string(blob.pid) + ", its CUDA device " + std::to_string(blob.device) + ")")));
     connection->mapped_ = mapped;
     base = static_cast<char*>(mapped);
   }

@@ -21,9 +21,11 @@ class IpcRecvConnection final : public RecvConnection {
  public:
   /// Allocates the counters, the slots and (with llSlotBytes) the LL slots on the current device,
   /// zeroes the counters and LL slots on `setupStream` (a non-blocking stream of that device that
-  /// runs nothing else) and waits for it, and describes them in *blob.
+  /// runs nothing else) and waits for it, and describes them in *blob: with an IPC handle where
+  /// `senderElsewhere` (the sender is another process), else by address alone, so that ranks of
+  /// one process connect where the platform refuses CUDA IPC.
   static Status create(size_t slotBytes, int slotCount, size_t llSlotBytes, cudaStream_t setupStream,
-                       std::unique_ptr<IpcRecvConnection>* out, IpcBlob* blob);
+                       bool senderElsewhere, std::unique_ptr<IpcRecvConnection>* out, IpcBlob* blob);
   ~IpcRecvConnection() override;
 
   Status tryPeekSlot(const void** data, size_t* bytes, SlotKind kind) override;

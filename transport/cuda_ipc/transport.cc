@@ -41,8 +41,8 @@ class CudaIpcTransport final : public Transport {
     IpcBlob description;
     std::unique_ptr<IpcRecvConnection> end;
     WEFT_RETURN_IF_ERROR(IpcRecvConnection::create(params.slotBytes, params.slotCount, params.llSlotBytes,
-                                                   static_cast<cudaStream_t>(params.gpuSetupStream), &end,
-                                                   &description));
+                                                   static_cast<cudaStream_t>(params.gpuSetupStream),
+                                                   !params.peer.sameProcess(params.self), &end, &description));
     *blob = encodeBlob(description);
     *connection = std::move(end);
     return Status::ok();
