@@ -2,7 +2,7 @@
 // Logging with NCCL's contract: NCCL_DEBUG=VERSION|WARN|INFO|TRACE, NCCL_DEBUG_SUBSYS,
 // NCCL_DEBUG_FILE (%h host, %p pid). Lines look like
 //   host:pid:tid [dev] NCCL INFO message
-// where dev is the CUDA device, or on host memory the rank's local rank (see setLogDevice).
+// where dev is the local rank of the communicator the thread made (see setLogDevice).
 
 #include <cstdint>
 

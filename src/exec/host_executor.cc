@@ -272,7 +272,6 @@ void HostExecutor::prepareDirectWork(const core::Op& op, DirectWork* work) {
 }
 
 Status HostExecutor::plan(std::span<const core::Op> ops) {
-  WEFT_RETURN_IF_ERROR(chooseAlgorithms(ops));
   PlanKey key;
   if (ops.size() == 1) {
     const core::Op& op = ops[0];
@@ -724,7 +723,11 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
     sequences_.push_back(op.comm->nextSequence());
   }
   publishProgress(ops, core::ProgressState::kRunning);
-  Status status = [&]() -> Status {
+  // A refusal here (NCCL_ALGO and NCCL_PROTO leave a collective nothing) comes before anything
+  // started, on every rank alike: the communicator stays usable.
+  Status status = chooseAlgorithms(ops);
+  const bool started = status.isOk();
+  if (started) status = [&]() -> Status {
     WEFT_RETURN_IF_ERROR(plan(ops));
     WaitContext context;
     context.check = [ops]() -> Status {
@@ -764,7 +767,7 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
   }();
   publishProgress(ops, core::ProgressState::kIdle);
   if (!status.isOk()) lastPlan_ = PlanKey{};  // the lanes stopped midway
-  if (!status.isOk() && status.code() != StatusCode::kInvalidArgument) {
+  if (!status.isOk() && started && status.code() != StatusCode::kInvalidArgument) {
     status = ops[0].comm->explainRemoteFailure(status);
     for (const core::Op& op : ops) op.comm->setAsyncError(status);
   }

@@ -64,7 +64,8 @@ class HostExecutor {
 
   /// Makes what `ops` run on: their programs, the connections those need, lanes and queues. A
   /// call of one operation with the last call's PlanKey (a loop of the same call) that does not
-  /// run direct reuses the last plan instead, its lanes set back to their start.
+  /// run direct reuses the last plan instead, its lanes set back to their start. After
+  /// chooseAlgorithms.
   Status plan(std::span<const core::Op> ops);
   /// Fills choices_: each op's algorithm and protocol.
   Status chooseAlgorithms(std::span<const core::Op> ops);

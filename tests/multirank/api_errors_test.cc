@@ -408,6 +408,31 @@ TEST(ApiErrors, QueriesAnswerAndRejectNullOutputs) {
   }));
 }
 
+// NCCL_ALGO=tree leaves an allgather no algorithm on host memory: every rank is refused before
+// anything starts, and the communicator goes on (the tree allreduce runs).
+TEST(ApiErrors, ACollectiveThatNcclAlgoLeavesNothingIsRefusedAndTheCommunicatorGoesOn) {
+  RankRunOptions options;
+  options.nranks = kRanks;
+  options.env = transportEnv(Transport::kShm);
+  options.env.push_back({"NCCL_ALGO", "tree"});
+  options.label = "NCCL_ALGO leaves nothing";
+  EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    std::vector<float> send(kElements, 1.0f);
+    std::vector<float> recv(kElements * static_cast<size_t>(nranks));
+    const ncclResult_t result = ncclAllGather(send.data(), recv.data(), kElements, ncclFloat, comm, cudaStream_t{});
+    RANK_CHECK(result == ncclInvalidUsage) << "the allgather returned " << describeResult(result);
+    const char* last = ncclGetLastError(comm);
+    RANK_CHECK(last != nullptr && std::strstr(last, "NCCL_ALGO") != nullptr)
+        << "ncclGetLastError should name NCCL_ALGO; it says \"" << (last == nullptr ? "(null)" : last) << "\"";
+    ncclResult_t asyncError = ncclInternalError;
+    RANK_CHECK_NCCL(ncclCommGetAsyncError(comm, &asyncError));
+    RANK_CHECK(asyncError == ncclSuccess) << "async error " << describeResult(asyncError) << " after the refusal";
+    checkAllReduceWorks(comm, nranks, rank, "the refused allgather");
+  }));
+}
+
 // The last error says that the function is missing from this build, not that the input was wrong.
 bool mentionsMissing(const char* text) {
   std::string lower = text == nullptr ? "" : text;
