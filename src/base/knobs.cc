@@ -110,6 +110,12 @@ int64_t getInt(KnobId id) {
 
 bool getBool(KnobId id) { return getInt(id) != 0; }
 
+bool valueParses(KnobId id) {
+  if (spec(id).kind == KnobKind::kString) return true;
+  const std::optional<std::string> raw = rawValue(id);
+  return !raw || trim(*raw).empty() || parseSize(trim(*raw)).has_value();
+}
+
 std::string getString(KnobId id) {
   std::optional<std::string> raw = rawValue(id);
   return raw ? *raw : std::string(spec(id).defaultValue);

@@ -46,6 +46,9 @@ std::string source(KnobId id);
 int64_t getInt(KnobId id);
 bool getBool(KnobId id);
 std::string getString(KnobId id);
+/// Whether the knob's value reads as its kind: false only for an Int or Bool knob set to text that
+/// is not a number (getInt then warns and uses the default).
+bool valueParses(KnobId id);
 
 /// Parses "123", "4K", "2M", "1G" (powers of 1024). Returns nullopt on anything else.
 std::optional<int64_t> parseSize(const std::string& text);

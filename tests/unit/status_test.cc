@@ -41,5 +41,21 @@ TEST(Knobs, EnvironmentOverridesDefault) {
   unsetenv("NCCL_BUFFSIZE");
 }
 
+TEST(Knobs, SaysWhetherAValueParses) {
+  unsetenv("NCCL_BUFFSIZE");
+  EXPECT_TRUE(knobs::valueParses(knobs::KnobId::kBuffSize));  // the default
+  setenv("NCCL_BUFFSIZE", " 2M\n", 1);
+  EXPECT_TRUE(knobs::valueParses(knobs::KnobId::kBuffSize));
+  setenv("NCCL_BUFFSIZE", "lots", 1);
+  EXPECT_FALSE(knobs::valueParses(knobs::KnobId::kBuffSize));
+  unsetenv("NCCL_BUFFSIZE");
+  setenv("NCCL_SHM_DISABLE", "yes", 1);  // a Bool knob reads numbers
+  EXPECT_FALSE(knobs::valueParses(knobs::KnobId::kShmDisable));
+  unsetenv("NCCL_SHM_DISABLE");
+  setenv("NCCL_SOCKET_IFNAME", "lots", 1);  // any text is a string
+  EXPECT_TRUE(knobs::valueParses(knobs::KnobId::kSocketIfname));
+  unsetenv("NCCL_SOCKET_IFNAME");
+}
+
 }  // namespace
 }  // namespace weft
