@@ -23,6 +23,9 @@ struct Op {
   /// (a cudaStream_t) by the GPU executor. Otherwise it runs on the host and `stream` is unused.
   bool onDevice = false;
   void* stream = nullptr;
+  /// Weft's own exchange (WEFT_CHECK's), not an application's call: NCCL_ALGO and NCCL_PROTO do
+  /// not govern it, so a filter that leaves the application's calls an algorithm cannot refuse it.
+  bool internal = false;
 };
 
 /// What a schedule needs of `op` at its communicator's rank, with the data cut in units of

@@ -246,6 +246,7 @@ void LaunchCheck::addOp(core::Communicator* comm, Collective collective, const v
   op.root = peer;
   op.type = algorithms::DataType::kUint8;
   op.reduction.type = algorithms::DataType::kUint8;
+  op.internal = true;
   exchangeOps_.push_back(op);
 }
 

@@ -212,6 +212,14 @@ Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
   *choice = algorithms::ungovernedChoice(static_cast<int>(op.comm->rings().size()));
   if (!algorithms::governedByAlgo(op.collective)) return Status::ok();
   const core::Communicator& comm = *op.comm;
+  const algorithms::TuneShape shape = core::tuneShapeOf(op);
+  const algorithms::CostModel& model = comm.costModel();
+  if (op.internal) {  // never the memo's: that is for the application's calls, which the filters govern
+    static const algorithms::AlgorithmFilter kEveryAlgorithm = algorithms::AlgorithmFilter::all();
+    static const algorithms::ProtocolFilter kEveryProtocol = algorithms::ProtocolFilter::all();
+    if (algorithms::chooseAlgorithm(shape, kEveryAlgorithm, kEveryProtocol, model, choice)) return Status::ok();
+    return internalError("the tuner has no algorithm for Weft's own %s", algorithms::collectiveName(op.collective));
+  }
   const bool logs = log::enabled(log::Level::kInfo, log::kTuning);
   core::Communicator::TuneMemo& memo = comm.tuneMemo();
   const size_t bytes = op.count * algorithms::dataTypeSize(op.type);
@@ -219,8 +227,6 @@ Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
     *choice = memo.choice;
     return Status::ok();
   }
-  const algorithms::TuneShape shape = core::tuneShapeOf(op);
-  const algorithms::CostModel& model = comm.costModel();
   if (algorithms::chooseAlgorithm(shape, comm.algorithmFilter(), comm.protocolFilter(), model, choice)) {
     if (logs) logPredictions(shape, model, *choice);
     memo = {op.collective, bytes, *choice};
@@ -724,10 +730,12 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
   }
   publishProgress(ops, core::ProgressState::kRunning);
   // A refusal here (NCCL_ALGO and NCCL_PROTO leave a collective nothing) comes before anything
-  // started, on every rank alike: the communicator stays usable.
+  // started. Of a call alone, every rank refuses it alike (the filters are rank 0's): the
+  // communicator stays usable. In a group it ends the group's communicators, as any failure: ranks
+  // may group their calls differently, and a peer may already wait in another of the calls.
   Status status = chooseAlgorithms(ops);
-  const bool started = status.isOk();
-  if (started) status = [&]() -> Status {
+  const bool refusedAlone = !status.isOk() && ops.size() == 1;
+  if (status.isOk()) status = [&]() -> Status {
     WEFT_RETURN_IF_ERROR(plan(ops));
     WaitContext context;
     context.check = [ops]() -> Status {
@@ -766,8 +774,8 @@ Status HostExecutor::run(std::span<const core::Op> ops) {
     return flushSends(context);
   }();
   publishProgress(ops, core::ProgressState::kIdle);
-  if (!status.isOk()) lastPlan_ = PlanKey{};  // the lanes stopped midway
-  if (!status.isOk() && started && status.code() != StatusCode::kInvalidArgument) {
+  if (!status.isOk() && !refusedAlone) lastPlan_ = PlanKey{};  // the lanes may have stopped midway
+  if (!status.isOk() && !refusedAlone && status.code() != StatusCode::kInvalidArgument) {
     status = ops[0].comm->explainRemoteFailure(status);
     for (const core::Op& op : ops) op.comm->setAsyncError(status);
   }

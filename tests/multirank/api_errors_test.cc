@@ -433,6 +433,47 @@ TEST(ApiErrors, ACollectiveThatNcclAlgoLeavesNothingIsRefusedAndTheCommunicatorG
   }));
 }
 
+// In a group of several, the same refusal ends the communicator: a peer that groups its calls
+// otherwise may already wait in the allreduce.
+TEST(ApiErrors, ACollectiveThatNcclAlgoLeavesNothingEndsItsGroupsCommunicators) {
+  RankRunOptions options;
+  options.nranks = kRanks;
+  options.env = transportEnv(Transport::kShm);
+  options.env.push_back({"NCCL_ALGO", "tree"});
+  options.label = "NCCL_ALGO leaves a grouped call nothing";
+  EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    std::vector<float> send(kElements, 1.0f);
+    std::vector<float> recv(kElements * static_cast<size_t>(nranks));
+    RANK_CHECK_NCCL(ncclGroupStart());
+    (void)ncclAllReduce(send.data(), recv.data(), kElements, ncclFloat, ncclSum, comm, cudaStream_t{});
+    (void)ncclAllGather(send.data(), recv.data(), kElements, ncclFloat, comm, cudaStream_t{});
+    const ncclResult_t result = ncclGroupEnd();
+    RANK_CHECK(result == ncclInvalidUsage) << "the group returned " << describeResult(result);
+    ncclResult_t asyncError = ncclSuccess;
+    RANK_CHECK_NCCL(ncclCommGetAsyncError(comm, &asyncError));
+    RANK_CHECK(asyncError != ncclSuccess) << "no async error after a group refused in part";
+  }));
+}
+
+// WEFT_CHECK's own allgather is not an application's call: NCCL_ALGO=tree, which leaves
+// allgathers nothing, does not refuse the allreduces it checks.
+TEST(ApiErrors, CallChecksRunWhereNcclAlgoLeavesTheirAllGatherNothing) {
+  RankRunOptions options;
+  options.nranks = kRanks;
+  options.env = transportEnv(Transport::kShm);
+  options.env.push_back({"NCCL_ALGO", "tree"});
+  options.env.push_back({"WEFT_CHECK", "1"});
+  options.label = "WEFT_CHECK under NCCL_ALGO=tree";
+  EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
+    ScopedComm comm;
+    RANK_CHECK_NCCL(ncclCommInitRank(comm.out(), nranks, id, rank));
+    checkAllReduceWorks(comm, nranks, rank, "init");
+    checkAllReduceWorks(comm, nranks, rank, "a first checked allreduce");
+  }));
+}
+
 // The last error says that the function is missing from this build, not that the input was wrong.
 bool mentionsMissing(const char* text) {
   std::string lower = text == nullptr ? "" : text;

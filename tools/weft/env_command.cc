@@ -35,14 +35,15 @@ struct KnobReading {
   std::string source;  // "env", a file's path, or "default"
   bool set;
   bool parses;  // numbers only: a value that does not parse is replaced by the default
+  bool hidden;  // a secret: `value` does not show it
 };
 
 KnobReading read(const knobs::KnobSpec& spec) {
   const std::optional<std::string> raw = knobs::rawValue(spec.id);
   // A secret is not printed: the output ends up in bug reports.
-  const bool secret = spec.id == knobs::KnobId::kCommSecret && raw && !raw->empty();
-  return {&spec, secret ? "(hidden)" : raw.value_or(spec.defaultValue), knobs::source(spec.id), raw.has_value(),
-          knobs::valueParses(spec.id)};
+  const bool hidden = spec.id == knobs::KnobId::kCommSecret && raw && !raw->empty();
+  return {&spec, hidden ? "(hidden)" : raw.value_or(spec.defaultValue), knobs::source(spec.id), raw.has_value(),
+          knobs::valueParses(spec.id), hidden};
 }
 
 std::string comment(const KnobReading& reading) {
@@ -79,10 +80,13 @@ int runEnv(const EnvOptions& options) {
   }
   size_t width = 0;
   for (const KnobReading& reading : readings) {
-    width = std::max(width, std::string(reading.spec->name).size() + 1 + reading.value.size());
+    width = std::max(width, (reading.hidden ? 2 : 0) + std::string(reading.spec->name).size() + 1 +
+                                reading.value.size());
   }
   for (const KnobReading& reading : readings) {
-    const std::string line = std::string(reading.spec->name) + "=" + reading.value;
+    // A hidden secret is commented out: the text saved as a configuration file must not set it.
+    const std::string line =
+        std::string(reading.hidden ? "# " : "") + reading.spec->name + "=" + reading.value;
     std::cout << line << std::string(width - line.size() + 2, ' ') << "# " << comment(reading) << "\n";
     if (options.describe) std::cout << "#   " << reading.spec->meaning << "\n";
   }

@@ -43,6 +43,7 @@ Status zeroCountersAndLowLatencySlots(const DeviceEnd& end, cudaStream_t stream)
 // `failed` (a CUDA IPC call between processes) with what to do: CUDA IPC is the only transport
 // for GPU buffers between processes of one host (README).
 Status withCrossProcessAdvice(const Status& failed) {
+  if (failed.isOk()) return failed;
   return Status(failed.code(), failed.message() +
                                    "; CUDA IPC between processes needs them in one IPC and PID namespace (containers: "
                                    "--ipc=host --pid=host) on a platform that has it, and NCCL_HOSTID must not make "
