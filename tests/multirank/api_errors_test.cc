@@ -408,13 +408,18 @@ TEST(ApiErrors, QueriesAnswerAndRejectNullOutputs) {
   }));
 }
 
-// NCCL_ALGO=tree leaves an allgather no algorithm on host memory: every rank is refused before
-// anything starts, and the communicator goes on (the tree allreduce runs).
-TEST(ApiErrors, ACollectiveThatNcclAlgoLeavesNothingIsRefusedAndTheCommunicatorGoesOn) {
+// Ranks over shm whose NCCL_ALGO=tree leaves an allgather no algorithm on host memory.
+RankRunOptions treeOnly() {
   RankRunOptions options;
   options.nranks = kRanks;
   options.env = transportEnv(Transport::kShm);
   options.env.push_back({"NCCL_ALGO", "tree"});
+  return options;
+}
+
+// An allgather under NCCL_ALGO=tree: every rank is refused before anything starts, and the communicator goes on (the tree allreduce runs).
+TEST(ApiErrors, ACollectiveThatNcclAlgoLeavesNothingIsRefusedAndTheCommunicatorGoesOn) {
+  RankRunOptions options = treeOnly();
   options.label = "NCCL_ALGO leaves nothing";
   EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
     ScopedComm comm;
@@ -436,10 +441,7 @@ TEST(ApiErrors, ACollectiveThatNcclAlgoLeavesNothingIsRefusedAndTheCommunicatorG
 // In a group of several, the same refusal ends the communicator: a peer that groups its calls
 // otherwise may already wait in the allreduce.
 TEST(ApiErrors, ACollectiveThatNcclAlgoLeavesNothingEndsItsGroupsCommunicators) {
-  RankRunOptions options;
-  options.nranks = kRanks;
-  options.env = transportEnv(Transport::kShm);
-  options.env.push_back({"NCCL_ALGO", "tree"});
+  RankRunOptions options = treeOnly();
   options.label = "NCCL_ALGO leaves a grouped call nothing";
   EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
     ScopedComm comm;
@@ -460,10 +462,7 @@ TEST(ApiErrors, ACollectiveThatNcclAlgoLeavesNothingEndsItsGroupsCommunicators) 
 // WEFT_CHECK's own allgather is not an application's call: NCCL_ALGO=tree, which leaves
 // allgathers nothing, does not refuse the allreduces it checks.
 TEST(ApiErrors, CallChecksRunWhereNcclAlgoLeavesTheirAllGatherNothing) {
-  RankRunOptions options;
-  options.nranks = kRanks;
-  options.env = transportEnv(Transport::kShm);
-  options.env.push_back({"NCCL_ALGO", "tree"});
+  RankRunOptions options = treeOnly();
   options.env.push_back({"WEFT_CHECK", "1"});
   options.label = "WEFT_CHECK under NCCL_ALGO=tree";
   EXPECT_TRUE(harness::runRanks(options, [](int rank, int nranks, const ncclUniqueId& id) {
