@@ -78,17 +78,17 @@ int runEnv(const EnvOptions& options) {
     std::cout << nlohmann::json{{"knobs", knobsJson}}.dump(2) << "\n";
     return allParse ? 0 : 1;
   }
+  // A hidden secret is commented out: the text saved as a configuration file must not set it.
+  std::vector<std::string> settings;
   size_t width = 0;
   for (const KnobReading& reading : readings) {
-    width = std::max(width, (reading.hidden ? 2 : 0) + std::string(reading.spec->name).size() + 1 +
-                                reading.value.size());
+    settings.push_back(std::string(reading.hidden ? "# " : "") + reading.spec->name + "=" + reading.value);
+    width = std::max(width, settings.back().size());
   }
-  for (const KnobReading& reading : readings) {
-    // A hidden secret is commented out: the text saved as a configuration file must not set it.
-    const std::string line =
-        std::string(reading.hidden ? "# " : "") + reading.spec->name + "=" + reading.value;
-    std::cout << line << std::string(width - line.size() + 2, ' ') << "# " << comment(reading) << "\n";
-    if (options.describe) std::cout << "#   " << reading.spec->meaning << "\n";
+  for (size_t i = 0; i < readings.size(); ++i) {
+    std::cout << settings[i] << std::string(width - settings[i].size() + 2, ' ') << "# " << comment(readings[i])
+              << "\n";
+    if (options.describe) std::cout << "#   " << readings[i].spec->meaning << "\n";
   }
   if (readings.empty()) std::cout << "# no knob is set (weft env lists them all)\n";
   return allParse ? 0 : 1;

@@ -2,7 +2,7 @@
 // `weft env`: every knob (src/base/knob_list.h) with the value a communicator made from this
 // environment would read, where it comes from (the environment, a configuration file, or the
 // default), and whether it parses. The text is itself a configuration file (NAME=value lines,
-// `#` comments), so it can be saved as ~/.nccl.conf.
+// `#` comments): `weft env --set` saved as ~/.nccl.conf keeps this environment's settings.
 
 #include <CLI/CLI.hpp>
 
