@@ -212,12 +212,13 @@ Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
   *choice = algorithms::ungovernedChoice(static_cast<int>(op.comm->rings().size()));
   if (!algorithms::governedByAlgo(op.collective)) return Status::ok();
   const core::Communicator& comm = *op.comm;
-  const algorithms::TuneShape shape = core::tuneShapeOf(op);
   const algorithms::CostModel& model = comm.costModel();
   if (op.internal) {  // never the memo's: that is for the application's calls, which the filters govern
     static const algorithms::AlgorithmFilter kEveryAlgorithm = algorithms::AlgorithmFilter::all();
     static const algorithms::ProtocolFilter kEveryProtocol = algorithms::ProtocolFilter::all();
-    if (algorithms::chooseAlgorithm(shape, kEveryAlgorithm, kEveryProtocol, model, choice)) return Status::ok();
+    if (algorithms::chooseAlgorithm(core::tuneShapeOf(op), kEveryAlgorithm, kEveryProtocol, model, choice)) {
+      return Status::ok();
+    }
     return internalError("the tuner has no algorithm for Weft's own %s", algorithms::collectiveName(op.collective));
   }
   const bool logs = log::enabled(log::Level::kInfo, log::kTuning);
@@ -227,6 +228,7 @@ Status pickAlgorithm(const core::Op& op, algorithms::TuneChoice* choice) {
     *choice = memo.choice;
     return Status::ok();
   }
+  const algorithms::TuneShape shape = core::tuneShapeOf(op);
   if (algorithms::chooseAlgorithm(shape, comm.algorithmFilter(), comm.protocolFilter(), model, choice)) {
     if (logs) logPredictions(shape, model, *choice);
     memo = {op.collective, bytes, *choice};
