@@ -417,7 +417,8 @@ RankRunOptions treeOnly() {
   return options;
 }
 
-// An allgather under NCCL_ALGO=tree: every rank is refused before anything starts, and the communicator goes on (the tree allreduce runs).
+// An allgather under NCCL_ALGO=tree: every rank is refused before anything starts, and the
+// communicator goes on (the tree allreduce runs).
 TEST(ApiErrors, ACollectiveThatNcclAlgoLeavesNothingIsRefusedAndTheCommunicatorGoesOn) {
   RankRunOptions options = treeOnly();
   options.label = "NCCL_ALGO leaves nothing";
